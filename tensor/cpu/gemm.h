@@ -1,0 +1,33 @@
+// gemm.h — the CPU matrix multiply: C = A B for a batch of matrices.
+//
+// A(i, p) is read at A + a_offset + i * a.row_stride + p * a.col_stride, and
+// likewise for B, so transposed or sliced operands need no copy: the packing
+// step reads them in whatever layout they have. C is written row-major with
+// row stride c_row_stride (columns contiguous).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace nc {
+namespace cpu {
+
+template <typename T>
+struct MatrixOperand {
+    const T* data;
+    std::vector<int64_t> batch_offsets;  // element offset of each batch's matrix
+    int64_t row_stride, col_stride;
+};
+
+template <typename T>
+void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<T>& A, const MatrixOperand<T>& B, T* C,
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride);
+
+// The textbook triple loop, kept as the reference the fast kernel is tested
+// against (tests/test_matmul.cpp) and for reading.
+template <typename T>
+void gemm_reference(int64_t M, int64_t N, int64_t K, const T* A, int64_t a_rs, int64_t a_cs, const T* B,
+                    int64_t b_rs, int64_t b_cs, T* C, int64_t c_rs);
+
+}  // namespace cpu
+}  // namespace nc

@@ -1,0 +1,78 @@
+// reduce.cpp — CPU kernels that work row by row: reductions and softmax.
+//
+// Both receive contiguous [rows, n] tensors (raw ops arrange that), so each
+// row is a plain array and rows are split across threads.
+#include <cmath>
+
+#include "tensor/cpu/cpu_kernels.h"
+
+namespace nc {
+namespace cpu {
+
+template <typename T>
+static void reduce_typed(ReduceOp op, const Tensor& in, const Tensor& out) {
+    int64_t rows = in.shape()[0], n = in.shape()[1];
+    const T* x = static_cast<const T*>(in.raw_data());
+#pragma omp parallel for schedule(static) if (rows * n >= 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T* row = x + r * n;
+        if (op == ReduceOp::Sum) {
+            // Accumulate float32 rows in double: sums of many terms stay accurate.
+            double total = 0;
+            for (int64_t i = 0; i < n; ++i) total += row[i];
+            static_cast<T*>(out.raw_data())[r] = (T)total;
+            continue;
+        }
+        // Max / Argmax: NaN wins (as in PyTorch), otherwise the first largest.
+        int64_t best = 0;
+        for (int64_t i = 1; i < n; ++i) {
+            if (row[best] != row[best]) break;  // already NaN
+            if (row[i] > row[best] || row[i] != row[i]) best = i;
+        }
+        if (op == ReduceOp::Max) static_cast<T*>(out.raw_data())[r] = row[best];
+        else static_cast<int64_t*>(out.raw_data())[r] = best;
+    }
+}
+
+void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
+    if (in.dtype() == kFloat32) reduce_typed<float>(op, in, out);
+    else reduce_typed<double>(op, in, out);
+}
+
+// softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m) with m = max(x): subtracting
+// the max changes nothing mathematically and keeps exp from overflowing.
+// log_softmax(x)_i = x_i - m - log(sum_j exp(x_j - m)).
+template <typename T>
+static void softmax_typed(const Tensor& in, const Tensor& out, bool log) {
+    int64_t rows = in.shape()[0], n = in.shape()[1];
+    const T* x = static_cast<const T*>(in.raw_data());
+    T* y = static_cast<T*>(out.raw_data());
+#pragma omp parallel for schedule(static) if (rows * n >= 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * n;
+        T* yr = y + r * n;
+        T m = -INFINITY;
+        for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
+        double total = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            T e = std::exp(xr[i] - m);
+            if (!log) yr[i] = e;
+            total += e;
+        }
+        if (log) {
+            T shift = m + (T)std::log(total);
+            for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - shift;
+        } else {
+            T inv = (T)(1.0 / total);
+            for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+        }
+    }
+}
+
+void softmax_rows(const Tensor& in, const Tensor& out, bool log) {
+    if (in.dtype() == kFloat32) softmax_typed<float>(in, out, log);
+    else softmax_typed<double>(in, out, log);
+}
+
+}  // namespace cpu
+}  // namespace nc

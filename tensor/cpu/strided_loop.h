@@ -1,0 +1,85 @@
+// strided_loop.h — walking N tensors of the same shape but any strides.
+//
+// Elementwise kernels must handle views: transposed, sliced, broadcast
+// (stride 0). for_each_run hides that: it merges dims that are laid out
+// contiguously for every operand (so a plain contiguous tensor becomes one
+// long run), splits the work into runs along the innermost dim, and hands
+// each run to `body` on an OpenMP thread:
+//
+//   body(offsets, count, steps)
+//     offsets[k]: element offset of operand k's first element in this run
+//     count:      number of elements in the run
+//     steps[k]:   stride of operand k along the run (1 = contiguous)
+//
+// The body's inner loop is the one the compiler vectorizes, so bodies test for
+// steps == 1 and keep a plain loop for that case.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "tensor/shape.h"
+
+namespace nc {
+namespace cpu {
+
+// Runs shorter than this are not split further; loops with fewer elements
+// than kParallelMin run on one thread (starting threads would cost more).
+constexpr int64_t kRunChunk = 16384;
+constexpr int64_t kParallelMin = 32768;
+
+template <int N, typename Body>
+void for_each_run(const Shape& shape, const std::array<const Shape*, N>& strides, Body body) {
+    // 1. Collect the dims, dropping size-1 dims, and merge neighbours that are
+    //    contiguous with each other in every operand.
+    int64_t sizes[kMaxDims];
+    int64_t st[N][kMaxDims];
+    int ndim = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 0) return;  // nothing to do
+        if (shape[d] == 1) continue;
+        bool merge = ndim > 0;
+        for (int k = 0; k < N && merge; ++k) merge = (st[k][ndim - 1] == (*strides[k])[d] * shape[d]);
+        if (merge) {
+            sizes[ndim - 1] *= shape[d];
+            for (int k = 0; k < N; ++k) st[k][ndim - 1] = (*strides[k])[d];
+        } else {
+            sizes[ndim] = shape[d];
+            for (int k = 0; k < N; ++k) st[k][ndim] = (*strides[k])[d];
+            ++ndim;
+        }
+    }
+    if (ndim == 0) {  // a single element
+        sizes[0] = 1;
+        for (int k = 0; k < N; ++k) st[k][0] = 0;
+        ndim = 1;
+    }
+
+    // 2. The innermost dim is cut into chunks; every (outer index, chunk) is a task.
+    int64_t inner = sizes[ndim - 1];
+    int64_t chunks = (inner + kRunChunk - 1) / kRunChunk;
+    int64_t outer = 1;
+    for (int d = 0; d < ndim - 1; ++d) outer *= sizes[d];
+    int64_t tasks = outer * chunks;
+    std::array<int64_t, N> steps;
+    for (int k = 0; k < N; ++k) steps[k] = st[k][ndim - 1];
+
+#pragma omp parallel for schedule(static) if (outer * inner >= kParallelMin)
+    for (int64_t task = 0; task < tasks; ++task) {
+        int64_t chunk = task % chunks, rest = task / chunks;
+        std::array<int64_t, N> offsets{};
+        // Turn the outer index into an offset per operand, innermost dim first.
+        for (int d = ndim - 2; d >= 0; --d) {
+            int64_t index = rest % sizes[d];
+            rest /= sizes[d];
+            for (int k = 0; k < N; ++k) offsets[k] += index * st[k][d];
+        }
+        int64_t start = chunk * kRunChunk;
+        int64_t count = std::min(kRunChunk, inner - start);
+        for (int k = 0; k < N; ++k) offsets[k] += start * steps[k];
+        body(offsets.data(), count, steps.data());
+    }
+}
+
+}  // namespace cpu
+}  // namespace nc

@@ -1,0 +1,36 @@
+// dtype.h — the element types a tensor can hold, and the device it lives on.
+//
+// float32 is the working type everywhere. float64 exists on the CPU so that
+// gradients can be checked by finite differences without round-off swamping
+// the result. int64 holds indices (embedding ids, argmax results, gather).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace nc {
+
+enum class DType { Float32, Float64, Int64 };
+
+constexpr DType kFloat32 = DType::Float32;
+constexpr DType kFloat64 = DType::Float64;
+constexpr DType kInt64 = DType::Int64;
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);  // "float32", "float64", "int64"
+bool is_floating(DType dtype);
+
+enum class DeviceType { CPU, CUDA };
+
+struct Device {
+    DeviceType type = DeviceType::CPU;
+    int index = 0;
+
+    bool operator==(const Device& other) const { return type == other.type && index == other.index; }
+    bool operator!=(const Device& other) const { return !(*this == other); }
+    std::string str() const;  // "cpu" or "cuda:0"
+};
+
+const Device kCPU{DeviceType::CPU, 0};
+
+}  // namespace nc

@@ -1,0 +1,195 @@
+// raw_elementwise.cpp — creation, copies and elementwise math.
+//
+// The pattern of every op here: check arguments, work out the output shape
+// (broadcasting binary ops), allocate the output, call one backend kernel.
+#include <cmath>
+
+#include "tensor/raw_ops.h"
+
+namespace nc {
+namespace raw {
+
+static void check_same_device(const Tensor& a, const Tensor& b, const std::string& op) {
+    if (a.device() != b.device())
+        fail(op, "tensors are on different devices (" + a.device().str() + " and " + b.device().str() + ")");
+}
+
+static void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op) {
+    if (a.dtype() != b.dtype())
+        fail(op, std::string("dtypes differ: ") + dtype_name(a.dtype()) + " " + shape_str(a.shape()) + " and " +
+                     dtype_name(b.dtype()) + " " + shape_str(b.shape()) + "; convert one with to_dtype");
+}
+
+static void check_floating(const Tensor& t, const std::string& op) {
+    if (!is_floating(t.dtype()))
+        fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(t.dtype()) + " " +
+                     shape_str(t.shape()));
+}
+
+// ---- creation ----------------------------------------------------------------
+
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+    Tensor t = empty(shape, dtype, device);
+    backend_for(device).fill(t, value);
+    return t;
+}
+Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
+Tensor scalar(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+
+Tensor arange(double start, double end, double step, DType dtype, Device device) {
+    if (step == 0) fail("arange", "step must be non-zero");
+    int64_t n = std::max<int64_t>(0, (int64_t)std::ceil((end - start) / step));
+    std::vector<double> values(n);
+    for (int64_t i = 0; i < n; ++i) values[i] = start + (double)i * step;
+    return to_device(to_dtype(from_vector(values, {n}), dtype), device);
+}
+
+// Copies host values into a new CPU tensor of the given dtype.
+template <typename T>
+static Tensor from_host(const std::vector<T>& values, const Shape& shape, DType dtype, const std::string& op) {
+    check_ndim(shape, op);
+    if ((int64_t)values.size() != shape_numel(shape))
+        fail(op, "got " + std::to_string(values.size()) + " values for shape " + shape_str(shape) + " (" +
+                     std::to_string(shape_numel(shape)) + " elements)");
+    Tensor t = empty(shape, dtype, kCPU);
+    std::copy(values.begin(), values.end(), static_cast<T*>(t.raw_data()));
+    return t;
+}
+
+Tensor from_vector(const std::vector<float>& values, const Shape& shape, Device device) {
+    return to_device(from_host(values, shape, kFloat32, "from_vector"), device);
+}
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, Device device) {
+    return to_device(from_host(values, shape, kFloat64, "from_vector"), device);
+}
+Tensor from_indices(const std::vector<int64_t>& values, const Shape& shape, Device device) {
+    return to_device(from_host(values, shape, kInt64, "from_indices"), device);
+}
+
+static Tensor random_tensor(RandomKind kind, const Shape& shape, double p, Generator& gen, DType dtype,
+                            Device device, const std::string& op) {
+    if (!is_floating(dtype)) fail(op, std::string("needs a floating dtype, got ") + dtype_name(dtype));
+    Tensor t = empty(shape, dtype, device);
+    uint64_t first = gen.advance((uint64_t)t.numel());
+    backend_for(device).random(kind, gen.seed(), first, p, t);
+    return t;
+}
+
+Tensor rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
+    return random_tensor(RandomKind::Uniform, shape, 0, gen, dtype, device, "rand");
+}
+Tensor randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
+    return random_tensor(RandomKind::Normal, shape, 0, gen, dtype, device, "randn");
+}
+Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype, Device device) {
+    if (!(p >= 0 && p <= 1)) fail("bernoulli", "probability p=" + std::to_string(p) + " is not in [0, 1]");
+    return random_tensor(RandomKind::Bernoulli, shape, p, gen, dtype, device, "bernoulli");
+}
+
+// ---- copies ------------------------------------------------------------------
+
+void copy_(const Tensor& dst, const Tensor& src) {
+    check_same_device(dst, src, "copy_");
+    Shape shape = broadcast_shapes(dst.shape(), src.shape(), "copy_");
+    if (shape != dst.shape())
+        fail("copy_", "source shape " + shape_str(src.shape()) + " does not broadcast to destination shape " +
+                          shape_str(dst.shape()));
+    backend_for(dst.device()).unary(UnaryOp::Copy, expand(src, dst.shape()), dst);
+}
+
+void fill_(const Tensor& dst, double value) { backend_for(dst.device()).fill(dst, value); }
+
+Tensor clone(const Tensor& t) {
+    Tensor out = empty(t.shape(), t.dtype(), t.device());
+    backend_for(t.device()).unary(UnaryOp::Copy, t, out);
+    return out;
+}
+
+Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
+
+Tensor to_dtype(const Tensor& t, DType dtype) {
+    if (t.dtype() == dtype) return t;
+    Tensor out = empty(t.shape(), dtype, t.device());
+    backend_for(t.device()).unary(UnaryOp::Copy, t, out);
+    return out;
+}
+
+Tensor to_device(const Tensor& t, Device device) {
+    if (t.device() == device) return t;
+    backend_for(device);  // throws a clear error if that backend is not built in
+    fail("to_device", "copies between " + t.device().str() + " and " + device.str() + " are not supported yet");
+}
+
+// ---- elementwise ---------------------------------------------------------------
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+    if (op != UnaryOp::Copy) check_floating(x, unary_op_name(op));
+    Tensor out = empty(x.shape(), x.dtype(), x.device());
+    backend_for(x.device()).unary(op, x, out);
+    return out;
+}
+
+Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
+Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, x); }
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+    const char* name = binary_op_name(op);
+    check_same_device(a, b, name);
+    check_same_dtype(a, b, name);
+    bool integer_ok = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op >= BinaryOp::Maximum;
+    if (!integer_ok) check_floating(a, name);
+    Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+    check_ndim(shape, name);
+    Tensor out = empty(shape, a.dtype(), a.device());
+    backend_for(a.device()).binary(op, expand(a, shape), expand(b, shape), out);
+    return out;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor add(const Tensor& a, double b) { return add(a, scalar(b, a.dtype(), a.device())); }
+Tensor mul(const Tensor& a, double b) { return mul(a, scalar(b, a.dtype(), a.device())); }
+Tensor pow(const Tensor& a, double b) { return pow(a, scalar(b, a.dtype(), a.device())); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    check_same_device(cond, a, "where");
+    check_same_device(a, b, "where");
+    check_same_dtype(a, b, "where");
+    Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+    Tensor out = empty(shape, a.dtype(), a.device());
+    // The condition is read as the values' dtype, so any numeric mask works.
+    Tensor c = to_dtype(cond, a.dtype());
+    backend_for(a.device()).where(expand(c, shape), expand(a, shape), expand(b, shape), out);
+    return out;
+}
+
+bool all_finite(const Tensor& t) {
+    if (!is_floating(t.dtype()) || t.numel() == 0) return true;
+    // x - x is 0 for finite x and NaN for NaN or +-Inf; the sum propagates NaN.
+    return std::isfinite(sum(sub(t, t)).item());
+}
+
+}  // namespace raw
+}  // namespace nc

@@ -1,0 +1,60 @@
+#include "tensor/shape.h"
+
+#include "tensor/error.h"
+
+namespace nc {
+
+std::string shape_str(const Shape& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+int64_t shape_numel(const Shape& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+    Shape strides(shape.size());
+    int64_t step = 1;
+    for (int64_t i = (int64_t)shape.size() - 1; i >= 0; --i) {
+        strides[i] = step;
+        step *= shape[i];
+    }
+    return strides;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
+    size_t ndim = std::max(a.size(), b.size());
+    Shape out(ndim);
+    for (size_t i = 0; i < ndim; ++i) {
+        // Align from the right: missing leading dims count as size 1.
+        int64_t da = i < ndim - a.size() ? 1 : a[i - (ndim - a.size())];
+        int64_t db = i < ndim - b.size() ? 1 : b[i - (ndim - b.size())];
+        if (da != db && da != 1 && db != 1)
+            fail(op, "shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together (dim " +
+                         std::to_string(i) + ": " + std::to_string(da) + " vs " + std::to_string(db) + ")");
+        out[i] = da == 1 ? db : da;
+    }
+    return out;
+}
+
+int64_t normalize_dim(int64_t dim, int64_t ndim, const std::string& op) {
+    int64_t d = dim < 0 ? dim + ndim : dim;
+    if (d < 0 || d >= ndim)
+        fail(op, "dim " + std::to_string(dim) + " is out of range for a tensor with " + std::to_string(ndim) +
+                     " dims");
+    return d;
+}
+
+void check_ndim(const Shape& shape, const std::string& op) {
+    if ((int)shape.size() > kMaxDims)
+        fail(op, "shape " + shape_str(shape) + " has " + std::to_string(shape.size()) + " dims; at most " +
+                     std::to_string(kMaxDims) + " are supported");
+    for (int64_t d : shape)
+        if (d < 0) fail(op, "shape " + shape_str(shape) + " has a negative size");
+}
+
+}  // namespace nc
