@@ -1,0 +1,173 @@
+// engine.cpp — the backward loop.
+//
+// backward() is deliberately a plain loop you can step through:
+//   1. order the nodes so each comes after every node that uses its output
+//      (a topological sort, done with an explicit stack: no recursion);
+//   2. seed the root's gradient with 1 (dL/dL);
+//   3. visit the nodes in that order; each one's gradient is complete by the
+//      time we reach it, because all its consumers came earlier. Call its
+//      backward function and add the results to its inputs' gradients;
+//   4. hand the accumulated gradients to the leaves (x.grad += ...).
+// A good gdb breakpoint is `break nc::backward`, then step to `node->backward(grad)`.
+#include "autograd/engine.h"
+
+#include <iostream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/mode.h"
+#include "tensor/raw_ops.h"
+
+namespace nc {
+
+std::vector<Node*> topological_order(const Tensor& root) {
+    std::vector<Node*> post_order;
+    if (!root.grad_fn()) return post_order;
+    std::unordered_set<Node*> seen{root.grad_fn().get()};
+    // Depth-first search with an explicit stack of (node, next input to look at).
+    std::vector<std::pair<Node*, size_t>> stack{{root.grad_fn().get(), 0}};
+    while (!stack.empty()) {
+        Node* node = stack.back().first;
+        size_t& next = stack.back().second;
+        if (next < node->inputs.size()) {
+            const Tensor& input = node->inputs[next++];
+            Node* child = input.defined() ? input.grad_fn().get() : nullptr;
+            if (child && seen.insert(child).second) stack.push_back({child, 0});
+        } else {
+            post_order.push_back(node);  // all of node's inputs are already listed
+            stack.pop_back();
+        }
+    }
+    // Post-order lists inputs before their consumers; backward needs the reverse.
+    return std::vector<Node*>(post_order.rbegin(), post_order.rend());
+}
+
+// a + b, where an undefined `a` means "no gradient yet".
+static Tensor accumulate(const Tensor& a, const Tensor& b) { return a.defined() ? raw::add(a, b) : b; }
+
+static void check_finite(const Node& node, size_t input, const Tensor& grad, const Tensor& grad_output) {
+    if (raw::all_finite(grad)) return;
+    throw Error("anomaly mode: the backward pass of " + node.name + " produced NaN or Inf in the gradient of input " +
+                std::to_string(input) + " (shape " + shape_str(grad.shape()) + "; node inputs " +
+                shapes_str(node.inputs) + ", output " + shape_str(node.output_shape) + ", incoming gradient " +
+                (raw::all_finite(grad_output) ? "finite" : "not finite") + ")");
+}
+
+static void trace_node(size_t step, const Node& node, const Tensor& grad) {
+    std::cerr << "[backward " << step << "] " << node.name << "  grad " << shape_str(grad.shape()) << " -> inputs "
+              << shapes_str(node.inputs) << "\n";
+}
+
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+    if (!root.requires_grad())
+        fail("backward", "the tensor " + shape_str(root.shape()) +
+                             " does not require grad (no input of its graph has requires_grad set)");
+    Tensor seed = grad;
+    if (!seed.defined()) {
+        if (root.numel() != 1)
+            fail("backward", "called on a tensor of shape " + shape_str(root.shape()) +
+                                 "; without a gradient argument it needs a scalar (reduce it with sum or mean, "
+                                 "or pass the upstream gradient)");
+        seed = raw::ones(root.shape(), root.dtype(), root.device());
+    } else if (seed.shape() != root.shape() || seed.dtype() != root.dtype()) {
+        fail("backward", "gradient of shape " + shape_str(seed.shape()) + " (" + dtype_name(seed.dtype()) +
+                             ") does not match the tensor's " + shape_str(root.shape()) + " (" +
+                             dtype_name(root.dtype()) + ")");
+    }
+    // Gradient formulas use raw ops, but no op in here should ever be recorded.
+    NoGradGuard no_grad;
+
+    // Leaves' gradients are summed over the whole pass, then stored at the end,
+    // so each leaf hook sees the total gradient once.
+    std::vector<std::pair<Tensor, Tensor>> leaf_grads;  // (leaf, gradient)
+    std::unordered_map<TensorImpl*, size_t> leaf_index;
+    auto add_to_leaf = [&](const Tensor& leaf, const Tensor& g) {
+        auto it = leaf_index.find(leaf.impl());
+        if (it == leaf_index.end()) {
+            leaf_index[leaf.impl()] = leaf_grads.size();
+            leaf_grads.push_back({leaf, g});
+        } else {
+            leaf_grads[it->second].second = accumulate(leaf_grads[it->second].second, g);
+        }
+    };
+
+    if (root.is_leaf()) add_to_leaf(root, seed);
+
+    std::vector<Node*> order = topological_order(root);
+    std::unordered_map<Node*, Tensor> grads;  // gradient of each node's output
+    if (!order.empty()) grads[order.front()] = seed;
+
+    for (size_t step = 0; step < order.size(); ++step) {
+        Node* node = order[step];
+        Tensor grad_output = grads[node];
+        grads.erase(node);  // free it as soon as it is used
+        if (!grad_output.defined()) continue;  // no gradient reached this node
+        for (const GradHook& hook : node->hooks) {
+            Tensor replaced = hook(grad_output);
+            if (replaced.defined()) grad_output = replaced;
+        }
+        if (is_trace_enabled()) trace_node(step, *node, grad_output);
+        if (node->released)
+            fail("backward", "trying to run " + node->name +
+                                 " a second time, but its saved tensors were freed after the first backward(); "
+                                 "pass retain_graph=true to the first call");
+
+        std::vector<Tensor> input_grads = node->backward(grad_output);  // <- the op's own gradient formula
+
+        if (input_grads.size() != node->inputs.size())
+            fail(node->name, "internal error: returned " + std::to_string(input_grads.size()) +
+                                 " gradients for " + std::to_string(node->inputs.size()) + " inputs");
+        for (size_t i = 0; i < input_grads.size(); ++i) {
+            const Tensor& input = node->inputs[i];
+            const Tensor& g = input_grads[i];
+            if (!input.defined() || !g.defined()) continue;
+            if (g.shape() != input.shape())
+                fail(node->name, "internal error: gradient for input " + std::to_string(i) + " has shape " +
+                                     shape_str(g.shape()) + ", the input has " + shape_str(input.shape()));
+            if (is_anomaly_enabled()) check_finite(*node, i, g, grad_output);
+            if (input.grad_fn()) grads[input.grad_fn().get()] = accumulate(grads[input.grad_fn().get()], g);
+            else add_to_leaf(input, g);
+        }
+        if (!retain_graph) {
+            node->backward = nullptr;  // frees the saved tensors
+            node->released = true;
+        }
+    }
+
+    for (auto& [leaf, g] : leaf_grads) {
+        Tensor total = g;
+        for (const GradHook& hook : leaf.impl()->hooks) {
+            Tensor replaced = hook(total);
+            if (replaced.defined()) total = replaced;
+        }
+        // Store a fresh contiguous copy: `total` may be a view of another
+        // tensor's memory (e.g. the gradient of a reshape), and the optimizer
+        // will update .grad in place.
+        Tensor stored = leaf.grad().defined() ? raw::add(leaf.grad(), total) : raw::clone(total);
+        leaf.set_grad(stored);
+    }
+}
+
+void register_hook(const Tensor& t, GradHook hook) {
+    if (!t.requires_grad())
+        fail("register_hook", "the tensor " + shape_str(t.shape()) + " does not require grad, so no gradient "
+                                                                     "will ever reach the hook");
+    if (t.grad_fn()) t.grad_fn()->hooks.push_back(std::move(hook));
+    else t.impl()->hooks.push_back(std::move(hook));
+}
+
+void retain_grad(const Tensor& t) {
+    if (t.is_leaf()) return;  // leaves keep their gradient anyway
+    // A weak pointer: the hook lives on the node, which the tensor owns; a
+    // strong one would form a cycle and leak both.
+    std::weak_ptr<TensorImpl> weak = t.impl_ptr();
+    register_hook(t, [weak](const Tensor& g) {
+        if (auto impl = weak.lock()) {
+            Tensor self(impl);
+            self.set_grad(self.grad().defined() ? raw::add(self.grad(), g) : raw::clone(g));
+        }
+        return Tensor();
+    });
+}
+
+}  // namespace nc

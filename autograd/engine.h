@@ -1,0 +1,27 @@
+// engine.h — backward(): reverse-mode differentiation over the recorded graph.
+#pragma once
+
+#include "autograd/node.h"
+#include "tensor/tensor.h"
+
+namespace nc {
+
+// Computes d(root)/d(leaf) for every leaf that requires grad and *adds* it to
+// leaf.grad() (gradients accumulate across calls until zero_grad()).
+//   root          a scalar (one element), or any shape if `grad` is given
+//   grad          the upstream gradient dL/d(root); defaults to 1 for a scalar
+//   retain_graph  keep the saved tensors so backward can run through this
+//                 graph again; by default they are freed as each node finishes
+void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_graph = false);
+
+// Calls `hook(grad)` when the gradient for `t` has been computed; a returned
+// defined tensor replaces the gradient. Works for leaves and non-leaves.
+void register_hook(const Tensor& t, GradHook hook);
+
+// Makes backward() also store the gradient of a non-leaf tensor in t.grad().
+void retain_grad(const Tensor& t);
+
+// Nodes reachable from root in the order backward() visits them (root first).
+std::vector<Node*> topological_order(const Tensor& root);
+
+}  // namespace nc

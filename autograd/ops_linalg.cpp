@@ -1,0 +1,68 @@
+// ops_linalg.cpp — matmul, softmax and indexing, each forward next to its backward.
+#include "autograd/ops.h"
+
+namespace nc {
+
+using Grads = std::vector<Tensor>;
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    // Vectors are promoted to matrices with differentiable unsqueeze/squeeze,
+    // so the core below only deals with [..., M, K] @ [..., K, N].
+    if (a.dim() == 1 && b.dim() >= 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
+    if (b.dim() == 1 && a.dim() >= 2) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
+
+    // C = A B  =>  dA = dC B^T,  dB = A^T dC  (then summed over broadcast batch dims)
+    return record("MatMul", raw::matmul(a, b), {a, b}, [a, b](const Tensor& dc) {
+        Tensor da, db;
+        if (a.requires_grad()) da = raw::sum_to(raw::matmul(dc, raw::transpose(b, -1, -2)), a.shape());
+        if (b.requires_grad()) db = raw::sum_to(raw::matmul(raw::transpose(a, -1, -2), dc), b.shape());
+        return Grads{da, db};
+    });
+}
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+    // y = softmax(x): dy_i/dx_j = y_i (delta_ij - y_j), so
+    // dx = y * (g - sum(g * y)) with the sum along `dim`.
+    Tensor y = raw::softmax(x, dim);
+    return record("Softmax", y, {x}, [y = y.detach(), dim](const Tensor& g) {
+        Tensor dot = raw::sum(raw::mul(g, y), {dim}, /*keepdim=*/true);
+        return Grads{raw::mul(y, raw::sub(g, dot))};
+    });
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+    // y = x - logsumexp(x): dy_i/dx_j = delta_ij - softmax(x)_j, so
+    // dx = g - softmax(x) * sum(g) with softmax(x) = exp(y).
+    Tensor y = raw::log_softmax(x, dim);
+    return record("LogSoftmax", y, {x}, [y = y.detach(), dim](const Tensor& g) {
+        Tensor total = raw::sum(g, {dim}, /*keepdim=*/true);
+        return Grads{raw::sub(g, raw::mul(raw::exp(y), total))};
+    });
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+    // out = x[..., index, ...]: each picked element sends its gradient home;
+    // an element picked twice receives both.
+    return record("Gather", raw::gather(x, dim, index), {x}, [shape = x.shape(), dim, index](const Tensor& g) {
+        return Grads{raw::scatter_add(shape, dim, index, g)};
+    });
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+    return record("IndexSelect", raw::index_select(x, dim, index), {x},
+                  [shape = x.shape(), dim, index](const Tensor& g) {
+                      return Grads{raw::index_add(shape, dim, index, raw::contiguous(g))};
+                  });
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& ids) {
+    if (weight.dim() != 2) fail("embedding", "weight must be [vocab, channels], got " + shape_str(weight.shape()));
+    if (ids.dtype() != kInt64)
+        fail("embedding", std::string("ids must be int64 (from_indices), got ") + dtype_name(ids.dtype()));
+    // Look up the flattened ids, then give the result the ids' shape + [C].
+    Shape shape = ids.shape();
+    shape.push_back(weight.shape()[1]);
+    return reshape(index_select(weight, 0, raw::reshape(ids, {ids.numel()})), shape);
+}
+
+}  // namespace nc
