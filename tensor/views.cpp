@@ -21,11 +21,12 @@ static Shape infer_shape(Shape shape, int64_t numel, const std::string& op, cons
             known *= shape[i];
         }
     }
+    Shape requested = shape;
     if (infer_at >= 0 && known != 0 && numel % known == 0) shape[infer_at] = numel / known;
-    check_ndim(shape, op);
-    if (shape_numel(shape) != numel)
+    if (shape_numel(shape) != numel || (infer_at >= 0 && shape[infer_at] < 0))
         fail(op, "cannot reshape a tensor of shape " + shape_str(from) + " (" + std::to_string(numel) +
-                     " elements) into shape " + shape_str(shape));
+                     " elements) into shape " + shape_str(requested));
+    check_ndim(shape, op);
     return shape;
 }
 

@@ -1,0 +1,61 @@
+// helpers.h — small tools shared by the tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+
+namespace nc_test {
+
+using nc::Tensor;
+
+// Every element of `t` within tol of `expected`; on failure prints the
+// largest difference and where it is.
+inline void check_values(const Tensor& t, const std::vector<double>& expected, double tol = 1e-6) {
+    std::vector<double> got = t.to_vector();
+    REQUIRE(got.size() == expected.size());
+    double worst = 0;
+    size_t where = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        double diff = std::fabs(got[i] - expected[i]);
+        if (std::isnan(got[i]) != std::isnan(expected[i])) diff = INFINITY;
+        if (std::isnan(got[i]) && std::isnan(expected[i])) diff = 0;
+        if (diff > worst) { worst = diff; where = i; }
+    }
+    INFO("largest difference " << worst << " at element " << where << " (got " << got[where] << ", expected "
+                               << expected[where] << ")");
+    CHECK(worst <= tol);
+}
+
+// A float64 leaf with reproducible random values, requiring grad.
+inline Tensor leaf(const nc::Shape& shape, uint64_t seed, double scale = 1.0, double shift = 0.0) {
+    nc::Generator gen(seed);
+    Tensor t = nc::raw::add(nc::raw::mul(nc::raw::randn(shape, gen, nc::kFloat64), scale), shift);
+    t.set_requires_grad(true);
+    return t;
+}
+
+inline void check_gradcheck(const nc::GradcheckFn& fn, const std::vector<Tensor>& inputs) {
+    nc::GradcheckResult r = nc::gradcheck(fn, inputs);
+    INFO(r.report());
+    CHECK(r.passed);
+}
+
+// Asserts that `body` throws nc::Error whose message contains every fragment.
+template <typename Body>
+void check_error(Body body, const std::vector<std::string>& fragments) {
+    try {
+        body();
+        FAIL("expected nc::Error");
+    } catch (const nc::Error& e) {
+        std::string msg = e.what();
+        INFO("message: " << msg);
+        for (const std::string& f : fragments) CHECK(msg.find(f) != std::string::npos);
+    }
+}
+
+}  // namespace nc_test

@@ -1,0 +1,100 @@
+// Elementwise ops: values against the C++ standard library, broadcasting,
+// non-contiguous inputs, comparisons and where.
+#include <functional>
+
+#include "helpers.h"
+
+using namespace nc;
+using nc_test::check_error;
+using nc_test::check_values;
+
+static std::vector<double> map_values(const std::vector<double>& xs, const std::function<double(double)>& f) {
+    std::vector<double> out;
+    for (double x : xs) out.push_back(f(x));
+    return out;
+}
+
+TEST_CASE("unary math matches std:: functions in float32 and float64", "[elementwise]") {
+    std::vector<double> xs = {0.1, 0.5, 1.0, 2.0, 3.7};
+    for (DType dtype : {kFloat32, kFloat64}) {
+        double tol = dtype == kFloat32 ? 1e-5 : 1e-12;
+        Tensor x = raw::to_dtype(raw::from_vector(xs, {5}), dtype);
+        check_values(raw::neg(x), map_values(xs, [](double v) { return -v; }), tol);
+        check_values(raw::exp(x), map_values(xs, [](double v) { return std::exp(v); }), tol * 50);
+        check_values(raw::log(x), map_values(xs, [](double v) { return std::log(v); }), tol);
+        check_values(raw::sqrt(x), map_values(xs, [](double v) { return std::sqrt(v); }), tol);
+        check_values(raw::rsqrt(x), map_values(xs, [](double v) { return 1 / std::sqrt(v); }), tol * 4);
+        check_values(raw::tanh(x), map_values(xs, [](double v) { return std::tanh(v); }), tol);
+        check_values(raw::sin(x), map_values(xs, [](double v) { return std::sin(v); }), tol);
+        check_values(raw::cos(x), map_values(xs, [](double v) { return std::cos(v); }), tol);
+        check_values(raw::pow(x, 1.5), map_values(xs, [](double v) { return std::pow(v, 1.5); }), tol * 10);
+    }
+    Tensor m = raw::from_vector(std::vector<double>{-2, 0, 3}, {3});
+    check_values(raw::abs(m), {2, 0, 3});
+    check_values(raw::sign(m), {-1, 0, 1});
+}
+
+TEST_CASE("binary ops broadcast and handle non-contiguous operands", "[elementwise][broadcast]") {
+    Tensor a = raw::reshape(raw::arange(1, 7, 1, kFloat64), {2, 3});  // [[1,2,3],[4,5,6]]
+    Tensor b = raw::from_vector(std::vector<double>{10, 20, 30}, {3});
+    check_values(raw::add(a, b), {11, 22, 33, 14, 25, 36});
+    check_values(raw::sub(a, b), {-9, -18, -27, -6, -15, -24});
+    check_values(raw::mul(a, b), {10, 40, 90, 40, 100, 180});
+    check_values(raw::div(b, a), {10, 10, 10, 2.5, 4, 5});
+    check_values(raw::pow(a, raw::scalar(2.0, kFloat64)), {1, 4, 9, 16, 25, 36});
+    Tensor col = raw::from_vector(std::vector<double>{1, -1}, {2, 1});
+    check_values(raw::mul(a, col), {1, 2, 3, -4, -5, -6});
+
+    // a^T is [3, 2] with strides [1, 3]; result must follow logical order.
+    Tensor at = raw::transpose(a, 0, 1);
+    Tensor two_col = raw::from_vector(std::vector<double>{100, 200}, {2});
+    check_values(raw::add(at, two_col), {101, 204, 102, 205, 103, 206});
+    check_values(raw::mul(at, at), {1, 16, 4, 25, 9, 36});
+
+    // Both operands broadcast at once: [3,1] with [1,4].
+    Tensor r = raw::reshape(raw::arange(0, 3, 1, kFloat64), {3, 1});
+    Tensor c = raw::reshape(raw::arange(0, 4, 1, kFloat64), {1, 4});
+    check_values(raw::sub(r, c), {0, -1, -2, -3, 1, 0, -1, -2, 2, 1, 0, -1});
+
+    // A large non-contiguous case crosses the parallel threshold: compare to scalar loop.
+    Generator gen(1);
+    Tensor big = raw::randn({300, 400}, gen);
+    Tensor bt = raw::transpose(big, 0, 1);
+    Tensor sum = raw::add(bt, raw::narrow(raw::randn({400, 301}, gen), 1, 1, 300));
+    std::vector<double> bv = big.to_vector();
+    std::vector<double> sv = sum.to_vector();
+    std::vector<double> bt_expected(bv.size());
+    for (int i = 0; i < 400; ++i)
+        for (int j = 0; j < 300; ++j) bt_expected[i * 300 + j] = bv[j * 400 + i];
+    std::vector<double> diff = raw::sub(sum, bt).to_vector();
+    for (size_t i = 0; i < diff.size(); ++i) diff[i] = sv[i] - diff[i];  // = bt values
+    double worst = 0;
+    for (size_t i = 0; i < diff.size(); ++i) worst = std::max(worst, std::fabs(diff[i] - bt_expected[i]));
+    CHECK(worst < 1e-5);
+}
+
+TEST_CASE("maximum, minimum, comparisons and where", "[elementwise]") {
+    Tensor a = raw::from_vector(std::vector<double>{1, 5, 3, NAN}, {4});
+    Tensor b = raw::from_vector(std::vector<double>{2, 4, 3, 0}, {4});
+    check_values(raw::maximum(a, b), {2, 5, 3, NAN});
+    check_values(raw::minimum(a, b), {1, 4, 3, NAN});
+    check_values(raw::eq(a, b), {0, 0, 1, 0});
+    check_values(raw::ne(a, b), {1, 1, 0, 1});
+    check_values(raw::lt(a, b), {1, 0, 0, 0});
+    check_values(raw::le(a, b), {1, 0, 1, 0});
+    check_values(raw::gt(a, b), {0, 1, 0, 0});
+    check_values(raw::ge(a, b), {0, 1, 1, 0});
+    Tensor cond = raw::from_vector(std::vector<double>{1, 0}, {2, 1});
+    Tensor x = raw::from_vector(std::vector<double>{1, 2, 3}, {3});
+    check_values(raw::where(cond, x, raw::scalar(-1.0, kFloat64)), {1, 2, 3, -1, -1, -1});
+    CHECK(raw::all_finite(b));
+    CHECK(!raw::all_finite(a));
+    CHECK(!raw::all_finite(raw::from_vector(std::vector<float>{1, INFINITY}, {2})));
+}
+
+TEST_CASE("elementwise ops reject mismatched inputs with clear messages", "[elementwise][errors]") {
+    check_error([] { raw::add(raw::zeros({2, 3}), raw::zeros({3, 2})); }, {"add", "[2, 3]", "[3, 2]", "broadcast"});
+    check_error([] { raw::mul(raw::zeros({2}), raw::zeros({2}, kFloat64)); }, {"mul", "float32", "float64"});
+    check_error([] { raw::exp(raw::from_indices({1}, {1})); }, {"exp", "floating", "int64"});
+    check_error([] { raw::bernoulli({2}, 1.5); }, {"bernoulli", "not in [0, 1]"});
+}

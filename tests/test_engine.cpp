@@ -1,0 +1,191 @@
+// The backward engine: accumulation, retain_graph, no-grad, hooks, graph
+// shapes (diamond, deep chain), anomaly mode, trace and graph dumps.
+#include <iostream>
+#include <sstream>
+
+#include "autograd/graph_dump.h"
+#include "helpers.h"
+
+using namespace nc;
+using nc_test::check_error;
+using nc_test::check_values;
+
+static Tensor param(std::vector<double> values) {
+    Tensor t = raw::from_vector(values, {(int64_t)values.size()});
+    t.set_requires_grad(true);
+    return t;
+}
+
+TEST_CASE("backward computes gradients of a small expression", "[engine]") {
+    Tensor x = param({2, 3});
+    Tensor y = sum(x * x * x);  // dy/dx = 3 x^2
+    CHECK(y.requires_grad());
+    CHECK(!y.is_leaf());
+    CHECK(y.grad_fn()->name == "SumBackward");
+    backward(y);
+    check_values(x.grad(), {12, 27});
+}
+
+TEST_CASE("gradients accumulate across backward calls until zero_grad", "[engine]") {
+    Tensor x = param({1, 2});
+    backward(sum(x * 3.0));
+    backward(sum(x * 3.0));
+    check_values(x.grad(), {6, 6});
+    x.zero_grad();
+    CHECK(!x.grad().defined());
+    backward(sum(x * x));
+    check_values(x.grad(), {2, 4});
+}
+
+TEST_CASE("retain_graph allows a second backward; without it the error says why", "[engine]") {
+    Tensor x = param({1, 2});
+    Tensor y = sum(exp(x));
+    backward(y, Tensor(), /*retain_graph=*/true);
+    backward(y);
+    check_values(x.grad(), {2 * std::exp(1), 2 * std::exp(2)}, 1e-12);
+    check_error([&] { backward(y); }, {"second time", "retain_graph"});
+}
+
+TEST_CASE("no-grad mode records nothing and restores the previous mode", "[engine]") {
+    Tensor x = param({1, 2});
+    {
+        NoGradGuard guard;
+        Tensor y = x * 2.0;
+        CHECK(!y.requires_grad());
+        CHECK(!y.grad_fn());
+        CHECK(!is_grad_enabled());
+    }
+    CHECK(is_grad_enabled());
+    CHECK((x * 2.0).requires_grad());
+}
+
+TEST_CASE("detach cuts the graph but shares the data", "[engine]") {
+    Tensor x = param({1, 2});
+    Tensor d = (x * 2.0).detach();
+    CHECK(!d.requires_grad());
+    Tensor y = sum(x * d);  // d is a constant here: dy/dx = d = 2x
+    backward(y);
+    check_values(x.grad(), {2, 4});
+    Tensor shared = x.detach();
+    CHECK(shared.storage() == x.storage());
+}
+
+TEST_CASE("a diamond graph sums the gradients of both paths", "[engine]") {
+    // y = a * b with a = 2x and b = x^2 -> y = 2 x^3, dy/dx = 6 x^2
+    Tensor x = param({1, -2});
+    Tensor a = x * 2.0, b = x * x;
+    backward(sum(a * b));
+    check_values(x.grad(), {6, 24});
+    // The same tensor on both sides of one op.
+    Tensor z = param({3});
+    backward(sum(z * z));
+    check_values(z.grad(), {6});
+}
+
+TEST_CASE("a 10,000-op chain runs backward and is freed without recursion", "[engine]") {
+    Tensor x = param({0.5});
+    Tensor y = x;
+    for (int i = 0; i < 10000; ++i) y = y * 1.0001 + 0.0;
+    backward(sum(y));
+    CHECK(x.grad().item() == Approx(std::pow(1.0001, 10000)).epsilon(1e-9));
+    y = Tensor();  // drops 20,000 nodes; recursive destruction would overflow the stack
+    // A chain of x * x nodes shares each input twice; it must also free iteratively.
+    Tensor z = param({1.0});
+    Tensor w = z;
+    for (int i = 0; i < 10000; ++i) w = w * w;
+    w = Tensor();
+    SUCCEED("freed");
+}
+
+TEST_CASE("backward with an explicit upstream gradient; errors for misuse", "[engine]") {
+    Tensor x = param({1, 2, 3});
+    Tensor y = x * 2.0;
+    backward(y, raw::from_vector(std::vector<double>{1, 0, -1}, {3}));
+    check_values(x.grad(), {2, 0, -2});
+    Tensor z = x * 3.0;
+    check_error([&] { backward(z); }, {"backward", "[3]", "scalar"});
+    check_error([&] { backward(z, raw::ones({2}, kFloat64)); }, {"backward", "[2]", "[3]"});
+    check_error([&] { backward(raw::ones({1})); }, {"backward", "does not require grad"});
+}
+
+TEST_CASE("gradient hooks see and can replace gradients", "[engine][hooks]") {
+    Tensor x = param({1, 2});
+    Tensor h = x * 3.0;
+    std::vector<double> seen;
+    register_hook(h, [&seen](const Tensor& g) {
+        seen = g.to_vector();
+        return raw::mul(g, 10.0);  // replaces the gradient flowing on
+    });
+    int leaf_calls = 0;
+    register_hook(x, [&leaf_calls](const Tensor& g) {
+        ++leaf_calls;
+        return Tensor();  // keep it
+    });
+    backward(sum(h * h));  // dL/dh = 2h = [6, 12]
+    CHECK(seen == std::vector<double>{6, 12});
+    check_values(x.grad(), {180, 360});  // 10 * 3 * 2h
+    CHECK(leaf_calls == 1);
+    check_error([] { register_hook(raw::ones({1}), [](const Tensor&) { return Tensor(); }); }, {"register_hook"});
+}
+
+TEST_CASE("retain_grad keeps a non-leaf's gradient", "[engine][hooks]") {
+    Tensor x = param({1, 2});
+    Tensor h = x * 2.0;
+    retain_grad(h);
+    backward(sum(h * h));
+    check_values(h.grad(), {4, 8});
+}
+
+TEST_CASE("anomaly mode names the op that produced NaN or Inf", "[engine][anomaly]") {
+    set_anomaly_enabled(true);
+    Tensor x = param({-1, 4});
+    check_error([&] { sqrt(x); }, {"anomaly", "Sqrt", "[2]"});
+    // Forward finite, backward infinite: d sqrt(x)/dx at x = 0 is 1/(2*0).
+    Tensor z = param({0, 4});
+    Tensor y = sum(sqrt(z));
+    check_error([&] { backward(y); }, {"anomaly", "SqrtBackward", "input 0"});
+    set_anomaly_enabled(false);
+    Tensor quiet = sqrt(x);  // off again: NaN passes silently
+    CHECK(std::isnan(quiet.to_vector()[0]));
+}
+
+TEST_CASE("the graph dumps to DOT with op names and shapes", "[engine][dot]") {
+    Tensor w = raw::randn({3, 2}, default_generator(), kFloat64);
+    w.set_requires_grad(true).set_name("w");
+    Tensor x = raw::randn({4, 3}, default_generator(), kFloat64);
+    Tensor loss = mean(tanh(matmul(x, w)));
+    std::string dot = to_dot(loss);
+    CHECK(dot.find("digraph") != std::string::npos);
+    CHECK(dot.find("MeanBackward\\n[]") != std::string::npos);
+    CHECK(dot.find("TanhBackward\\n[4, 2]") != std::string::npos);
+    CHECK(dot.find("MatMulBackward\\n[4, 2]") != std::string::npos);
+    CHECK(dot.find("w\\n[3, 2]") != std::string::npos);
+    std::vector<Node*> order = topological_order(loss);
+    REQUIRE(order.size() == 3);
+    CHECK(order[0]->name == "MeanBackward");
+    CHECK(order[2]->name == "MatMulBackward");
+}
+
+TEST_CASE("trace mode prints each node as backward visits it", "[engine][trace]") {
+    Tensor x = param({1, 2});
+    Tensor y = sum(exp(x));
+    std::stringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    set_trace_enabled(true);
+    backward(y);
+    set_trace_enabled(false);
+    std::cerr.rdbuf(old);
+    std::string out = captured.str();
+    CHECK(out.find("[backward 0] SumBackward") != std::string::npos);
+    CHECK(out.find("[backward 1] ExpBackward") != std::string::npos);
+}
+
+TEST_CASE("ops on tensors that do not require grad record nothing", "[engine]") {
+    Tensor a = raw::ones({2}), b = raw::ones({2});
+    Tensor c = a + b;
+    CHECK(!c.requires_grad());
+    CHECK(!c.grad_fn());
+    Tensor p = param({1});
+    Tensor q = p * 2.0;
+    check_error([&] { q.set_requires_grad(false); }, {"non-leaf", "detach"});
+}

@@ -1,0 +1,90 @@
+// matmul: the blocked GEMM against the textbook triple loop, for shapes that
+// hit every edge (sizes not multiples of the register/cache blocks), every
+// transpose combination, batched with broadcasting, and vectors.
+#include "helpers.h"
+#include "tensor/cpu/gemm.h"
+
+using namespace nc;
+using nc_test::check_error;
+using nc_test::check_values;
+
+// Reference product of two 2-D tensors (any strides), computed in float64.
+static std::vector<double> reference_matmul(const Tensor& a, const Tensor& b) {
+    Tensor a64 = raw::contiguous(raw::to_dtype(a, kFloat64));
+    Tensor b64 = raw::contiguous(raw::to_dtype(b, kFloat64));
+    int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    std::vector<double> c(M * N);
+    cpu::gemm_reference<double>(M, N, K, a64.data<double>(), K, 1, b64.data<double>(), N, 1, c.data(), N);
+    return c;
+}
+
+TEST_CASE("gemm matches the reference on awkward sizes", "[matmul]") {
+    Generator gen(11);
+    for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{
+             {1, 1, 1}, {3, 5, 7}, {8, 32, 32}, {17, 300, 33}, {129, 257, 65}, {64, 1, 100}, {200, 513, 150}}) {
+        Tensor a = raw::randn({M, K}, gen), b = raw::randn({K, N}, gen);
+        INFO("M=" << M << " K=" << K << " N=" << N);
+        // float32 with K up to 513: a few ulps per term, relative to sqrt(K).
+        check_values(raw::matmul(a, b), reference_matmul(a, b), 2e-4 * std::sqrt((double)K));
+        Tensor a64 = raw::to_dtype(a, kFloat64), b64 = raw::to_dtype(b, kFloat64);
+        check_values(raw::matmul(a64, b64), reference_matmul(a, b), 1e-10);
+    }
+}
+
+TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]") {
+    Generator gen(12);
+    Tensor a = raw::randn({70, 45}, gen), b = raw::randn({45, 38}, gen);
+    Tensor at = raw::transpose(raw::contiguous(raw::transpose(a, 0, 1)), 0, 1);  // same values, column-major
+    Tensor bt = raw::transpose(raw::contiguous(raw::transpose(b, 0, 1)), 0, 1);
+    std::vector<double> expected = reference_matmul(a, b);
+    check_values(raw::matmul(a, b), expected, 1e-4);
+    check_values(raw::matmul(at, b), expected, 1e-4);
+    check_values(raw::matmul(a, bt), expected, 1e-4);
+    check_values(raw::matmul(at, bt), expected, 1e-4);
+    // A sliced operand (offset and row stride larger than its width).
+    Tensor wide = raw::randn({70, 100}, gen);
+    Tensor slice = raw::narrow(wide, 1, 10, 45);
+    check_values(raw::matmul(slice, b), reference_matmul(slice, b), 1e-4);
+}
+
+TEST_CASE("batched matmul broadcasts batch dims", "[matmul][broadcast]") {
+    Generator gen(13);
+    Tensor a = raw::randn({2, 3, 5, 4}, gen);
+    Tensor b = raw::randn({3, 4, 6}, gen);  // broadcast over the leading 2
+    Tensor c = raw::matmul(a, b);
+    CHECK(c.shape() == Shape{2, 3, 5, 6});
+    for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+            Tensor ai = raw::squeeze(raw::narrow(raw::squeeze(raw::narrow(a, 0, i, 1), 0), 0, j, 1), 0);
+            Tensor bj = raw::squeeze(raw::narrow(b, 0, j, 1), 0);
+            Tensor cij = raw::squeeze(raw::narrow(raw::squeeze(raw::narrow(c, 0, i, 1), 0), 0, j, 1), 0);
+            check_values(cij, reference_matmul(ai, bj), 1e-5);
+        }
+    // [B, T, C] @ [C, N]: the common "activations times weights" case.
+    Tensor x = raw::randn({4, 7, 8}, gen), w = raw::randn({8, 3}, gen);
+    Tensor y = raw::matmul(x, w);
+    CHECK(y.shape() == Shape{4, 7, 3});
+    check_values(raw::reshape(y, {28, 3}), reference_matmul(raw::reshape(x, {28, 8}), w), 1e-5);
+}
+
+TEST_CASE("matmul with vectors follows NumPy", "[matmul]") {
+    Tensor m = raw::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3});
+    Tensor v = raw::from_vector(std::vector<double>{1, 0, -1}, {3});
+    Tensor w = raw::from_vector(std::vector<double>{1, 1}, {2});
+    Tensor mv = raw::matmul(m, v);
+    CHECK(mv.shape() == Shape{2});
+    check_values(mv, {-2, -2});
+    Tensor wm = raw::matmul(w, m);
+    CHECK(wm.shape() == Shape{3});
+    check_values(wm, {5, 7, 9});
+    Tensor dot = raw::matmul(v, v);
+    CHECK(dot.dim() == 0);
+    CHECK(dot.item() == 2);
+}
+
+TEST_CASE("matmul reports mismatched shapes", "[matmul][errors]") {
+    check_error([] { raw::matmul(raw::zeros({2, 3}), raw::zeros({4, 5})); }, {"matmul", "[2, 3]", "[4, 5]", "inner"});
+    check_error([] { raw::matmul(raw::zeros({2, 2, 3}), raw::zeros({3, 3, 4})); }, {"matmul", "batch", "[2]", "[3]"});
+    check_error([] { raw::matmul(raw::zeros({2, 3}), raw::zeros({3, 2}, kFloat64)); }, {"matmul", "float32", "float64"});
+    check_error([] { raw::matmul(raw::scalar(1), raw::zeros({3})); }, {"matmul", "at least 1 dim"});
+}

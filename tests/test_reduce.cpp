@@ -1,0 +1,70 @@
+// Reductions over one or several dims, keepdim, against explicit loops.
+#include "helpers.h"
+
+using namespace nc;
+using nc_test::check_error;
+using nc_test::check_values;
+
+// x[i][j][k] = i*100 + j*10 + k for shape [2, 3, 4]
+static Tensor cube() {
+    std::vector<double> v;
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j)
+            for (int k = 0; k < 4; ++k) v.push_back(i * 100 + j * 10 + k);
+    return raw::from_vector(v, {2, 3, 4});
+}
+
+TEST_CASE("sum and mean over one dim, several dims and all dims", "[reduce]") {
+    Tensor x = cube();
+    Tensor s1 = raw::sum(x, {1});
+    CHECK(s1.shape() == Shape{2, 4});
+    check_values(s1, {30, 33, 36, 39, 330, 333, 336, 339});
+    Tensor s02 = raw::sum(x, {0, 2}, /*keepdim=*/true);
+    CHECK(s02.shape() == Shape{1, 3, 1});
+    // sum over i,k of (100 i + 10 j + k) = 4*100 + 8*10*j + 2*6
+    check_values(s02, {412, 492, 572});
+    check_values(raw::sum(x, {-1}), {6, 46, 86, 406, 446, 486});
+    check_values(raw::sum(x), {2 * 3 * 4 * 0 + (100 * 12) + (10 * 3 * 8) + (6 * 6)});
+    check_values(raw::mean(x, {0, 1}), {60, 61, 62, 63});
+    CHECK(raw::mean(x).item() == Approx(61.5));
+    // The same on a transposed view.
+    Tensor t = raw::transpose(x, 0, 2);  // [4, 3, 2]
+    check_values(raw::sum(t, {2}), {100, 120, 140, 102, 122, 142, 104, 124, 144, 106, 126, 146});
+}
+
+TEST_CASE("max, argmax and var", "[reduce]") {
+    Tensor x = raw::from_vector(std::vector<double>{3, 9, 1, 9, -2, 4}, {2, 3});
+    check_values(raw::max(x, {1}), {9, 9});
+    check_values(raw::max(x, {0}), {9, 9, 4});
+    CHECK(raw::max(x).item() == 9);
+    Tensor am = raw::argmax(x, 1);
+    CHECK(am.dtype() == kInt64);
+    CHECK(am.to_int_vector() == std::vector<int64_t>{1, 0});  // the first of equal maxima
+    CHECK(raw::argmax(x, 0, true).shape() == Shape{1, 3});
+    // var: unbiased by default. Row 0: mean 13/3.
+    double m0 = 13.0 / 3, v0 = ((3 - m0) * (3 - m0) + (9 - m0) * (9 - m0) + (1 - m0) * (1 - m0)) / 2;
+    double m1 = 11.0 / 3, v1 = ((9 - m1) * (9 - m1) + (-2 - m1) * (-2 - m1) + (4 - m1) * (4 - m1)) / 2;
+    check_values(raw::var(x, {1}), {v0, v1}, 1e-12);
+    check_values(raw::var(x, {1}, /*correction=*/0), {v0 * 2 / 3, v1 * 2 / 3}, 1e-12);
+    Tensor nan_row = raw::from_vector(std::vector<double>{1, NAN, 3}, {3});
+    CHECK(std::isnan(raw::max(nan_row).item()));
+}
+
+TEST_CASE("sum_to undoes broadcasting", "[reduce][broadcast]") {
+    Tensor g = raw::ones({2, 3, 4}, kFloat64);
+    check_values(raw::sum_to(g, {3, 1}), {8, 8, 8});
+    check_values(raw::sum_to(g, {4}), {6, 6, 6, 6});
+    check_values(raw::sum_to(g, {}), {24});
+}
+
+TEST_CASE("float32 sums of many elements stay accurate", "[reduce]") {
+    // 1e6 copies of 0.1: a naive float32 running sum drifts by about 1%.
+    Tensor x = raw::full({1000000}, 0.1);
+    CHECK(raw::sum(x).item() == Approx(100000.0).epsilon(1e-6));
+}
+
+TEST_CASE("reductions report bad dims", "[reduce][errors]") {
+    check_error([] { raw::sum(raw::zeros({2, 3}), {2}); }, {"sum", "dim 2", "2 dims"});
+    check_error([] { raw::sum(raw::zeros({2, 3}), {1, -1}); }, {"sum", "twice"});
+    check_error([] { raw::var(raw::zeros({1})); }, {"var"});
+}
