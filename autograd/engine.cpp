@@ -8,7 +8,7 @@
 //      time we reach it, because all its consumers came earlier. Call its
 //      backward function and add the results to its inputs' gradients;
 //   4. hand the accumulated gradients to the leaves (x.grad += ...).
-// A good gdb breakpoint is `break nc::backward`, then step to `node->backward(grad)`.
+// In gdb, `break nc::call_node_backward` stops at every node (tutorial 2).
 #include "autograd/engine.h"
 
 #include <iostream>
@@ -56,6 +56,21 @@ static void check_finite(const Node& node, size_t input, const Tensor& grad, con
 static void trace_node(size_t step, const Node& node, const Tensor& grad) {
     std::cerr << "[backward " << step << "] " << node.name << "  grad " << shape_str(grad.shape()) << " -> inputs "
               << shapes_str(node.inputs) << "\n";
+}
+
+// One step of the loop: the node's own gradient formula, g_out -> g_inputs.
+// It is a separate function so that `break nc::call_node_backward` in gdb
+// stops once per node with `node` and `grad_output` in view.
+static std::vector<Tensor> call_node_backward(Node& node, const Tensor& grad_output) {
+    if (node.released)
+        fail("backward", "trying to run " + node.name +
+                             " a second time, but its saved tensors were freed after the first backward(); "
+                             "pass retain_graph=true to the first call");
+    std::vector<Tensor> input_grads = node.backward(grad_output);  // step in here to see the formula
+    if (input_grads.size() != node.inputs.size())
+        fail(node.name, "internal error: returned " + std::to_string(input_grads.size()) + " gradients for " +
+                            std::to_string(node.inputs.size()) + " inputs");
+    return input_grads;
 }
 
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
@@ -107,16 +122,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
             if (replaced.defined()) grad_output = replaced;
         }
         if (is_trace_enabled()) trace_node(step, *node, grad_output);
-        if (node->released)
-            fail("backward", "trying to run " + node->name +
-                                 " a second time, but its saved tensors were freed after the first backward(); "
-                                 "pass retain_graph=true to the first call");
-
-        std::vector<Tensor> input_grads = node->backward(grad_output);  // <- the op's own gradient formula
-
-        if (input_grads.size() != node->inputs.size())
-            fail(node->name, "internal error: returned " + std::to_string(input_grads.size()) +
-                                 " gradients for " + std::to_string(node->inputs.size()) + " inputs");
+        std::vector<Tensor> input_grads = call_node_backward(*node, grad_output);
         for (size_t i = 0; i < input_grads.size(); ++i) {
             const Tensor& input = node->inputs[i];
             const Tensor& g = input_grads[i];

@@ -1,0 +1,83 @@
+// Chapter 1 — tensors: storage, strides, views, broadcasting.
+// Built and run by `make test`; run it yourself with build/tutorials/01_tensors.
+// Every claim the chapter makes is checked here with `expect`, so if the
+// library changes behaviour this program fails instead of silently lying.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "autograd/ops.h"
+
+using namespace nc;
+
+static void expect(bool ok, const char* what) {
+    if (!ok) {
+        std::fprintf(stderr, "tutorial 1: expected %s\n", what);
+        std::exit(1);
+    }
+}
+
+static void describe(const char* name, const Tensor& t) {
+    std::cout << name << ": shape " << shape_str(t.shape()) << ", strides " << shape_str(t.strides()) << ", offset "
+              << t.offset() << (t.is_contiguous() ? ", contiguous" : ", not contiguous") << "\n";
+}
+
+int main() {
+    // --- 1. A tensor is a view of a flat block of memory ----------------------
+    Tensor a = reshape(arange(0, 6), {2, 3});
+    std::cout << "a =\n" << a << "\n";
+    describe("a", a);
+    expect(a.strides() == Shape({3, 1}), "row-major strides [3, 1]");
+
+    // --- 2. Views share storage --------------------------------------------------
+    Tensor t = transpose(a, 0, 1);
+    describe("a^T", t);
+    std::cout << "a^T =\n" << t << "\n";
+    expect(t.storage() == a.storage(), "transpose to share storage");
+    expect(t.strides() == Shape({1, 3}), "transposed strides [1, 3]");
+
+    Tensor col = narrow(a, 1, 2, 1);  // column 2
+    describe("column 2 of a", col);
+    expect(col.offset() == 2, "the column to start at offset 2");
+    raw::fill_(col, -1);  // writing through the view changes a
+    std::cout << "after filling column 2 with -1, a =\n" << a << "\n";
+    expect(a.to_vector()[5] == -1, "a[1][2] to be -1 after writing through the view");
+
+    Tensor e = expand(reshape(arange(0, 3), {1, 3}), {4, 3});
+    describe("expanded row", e);
+    expect(e.strides()[0] == 0, "stride 0 on the expanded dim");
+
+    // --- 3. contiguous() copies only when it must -------------------------------
+    Tensor c = contiguous(t);
+    describe("contiguous(a^T)", c);
+    expect(c.storage() != a.storage(), "contiguous of a transpose to be a copy");
+    expect(contiguous(a).storage() == a.storage(), "contiguous of a contiguous tensor to be free");
+    Tensor r = reshape(a, {3, 2});
+    expect(r.storage() == a.storage(), "reshape of a contiguous tensor to be a view");
+
+    // --- 4. Broadcasting -----------------------------------------------------------
+    Tensor column = reshape(arange(1, 4), {3, 1});  // [3, 1]
+    Tensor row = arange(10, 50, 10);                // [4]
+    Tensor table = column * row;                    // [3, 4]
+    std::cout << "[3, 1] * [4] ->\n" << table << "\n";
+    expect(table.shape() == Shape({3, 4}), "broadcast shape [3, 4]");
+    expect(table.to_vector()[11] == 120, "table[2][3] = 3 * 40");
+
+    // --- 5. Bad shapes are errors that say what is wrong ---------------------------
+    try {
+        add(zeros({2, 3}), zeros({4}));
+        expect(false, "an error for [2, 3] + [4]");
+    } catch (const Error& err) {
+        std::cout << "error: " << err.what() << "\n";
+    }
+
+    // --- 6. Reproducible random numbers -----------------------------------------
+    Generator gen(42);
+    Tensor noise = randn({2, 3}, gen);
+    std::cout << "randn with seed 42 =\n" << noise << "\n";
+    Generator again(42);
+    expect(randn({2, 3}, again).to_vector() == noise.to_vector(), "the same seed to give the same numbers");
+    std::cout << "chapter 1: all checks passed\n";
+    return 0;
+}
