@@ -5,6 +5,7 @@
 #   make asan       AddressSanitizer + UBSan build              -> build/asan/
 #   make test       setup, build, run the Catch2 suite and every tutorial program
 #   make test-asan  the same suite under the sanitizers
+#   make test-gdb   replay tutorial 2's gdb session on the debug build
 #   make bench      the matmul benchmark (GFLOP/s, 1 and 2 threads)
 #   make setup      install the Debian packages normcore needs (idempotent)
 #
@@ -52,7 +53,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan run bench setup clean
+.PHONY: all debug asan test test-asan test-gdb run bench setup clean
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_BIN)
 
@@ -92,6 +93,12 @@ test:
 
 test-asan:
 	@$(MAKE) --no-print-directory MODE=asan BUILD=build/asan test
+
+# Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh).
+test-gdb:
+	@$(MAKE) --no-print-directory setup
+	@$(MAKE) --no-print-directory debug
+	tests/gdb_session.sh
 
 # The main job. Until the training program lands (issue 4) it builds
 # everything, runs the tutorial programs and the matmul benchmark.

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Replays the gdb session of tutorials/02-autograd.md against the debug build
+# and checks that gdb shows what the chapter says it shows. Run by
+# `make test-gdb` (and CI), so the chapter's commands cannot rot.
+set -uo pipefail
+bin=build/debug/tutorials/02_autograd
+lambda="'nc::tanh(nc::Tensor const&)::{lambda(nc::Tensor const&)#1}::operator()(nc::Tensor const&) const'"
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+out=$(cd "$workdir" && gdb -q -batch \
+  -ex "break nc::call_node_backward" -ex "run" \
+  -ex "print node.name" -ex "print node.output_shape" \
+  -ex "continue" -ex "print node.name" -ex "print node.inputs[0].shape()" -ex "bt" \
+  -ex "break $lambda" -ex "delete 1" -ex "continue" -ex "print g.shape()" \
+  "$OLDPWD/$bin" 2>&1)
+if echo "$out" | grep -q "ptrace: Operation not permitted"; then
+  echo "gdb session: SKIPPED (this machine does not allow ptrace)"; exit 0
+fi
+status=0
+for expected in '$1 = "MeanBackward"' '$2 = std::vector of length 0' '$3 = "MulBackward"' \
+                '$4 = std::vector of length 2, capacity 2 = {4, 2}' 'nc::backward (root=' \
+                'in main (argc=1' 'at autograd/ops_elementwise.cpp' '$5 = std::vector of length 2, capacity 2 = {4, 2}'; do
+  if ! grep -qF -- "$expected" <<<"$out"; then echo "gdb session: missing '$expected'"; status=1; fi
+done
+if [ $status -ne 0 ]; then echo "$out"; echo "gdb session: FAILED"; else echo "gdb session: all 8 expected lines seen"; fi
+exit $status
