@@ -193,3 +193,10 @@ TEST_CASE("item and accessors report misuse clearly", "[tensor][errors]") {
     check_error([] { raw::from_vector(std::vector<float>{1, 2, 3}, {2, 2}); }, {"from_vector", "3 values", "[2, 2]"});
     check_error([] { raw::zeros({2}).data<double>(); }, {"float32"});
 }
+
+TEST_CASE("devices: a CUDA tensor is refused clearly while the backend is not built", "[tensor][errors]") {
+    Device cuda{DeviceType::CUDA, 0};
+    CHECK(cuda.str() == "cuda:0");
+    check_error([&] { raw::zeros({2}, kFloat32, cuda); }, {"cuda:0", "without the CUDA backend"});
+    check_error([] { raw::to_device(raw::zeros({2}), Device{DeviceType::CUDA, 1}); }, {"cuda:1"});
+}
