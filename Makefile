@@ -14,6 +14,10 @@
 CXX ?= g++
 MODE ?= release
 BUILD ?= build
+# SIMD target. The default uses every instruction set of the building
+# machine (AVX-512 where present); ARCH=-march=x86-64-v3 (AVX2) or
+# ARCH=-march=x86-64 (plain SSE2) build a binary for older CPUs.
+ARCH ?= -march=native
 
 # The CUDA backend does not exist yet; the switch is here so the build knows
 # where it will go. `make CUDA=1` says so clearly instead of building nothing.
@@ -26,12 +30,12 @@ endif
 # backward in llm.c). -fno-math-errno just lets sqrt compile to one instruction.
 COMMON_FLAGS := -std=c++17 -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP
 ifeq ($(MODE),release)
-  MODE_FLAGS := -O3 -march=native -fno-math-errno
+  MODE_FLAGS := -O3 $(ARCH) -fno-math-errno
 else ifeq ($(MODE),debug)
   MODE_FLAGS := -O0 -g
 else ifeq ($(MODE),asan)
   # -Wno-maybe-uninitialized: GCC 12 warns inside Catch2's use of <regex> at -O1.
-  MODE_FLAGS := -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=address,undefined \
+  MODE_FLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Wno-maybe-uninitialized
 else
   $(error MODE must be release, debug or asan, got '$(MODE)')

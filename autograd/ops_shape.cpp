@@ -99,15 +99,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-    if (tensors.empty()) fail("stack", "needs at least one tensor");
-    dim = normalize_dim(dim, tensors[0].dim() + 1, "stack");
+    // stack = unsqueeze each, then cat: both differentiable, so no new backward.
+    dim = raw::check_stack(tensors, dim);
     std::vector<Tensor> expanded;
-    for (size_t k = 0; k < tensors.size(); ++k) {
-        if (tensors[k].shape() != tensors[0].shape())
-            fail("stack", "all tensors need the same shape; tensor " + std::to_string(k) + " is " +
-                              shape_str(tensors[k].shape()) + ", tensor 0 is " + shape_str(tensors[0].shape()));
-        expanded.push_back(unsqueeze(tensors[k], dim));
-    }
+    for (const Tensor& t : tensors) expanded.push_back(unsqueeze(t, dim));
     return cat(expanded, dim);
 }
 

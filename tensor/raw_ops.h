@@ -116,6 +116,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+// stack's argument check (same shapes); returns dim normalized for the result.
+int64_t check_stack(const std::vector<Tensor>& tensors, int64_t dim);
 
 }  // namespace raw
 }  // namespace nc
