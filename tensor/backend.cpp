@@ -9,7 +9,10 @@ const Backend& backend_for(Device device) {
 }
 
 const char* unary_op_name(UnaryOp op) {
-    static const char* names[] = {"copy", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sin", "cos", "abs", "sign"};
+    static const char* names[] = {"copy",  "neg",        "exp",     "log",  "sqrt",      "rsqrt",
+                                  "tanh",  "sin",        "cos",     "abs",  "sign",      "relu",
+                                  "relu'", "sigmoid",    "silu",    "silu'", "gelu",     "gelu'",
+                                  "gelu_tanh", "gelu_tanh'"};
     return names[(int)op];
 }
 

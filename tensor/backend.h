@@ -13,7 +13,12 @@
 
 namespace nc {
 
-enum class UnaryOp { Copy, Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Sin, Cos, Abs, Sign };
+// The activations come with their derivatives (f'(x), named ...Deriv), so
+// an activation's backward is one kernel for f'(x) and one multiply.
+enum class UnaryOp {
+    Copy, Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Sin, Cos, Abs, Sign,
+    Relu, ReluDeriv, Sigmoid, Silu, SiluDeriv, Gelu, GeluDeriv, GeluTanh, GeluTanhDeriv
+};
 enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
 enum class ReduceOp { Sum, Max, Argmax };
 enum class RandomKind { Uniform, Normal, Bernoulli };
@@ -57,6 +62,30 @@ struct Backend {
     // element e uses counter offset + e, so the result does not depend on
     // how the work is split across threads (or devices).
     void (*random)(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out);
+
+    // ---- fused neural-network kernels (formulas in tensor/raw_nn.h) ----------
+    // x, out: contiguous [rows, C]; gamma, beta: [C] or undefined (no affine);
+    // mean, rstd: [rows], saved for backward.
+    void (*layer_norm)(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
+                       const Tensor& mean, const Tensor& rstd);
+    // dgamma, dbeta: [C] or undefined when gamma/beta are.
+    void (*layer_norm_backward)(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta);
+    void (*rms_norm)(const Tensor& x, const Tensor& gamma, double eps, const Tensor& out, const Tensor& rstd);
+    void (*rms_norm_backward)(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
+                              const Tensor& dx, const Tensor& dgamma);
+    // logits: contiguous [N, V]; targets: int64 [N]; losses, logsumexp: [N]
+    // (rows whose target is ignore_index get loss 0).
+    void (*cross_entropy)(const Tensor& logits, const Tensor& targets, int64_t ignore_index, const Tensor& losses,
+                          const Tensor& logsumexp);
+    // dlogits[n] = dlosses[n] * (softmax(logits[n]) - onehot(targets[n])), 0 for ignored rows.
+    void (*cross_entropy_backward)(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
+                                   const Tensor& logsumexp, int64_t ignore_index, const Tensor& dlogits);
+    // x, u, out: contiguous [rows, C]; alpha: one element (the step size).
+    void (*geodesic_update)(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
+    // dalpha_rows: [rows], each row's contribution to dL/dalpha.
+    void (*geodesic_update_backward)(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
+                                     const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
 };
 
 // The table for a device; throws if that backend is not built in.

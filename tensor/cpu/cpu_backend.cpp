@@ -36,6 +36,14 @@ const Backend& cpu_backend() {
         cpu::gather,
         cpu::scatter_add,
         cpu::random,
+        cpu::layer_norm,
+        cpu::layer_norm_backward,
+        cpu::rms_norm,
+        cpu::rms_norm_backward,
+        cpu::cross_entropy,
+        cpu::cross_entropy_backward,
+        cpu::geodesic_update,
+        cpu::geodesic_update_backward,
     };
     return table;
 }

@@ -22,6 +22,20 @@ void index_add(const Tensor& out, const Tensor& index, const Tensor& src);
 void gather(const Tensor& in, const Tensor& index, const Tensor& out);
 void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src);
 void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out);
+void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
+                const Tensor& mean, const Tensor& rstd);
+void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta);
+void rms_norm(const Tensor& x, const Tensor& gamma, double eps, const Tensor& out, const Tensor& rstd);
+void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd, const Tensor& dx,
+                       const Tensor& dgamma);
+void cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, const Tensor& losses,
+                   const Tensor& logsumexp);
+void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
+                            const Tensor& logsumexp, int64_t ignore_index, const Tensor& dlogits);
+void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
+void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
+                              const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
 
 }  // namespace cpu
 }  // namespace nc

@@ -81,6 +81,41 @@ static void copy_from(const Tensor& in, const Tensor& out) {
     }
 }
 
+// ---- activations and their derivatives ------------------------------------------
+
+template <typename T>
+static T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+// silu(x) = x s(x)  =>  silu'(x) = s(x) (1 + x (1 - s(x)))
+template <typename T>
+static T silu_deriv(T x) {
+    T s = sigmoid(x);
+    return s * (T(1) + x * (T(1) - s));
+}
+
+// Exact GELU: x Phi(x), Phi the standard normal CDF  =>  GELU'(x) = Phi(x) + x phi(x).
+template <typename T>
+static T gelu(T x) { return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))); }
+template <typename T>
+static T gelu_deriv(T x) {
+    const T inv_sqrt_2pi = T(0.3989422804014327);
+    return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) + x * inv_sqrt_2pi * std::exp(T(-0.5) * x * x);
+}
+
+// GPT-2's tanh approximation: 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi).
+// Derivative: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2).
+template <typename T>
+static T gelu_tanh(T x) {
+    const T k = T(0.7978845608028654);
+    return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+}
+template <typename T>
+static T gelu_tanh_deriv(T x) {
+    const T k = T(0.7978845608028654);
+    T t = std::tanh(k * (x + T(0.044715) * x * x * x));
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
+}
+
 template <typename T>
 static void unary_math(UnaryOp op, const Tensor& in, const Tensor& out) {
     switch (op) {
@@ -95,6 +130,15 @@ static void unary_math(UnaryOp op, const Tensor& in, const Tensor& out) {
         case UnaryOp::Cos: unary_loop<T, T>(in, out, [](T x) { return std::cos(x); }); break;
         case UnaryOp::Abs: unary_loop<T, T>(in, out, [](T x) { return std::abs(x); }); break;
         case UnaryOp::Sign: unary_loop<T, T>(in, out, [](T x) { return T((x > 0) - (x < 0)); }); break;
+        case UnaryOp::Relu: unary_loop<T, T>(in, out, [](T x) { return x > 0 ? x : T(0); }); break;
+        case UnaryOp::ReluDeriv: unary_loop<T, T>(in, out, [](T x) { return x > 0 ? T(1) : T(0); }); break;
+        case UnaryOp::Sigmoid: unary_loop<T, T>(in, out, [](T x) { return sigmoid(x); }); break;
+        case UnaryOp::Silu: unary_loop<T, T>(in, out, [](T x) { return x * sigmoid(x); }); break;
+        case UnaryOp::SiluDeriv: unary_loop<T, T>(in, out, [](T x) { return silu_deriv(x); }); break;
+        case UnaryOp::Gelu: unary_loop<T, T>(in, out, [](T x) { return gelu(x); }); break;
+        case UnaryOp::GeluDeriv: unary_loop<T, T>(in, out, [](T x) { return gelu_deriv(x); }); break;
+        case UnaryOp::GeluTanh: unary_loop<T, T>(in, out, [](T x) { return gelu_tanh(x); }); break;
+        case UnaryOp::GeluTanhDeriv: unary_loop<T, T>(in, out, [](T x) { return gelu_tanh_deriv(x); }); break;
     }
 }
 

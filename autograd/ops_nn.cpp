@@ -1,0 +1,82 @@
+// ops_nn.cpp — activations and fused ops, each forward next to its backward.
+#include "autograd/ops_nn.h"
+
+namespace nc {
+
+using Grads = std::vector<Tensor>;
+
+Tensor relu(const Tensor& x) {
+    return record("Relu", raw::relu(x), {x},
+                  [x](const Tensor& g) { return Grads{raw::mul(g, raw::relu_derivative(x))}; });
+}
+
+Tensor sigmoid(const Tensor& x) {
+    // s' = s (1 - s)
+    Tensor s = raw::sigmoid(x);
+    return record("Sigmoid", s, {x}, [s = s.detach()](const Tensor& g) {
+        return Grads{raw::mul(g, raw::mul(s, raw::add(raw::neg(s), 1.0)))};
+    });
+}
+
+Tensor silu(const Tensor& x) {
+    return record("Silu", raw::silu(x), {x},
+                  [x](const Tensor& g) { return Grads{raw::mul(g, raw::silu_derivative(x))}; });
+}
+
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+    return record(tanh_approximation ? "GeluTanh" : "Gelu", raw::gelu(x, tanh_approximation), {x},
+                  [x, tanh_approximation](const Tensor& g) {
+                      return Grads{raw::mul(g, raw::gelu_derivative(x, tanh_approximation))};
+                  });
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+    raw::NormForward f = raw::layer_norm(x, gamma, beta, eps);
+    // One backward kernel: dx = rstd (gh - mean(gh) - xh mean(gh xh)), gh = dy gamma.
+    return record("LayerNorm", f.out, {x, gamma, beta}, [x, gamma, beta, f](const Tensor& g) {
+        raw::NormBackward d = raw::layer_norm_backward(raw::contiguous(g), x, gamma, beta, f);
+        return Grads{d.dx, d.dgamma, d.dbeta};
+    });
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
+    raw::NormForward f = raw::rms_norm(x, gamma, eps);
+    // One backward kernel: dx = rstd (gh - xh mean(gh xh)), gh = dy gamma.
+    return record("RmsNorm", f.out, {x, gamma}, [x, gamma, f](const Tensor& g) {
+        raw::NormBackward d = raw::rms_norm_backward(raw::contiguous(g), x, gamma, f);
+        return Grads{d.dx, d.dgamma};
+    });
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+    raw::CrossEntropyForward f = raw::cross_entropy(logits, targets, ignore_index);
+    // The mean runs over the rows that count; the others contribute 0.
+    int64_t counted = 0;
+    for (int64_t t : targets.to_int_vector()) counted += t != ignore_index;
+    double scale = counted ? 1.0 / (double)counted : 0.0;
+    Tensor loss = raw::mul(raw::sum(f.losses), scale);
+    // dL/dlogits_n = (g / counted) (softmax(logits_n) - onehot(t_n)); 0 for ignored rows.
+    return record("CrossEntropy", loss, {logits}, [logits, targets, f, scale, ignore_index](const Tensor& g) {
+        Tensor dlosses = raw::expand(raw::mul(g, scale), f.losses.shape());
+        return Grads{raw::cross_entropy_backward(dlosses, logits, targets, f, ignore_index)};
+    });
+}
+
+Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
+    // Derivation: tutorials/08-geonorm.md. One backward kernel gives all three.
+    return record("GeodesicUpdate", raw::geodesic_update(x, u, alpha), {x, u, alpha}, [x, u, alpha](const Tensor& g) {
+        raw::GeodesicBackward d = raw::geodesic_update_backward(raw::contiguous(g), x, u, alpha);
+        return Grads{d.dx, d.du, raw::reshape(d.dalpha, alpha.shape())};
+    });
+}
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
+    if (!(p >= 0 && p < 1)) fail("dropout", "probability p=" + std::to_string(p) + " must be in [0, 1)");
+    if (!training || p == 0) return x;
+    // keep ~ Bernoulli(1 - p), scaled so E[output] = x; the backward of the
+    // multiply sends gradients only through the kept elements.
+    Tensor keep = raw::mul(raw::bernoulli(x.shape(), 1 - p, gen, x.dtype(), x.device()), 1.0 / (1 - p));
+    return mul(x, keep);
+}
+
+}  // namespace nc

@@ -1,0 +1,34 @@
+// ops_nn.h — differentiable neural-network ops: activations and the fused
+// kernels (LayerNorm, RMSNorm, cross-entropy, the geodesic update), each with
+// a hand-derived backward pass (ops_nn.cpp; formulas in tensor/raw_nn.h).
+#pragma once
+
+#include "autograd/ops.h"
+#include "tensor/raw_nn.h"
+
+namespace nc {
+
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor silu(const Tensor& x);  // x * sigmoid(x), Llama's SwiGLU gate
+// GELU; tanh_approximation = true is GPT-2's 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).
+Tensor gelu(const Tensor& x, bool tanh_approximation = true);
+
+// Normalizes over the last dim. gamma/beta: [C], or undefined for none.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
+Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps = 1e-5);
+
+// Mean cross-entropy of logits [..., V] against int64 targets [...], over the
+// rows whose target is not ignore_index (0 if every row is ignored).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
+
+// The geodesic update y = exp_x(alpha P_x(u)) on the sphere of radius |x|,
+// row by row over the last dim (tensor/raw_nn.h). alpha is a one-element
+// tensor; it gets a gradient when it requires grad.
+Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha);
+
+// Zeroes each element with probability p and scales the rest by 1/(1 - p),
+// so the expected value is unchanged. Identity when !training or p == 0.
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = default_generator());
+
+}  // namespace nc

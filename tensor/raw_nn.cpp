@@ -1,0 +1,155 @@
+// raw_nn.cpp — argument checks for the fused kernels, then one backend call.
+#include "tensor/raw_nn.h"
+
+namespace nc {
+namespace raw {
+
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+    return unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+}
+Tensor relu_derivative(const Tensor& x) { return unary(UnaryOp::ReluDeriv, x); }
+Tensor silu_derivative(const Tensor& x) { return unary(UnaryOp::SiluDeriv, x); }
+Tensor gelu_derivative(const Tensor& x, bool tanh_approximation) {
+    return unary(tanh_approximation ? UnaryOp::GeluTanhDeriv : UnaryOp::GeluDeriv, x);
+}
+
+// x as a contiguous [rows, C] matrix, C = the last dim.
+static Tensor as_rows(const Tensor& x, const std::string& op) {
+    if (x.dim() == 0) fail(op, "needs at least one dim (the features), got a scalar");
+    if (!is_floating(x.dtype())) fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(x.dtype()));
+    int64_t C = x.size(-1);
+    return view(contiguous(x), {C == 0 ? 0 : x.numel() / C, C});
+}
+
+// A per-feature parameter (gamma, beta) must be [C] with x's dtype and device.
+static void check_feature_param(const Tensor& p, const Tensor& x, const char* name, const std::string& op) {
+    if (!p.defined()) return;
+    if (p.shape() != Shape{x.size(-1)})
+        fail(op, std::string(name) + " has shape " + shape_str(p.shape()) + " but the input " + shape_str(x.shape()) +
+                     " has " + std::to_string(x.size(-1)) + " features in its last dim");
+    if (p.dtype() != x.dtype() || p.device() != x.device())
+        fail(op, std::string(name) + " is " + dtype_name(p.dtype()) + " on " + p.device().str() + ", the input is " +
+                     dtype_name(x.dtype()) + " on " + x.device().str());
+}
+
+static void check_same(const Tensor& a, const Tensor& b, const char* what, const std::string& op) {
+    if (a.shape() != b.shape() || a.dtype() != b.dtype() || a.device() != b.device())
+        fail(op, std::string(what) + ": shapes/dtypes " + shape_str(a.shape()) + " " + dtype_name(a.dtype()) + " and " +
+                     shape_str(b.shape()) + " " + dtype_name(b.dtype()) + " must be equal");
+}
+
+NormForward layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+    Tensor rows = as_rows(x, "layer_norm");
+    check_feature_param(gamma, x, "gamma", "layer_norm");
+    check_feature_param(beta, x, "beta", "layer_norm");
+    NormForward f{empty(x.shape(), x.dtype(), x.device()), empty({rows.size(0)}, x.dtype(), x.device()),
+                  empty({rows.size(0)}, x.dtype(), x.device())};
+    backend_for(x.device()).layer_norm(rows, gamma, beta, eps, view(f.out, rows.shape()), f.mean, f.rstd);
+    return f;
+}
+
+NormBackward layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const NormForward& saved) {
+    check_same(dy, x, "gradient and input", "layer_norm_backward");
+    Tensor rows = as_rows(x, "layer_norm_backward");
+    NormBackward g;
+    g.dx = empty(x.shape(), x.dtype(), x.device());
+    if (gamma.defined()) g.dgamma = empty(gamma.shape(), x.dtype(), x.device());
+    if (beta.defined()) g.dbeta = empty(beta.shape(), x.dtype(), x.device());
+    backend_for(x.device()).layer_norm_backward(as_rows(dy, "layer_norm_backward"), rows, gamma, saved.mean,
+                                                saved.rstd, view(g.dx, rows.shape()), g.dgamma, g.dbeta);
+    return g;
+}
+
+NormForward rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
+    Tensor rows = as_rows(x, "rms_norm");
+    check_feature_param(gamma, x, "gamma", "rms_norm");
+    NormForward f{empty(x.shape(), x.dtype(), x.device()), Tensor(), empty({rows.size(0)}, x.dtype(), x.device())};
+    backend_for(x.device()).rms_norm(rows, gamma, eps, view(f.out, rows.shape()), f.rstd);
+    return f;
+}
+
+NormBackward rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormForward& saved) {
+    check_same(dy, x, "gradient and input", "rms_norm_backward");
+    Tensor rows = as_rows(x, "rms_norm_backward");
+    NormBackward g;
+    g.dx = empty(x.shape(), x.dtype(), x.device());
+    if (gamma.defined()) g.dgamma = empty(gamma.shape(), x.dtype(), x.device());
+    backend_for(x.device()).rms_norm_backward(as_rows(dy, "rms_norm_backward"), rows, gamma, saved.rstd,
+                                              view(g.dx, rows.shape()), g.dgamma);
+    return g;
+}
+
+// Checks logits [..., V] against targets [...] and returns them as [N, V] and [N].
+static void check_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+    Shape expected(logits.shape().begin(), logits.shape().end() - (logits.dim() ? 1 : 0));
+    if (logits.dim() == 0 || targets.shape() != expected)
+        fail("cross_entropy", "logits " + shape_str(logits.shape()) + " need targets of shape " + shape_str(expected) +
+                                  " (one class index per row), got " + shape_str(targets.shape()));
+    if (targets.dtype() != kInt64)
+        fail("cross_entropy", std::string("targets must be int64 class indices, got ") + dtype_name(targets.dtype()));
+    int64_t V = logits.size(-1);
+    for (int64_t t : targets.to_int_vector())
+        if (t != ignore_index && (t < 0 || t >= V))
+            fail("cross_entropy", "target " + std::to_string(t) + " is not a class index in [0, " + std::to_string(V) +
+                                      ") (and not the ignore_index " + std::to_string(ignore_index) + ")");
+}
+
+CrossEntropyForward cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+    check_cross_entropy(logits, targets, ignore_index);
+    Tensor rows = as_rows(logits, "cross_entropy");
+    CrossEntropyForward f{empty({rows.size(0)}, logits.dtype(), logits.device()),
+                          empty({rows.size(0)}, logits.dtype(), logits.device())};
+    backend_for(logits.device()).cross_entropy(rows, reshape(contiguous(targets), {rows.size(0)}), ignore_index,
+                                               f.losses, f.logsumexp);
+    return f;
+}
+
+Tensor cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
+                              const CrossEntropyForward& saved, int64_t ignore_index) {
+    Tensor rows = as_rows(logits, "cross_entropy_backward");
+    if (dlosses.numel() != rows.size(0))
+        fail("cross_entropy_backward", "got " + std::to_string(dlosses.numel()) + " row gradients for " +
+                                           std::to_string(rows.size(0)) + " rows");
+    Tensor dlogits = empty(logits.shape(), logits.dtype(), logits.device());
+    backend_for(logits.device()).cross_entropy_backward(reshape(contiguous(dlosses), {rows.size(0)}), rows,
+                                                        reshape(contiguous(targets), {rows.size(0)}), saved.logsumexp,
+                                                        ignore_index, view(dlogits, rows.shape()));
+    return dlogits;
+}
+
+static void check_geodesic(const Tensor& x, const Tensor& u, const Tensor& alpha) {
+    check_same(x, u, "point x and update u", "geodesic_update");
+    if (alpha.numel() != 1 || alpha.dtype() != x.dtype() || alpha.device() != x.device())
+        fail("geodesic_update", "the step size alpha must be one " + std::string(dtype_name(x.dtype())) +
+                                    " number on " + x.device().str() + ", got shape " + shape_str(alpha.shape()) + " " +
+                                    dtype_name(alpha.dtype()));
+}
+
+Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
+    check_geodesic(x, u, alpha);
+    Tensor rows = as_rows(x, "geodesic_update");
+    Tensor out = empty(x.shape(), x.dtype(), x.device());
+    backend_for(x.device()).geodesic_update(rows, as_rows(u, "geodesic_update"), contiguous(alpha),
+                                            view(out, rows.shape()));
+    return out;
+}
+
+GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha) {
+    check_geodesic(x, u, alpha);
+    check_same(dy, x, "gradient and point x", "geodesic_update_backward");
+    Tensor rows = as_rows(x, "geodesic_update_backward");
+    GeodesicBackward g{empty(x.shape(), x.dtype(), x.device()), empty(x.shape(), x.dtype(), x.device()), Tensor()};
+    Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
+    backend_for(x.device()).geodesic_update_backward(as_rows(dy, "geodesic_update_backward"), rows,
+                                                     as_rows(u, "geodesic_update_backward"), contiguous(alpha),
+                                                     view(g.dx, rows.shape()), view(g.du, rows.shape()), dalpha_rows);
+    g.dalpha = sum(dalpha_rows);
+    return g;
+}
+
+}  // namespace raw
+}  // namespace nc

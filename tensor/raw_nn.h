@@ -1,0 +1,73 @@
+// raw_nn.h — fused neural-network kernels as raw ops: one forward and one
+// backward kernel each, instead of a chain of small ops. The differentiable
+// versions (autograd/ops_nn.h) pair each forward with its backward.
+//
+// All of them work on the last dim ("rows" of length C); leading dims are
+// flattened. Notation per row x in R^C, incoming gradient dy.
+#pragma once
+
+#include "tensor/raw_ops.h"
+
+namespace nc {
+namespace raw {
+
+// ---- activations (elementwise; see tensor/cpu/elementwise.cpp) ---------------
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor gelu(const Tensor& x, bool tanh_approximation);
+// f'(x) for the activations above.
+Tensor relu_derivative(const Tensor& x);
+Tensor silu_derivative(const Tensor& x);
+Tensor gelu_derivative(const Tensor& x, bool tanh_approximation);
+
+// ---- LayerNorm -------------------------------------------------------------------
+// mu = mean(x), var = mean((x - mu)^2), rstd = 1/sqrt(var + eps),
+// xh = (x - mu) rstd, y = gamma xh + beta. gamma/beta may be undefined.
+struct NormForward {
+    Tensor out;
+    Tensor mean;  // [rows] (LayerNorm only)
+    Tensor rstd;  // [rows]
+};
+struct NormBackward {
+    Tensor dx, dgamma, dbeta;  // dgamma/dbeta undefined when gamma/beta were
+};
+NormForward layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps);
+// gh = dy gamma:  dx = rstd (gh - mean(gh) - xh mean(gh xh)),
+// dgamma = sum over rows of dy xh,  dbeta = sum over rows of dy.
+NormBackward layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const NormForward& saved);
+
+// ---- RMSNorm ---------------------------------------------------------------------
+// rstd = 1/sqrt(mean(x^2) + eps), y = gamma x rstd.
+NormForward rms_norm(const Tensor& x, const Tensor& gamma, double eps);
+// xh = x rstd, gh = dy gamma:  dx = rstd (gh - xh mean(gh xh)),  dgamma = sum dy xh.
+NormBackward rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormForward& saved);
+
+// ---- softmax + cross-entropy ------------------------------------------------------
+// Per row n: loss_n = logsumexp(logits_n) - logits_n[target_n], or 0 when
+// target_n == ignore_index. logits: [N, V] (any leading dims flattened).
+struct CrossEntropyForward {
+    Tensor losses;     // [N]
+    Tensor logsumexp;  // [N], saved so backward needs no second pass for the max
+};
+CrossEntropyForward cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index);
+// dlogits_n = dlosses_n (softmax(logits_n) - onehot(target_n)).
+Tensor cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
+                              const CrossEntropyForward& saved, int64_t ignore_index);
+
+// ---- the geodesic update (GeoNorm) ---------------------------------------------------
+// Per row, with s = <x,x>, c = <u,x>/s, v = u - c x (the part of u tangent to
+// the sphere through x), w = alpha v, q = <w,w>/s (the angle squared):
+//   y = C(q) x + S(q) w,   C(q) = cos(sqrt q),  S(q) = sin(sqrt q)/sqrt q.
+// y lies on the sphere of radius |x|. Rows with x = 0 fall back to y = x + u.
+// alpha: a one-element tensor.
+Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha);
+struct GeodesicBackward {
+    Tensor dx, du;
+    Tensor dalpha;  // shape [] (summed over rows)
+};
+GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha);
+
+}  // namespace raw
+}  // namespace nc

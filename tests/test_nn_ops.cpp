@@ -1,0 +1,195 @@
+// Activations and fused ops: values against formulas, fused kernels against
+// their unfused compositions (value and gradient), gradchecks, and the
+// geodesic update's invariants and degenerate cases.
+#include "autograd/ops_nn.h"
+#include "helpers.h"
+
+using namespace nc;
+using nc_test::check_error;
+using nc_test::check_gradcheck;
+using nc_test::check_values;
+using nc_test::leaf;
+using V = std::vector<Tensor>;
+
+TEST_CASE("activations match their formulas", "[nn][activations]") {
+    std::vector<double> xs = {-3, -1, -0.1, 0, 0.2, 1.5, 4};
+    Tensor x = raw::from_vector(xs, {7});
+    std::vector<double> relu_v, silu_v, gelu_v, gelu_t;
+    for (double v : xs) {
+        relu_v.push_back(v > 0 ? v : 0);
+        silu_v.push_back(v / (1 + std::exp(-v)));
+        gelu_v.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+        gelu_t.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+    }
+    check_values(relu(x), relu_v, 1e-15);
+    check_values(silu(x), silu_v, 1e-15);
+    check_values(gelu(x, false), gelu_v, 1e-15);
+    check_values(gelu(x, true), gelu_t, 1e-15);
+    check_values(sigmoid(raw::from_vector(std::vector<double>{0}, {1})), {0.5});
+}
+
+TEST_CASE("gradcheck: activations", "[nn][gradcheck]") {
+    Tensor x = leaf({3, 4}, 31, 2.0);
+    check_gradcheck([](const V& v) { return relu(v[0]); }, {x});
+    check_gradcheck([](const V& v) { return sigmoid(v[0]); }, {x});
+    check_gradcheck([](const V& v) { return silu(v[0]); }, {x});
+    check_gradcheck([](const V& v) { return gelu(v[0], false); }, {x});
+    check_gradcheck([](const V& v) { return gelu(v[0], true); }, {x});
+}
+
+// The unfused compositions the fused kernels must agree with.
+static Tensor layer_norm_reference(const Tensor& x, const Tensor& g, const Tensor& b, double eps) {
+    Tensor mu = mean(x, {-1}, true);
+    Tensor xh = (x - mu) * rsqrt(var(x, {-1}, 0, true) + eps);
+    return xh * g + b;
+}
+static Tensor rms_norm_reference(const Tensor& x, const Tensor& g, double eps) {
+    return x * rsqrt(mean(x * x, {-1}, true) + eps) * g;
+}
+static Tensor cross_entropy_reference(const Tensor& logits, const Tensor& targets) {
+    return -mean(gather(log_softmax(logits, -1), -1, unsqueeze(targets, -1)));
+}
+
+// Value and every input's gradient of f and g agree (float64, one backward each).
+static void check_same_function(const std::function<Tensor(const V&)>& f, const std::function<Tensor(const V&)>& g,
+                                const V& inputs, double tol) {
+    Tensor yf = f(inputs);
+    Generator gen(99);
+    Tensor probe = raw::randn(yf.shape(), gen, kFloat64);
+    backward(sum(yf * probe));
+    std::vector<std::vector<double>> grads_f;
+    for (const Tensor& t : inputs) {
+        grads_f.push_back(t.requires_grad() ? t.grad().to_vector() : std::vector<double>{});
+        if (t.requires_grad()) t.zero_grad();
+    }
+    Tensor yg = g(inputs);
+    check_values(yf, yg.to_vector(), tol);
+    backward(sum(yg * probe));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!inputs[i].requires_grad()) continue;
+        INFO("gradient of input " << i);
+        check_values(inputs[i].grad(), grads_f[i], tol);
+        inputs[i].zero_grad();
+    }
+}
+
+TEST_CASE("fused LayerNorm and RMSNorm equal their compositions", "[nn][fused]") {
+    Tensor x = leaf({2, 3, 8}, 32, 3.0, 1.0), g = leaf({8}, 33), b = leaf({8}, 34);
+    check_same_function([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-5); },
+                        [](const V& v) { return layer_norm_reference(v[0], v[1], v[2], 1e-5); }, {x, g, b}, 1e-11);
+    check_same_function([](const V& v) { return rms_norm(v[0], v[1], 1e-5); },
+                        [](const V& v) { return rms_norm_reference(v[0], v[1], 1e-5); }, {x, g}, 1e-11);
+    // float32: normalized rows have mean 0 and variance 1.
+    Tensor y = layer_norm(raw::randn({64, 256}), Tensor(), Tensor(), 1e-5);
+    CHECK(raw::max(raw::abs(raw::mean(y, {1}))).item() < 1e-5);
+    CHECK(raw::max(raw::abs(raw::add(raw::var(y, {1}, 0), -1.0))).item() < 1e-3);
+}
+
+TEST_CASE("gradcheck: fused LayerNorm and RMSNorm with and without affine", "[nn][gradcheck]") {
+    Tensor x = leaf({3, 6}, 35, 2.0, 0.5), g = leaf({6}, 36), b = leaf({6}, 37);
+    check_gradcheck([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {x, g, b});
+    check_gradcheck([](const V& v) { return layer_norm(v[0], Tensor(), Tensor(), 1e-5); }, {x});
+    check_gradcheck([](const V& v) { return rms_norm(v[0], v[1], 1e-6); }, {x, g});
+    check_gradcheck([](const V& v) { return rms_norm(transpose(v[0], 0, 1), Tensor(), 1e-6); }, {x});
+}
+
+TEST_CASE("fused cross-entropy equals log_softmax + gather and honours ignore_index", "[nn][fused]") {
+    Tensor logits = leaf({2, 3, 5}, 38, 2.0);
+    Tensor targets = raw::from_indices({0, 4, 2, 1, 1, 3}, {2, 3});
+    check_same_function([targets](const V& v) { return cross_entropy(v[0], targets); },
+                        [targets](const V& v) { return cross_entropy_reference(v[0], targets); }, {logits}, 1e-12);
+    check_gradcheck([targets](const V& v) { return cross_entropy(v[0], targets); }, {logits});
+    // Ignored rows: the mean runs over the other rows only, and they get no gradient.
+    Tensor with_ignored = raw::from_indices({0, -100, 2, -100, 1, 3}, {2, 3});
+    Tensor kept_rows = raw::from_indices({0, 2, 4, 5}, {4});
+    Tensor flat = reshape(logits, {6, 5});
+    Tensor expected = cross_entropy_reference(index_select(flat, 0, kept_rows), raw::from_indices({0, 2, 1, 3}, {4}));
+    CHECK(cross_entropy(logits, with_ignored).item() == Approx(expected.item()).epsilon(1e-12));
+    check_gradcheck([with_ignored](const V& v) { return cross_entropy(v[0], with_ignored); }, {logits});
+    backward(cross_entropy(logits, with_ignored));
+    std::vector<double> grad = logits.grad().to_vector();
+    for (int i = 5; i < 10; ++i) CHECK(grad[i] == 0);  // row 1 was ignored
+    logits.zero_grad();
+    // Huge logits stay finite.
+    Tensor big = raw::from_vector(std::vector<float>{1000, -1000, 0}, {1, 3});
+    CHECK(cross_entropy(big, raw::from_indices({0}, {1})).item() == Approx(0).margin(1e-6));
+    check_error([&] { cross_entropy(logits, raw::from_indices({0, 5, 0, 0, 0, 0}, {2, 3})); }, {"cross_entropy", "target 5"});
+    check_error([&] { cross_entropy(logits, raw::from_indices({0, 1}, {2})); }, {"cross_entropy", "[2, 3]", "[2]"});
+}
+
+// A point x and an update u = 0.7 x + t * (a unit-norm tangent direction) * |x|,
+// so that |v| / |x| = t exactly (up to rounding).
+static std::pair<Tensor, Tensor> point_and_update(int64_t rows, int64_t D, double t, uint64_t seed) {
+    Generator gen(seed);
+    Tensor x = raw::randn({rows, D}, gen, kFloat64);
+    Tensor r = raw::randn({rows, D}, gen, kFloat64);
+    Tensor xx = raw::sum(raw::mul(x, x), {1}, true);
+    Tensor tangent = raw::sub(r, raw::mul(raw::div(raw::sum(raw::mul(r, x), {1}, true), xx), x));
+    Tensor unit = raw::div(tangent, raw::sqrt(raw::sum(raw::mul(tangent, tangent), {1}, true)));
+    Tensor u = raw::add(raw::mul(x, 0.7), raw::mul(raw::mul(unit, raw::sqrt(xx)), t));
+    x.set_requires_grad(true);
+    u.set_requires_grad(true);
+    return {x, u};
+}
+
+TEST_CASE("geodesic update: matches the textbook exp map and keeps |x|", "[nn][geonorm]") {
+    auto [x, u] = point_and_update(5, 16, 0.8, 40);
+    Tensor alpha = raw::full({}, 1.3, kFloat64);
+    Tensor y = geodesic_update(x, u, alpha);
+    // Textbook form: theta = |w|/|x|, y = cos(theta) x + |x| sin(theta) w/|w|.
+    Tensor xx = raw::sum(raw::mul(x, x), {1}, true);
+    Tensor v = raw::sub(u, raw::mul(raw::div(raw::sum(raw::mul(u, x), {1}, true), xx), x));
+    Tensor w = raw::mul(v, 1.3);
+    Tensor wn = raw::sqrt(raw::sum(raw::mul(w, w), {1}, true));
+    Tensor theta = raw::div(wn, raw::sqrt(xx));
+    Tensor expected = raw::add(raw::mul(raw::cos(theta), x), raw::mul(raw::mul(raw::sqrt(xx), raw::sin(theta)), raw::div(w, wn)));
+    check_values(y, expected.to_vector(), 1e-13);
+    // |y| = |x| per row, also in float32 over many rows (to 1e-6 relative).
+    Generator gen(41);
+    Tensor xf = raw::randn({512, 384}, gen), uf = raw::randn({512, 384}, gen);
+    Tensor yf = geodesic_update(xf, uf, raw::scalar(0.9));
+    Tensor ratio = raw::div(raw::sqrt(raw::sum(raw::mul(yf, yf), {1})), raw::sqrt(raw::sum(raw::mul(xf, xf), {1})));
+    CHECK(raw::max(raw::abs(raw::add(ratio, -1.0))).item() < 1e-6);
+}
+
+TEST_CASE("gradcheck: geodesic update, generic, large step and tiny or zero tangent", "[nn][geonorm][gradcheck]") {
+    for (double t : {0.8, 2.5, 1e-3, 1e-6, 0.0}) {
+        INFO("|v|/|x| = " << t);
+        auto [x, u] = point_and_update(3, 6, t, 42);
+        Tensor alpha = raw::full({}, 1.1, kFloat64);
+        alpha.set_requires_grad(true);
+        check_gradcheck([](const V& v) { return geodesic_update(v[0], v[1], v[2]); }, {x, u, alpha});
+        // Gradients are finite and dL/du is tangent to the sphere at x.
+        backward(sum(geodesic_update(x, u, alpha) * raw::randn({3, 6}, default_generator(), kFloat64)));
+        CHECK(raw::all_finite(x.grad()));
+        CHECK(raw::all_finite(u.grad()));
+        CHECK(raw::all_finite(alpha.grad()));
+        double radial = raw::max(raw::abs(raw::sum(raw::mul(u.grad(), x), {1}))).item();
+        CHECK(radial < 1e-12);
+    }
+    // u = 0 exactly (v = 0 with no rounding at all), and alpha = 0: y = x.
+    Tensor x = leaf({2, 4}, 43), zero = raw::zeros({2, 4}, kFloat64);
+    zero.set_requires_grad(true);
+    Tensor alpha0 = raw::full({}, 0.0, kFloat64);
+    alpha0.set_requires_grad(true);
+    check_values(geodesic_update(x, zero, raw::full({}, 1.0, kFloat64)), x.to_vector(), 0);
+    check_gradcheck([](const V& v) { return geodesic_update(v[0], v[1], v[2]); }, {x, zero, alpha0});
+}
+
+TEST_CASE("geodesic update: x = 0 falls back to x + u; bad arguments are refused", "[nn][geonorm]") {
+    Tensor x = raw::zeros({1, 3}, kFloat64), u = raw::from_vector(std::vector<double>{1, 2, 3}, {1, 3});
+    check_values(geodesic_update(x, u, raw::full({}, 1.0, kFloat64)), {1, 2, 3});
+    check_error([] { geodesic_update(raw::zeros({2, 3}), raw::zeros({2, 4}), raw::scalar(1)); }, {"geodesic_update", "[2, 3]", "[2, 4]"});
+    check_error([] { geodesic_update(raw::zeros({2, 3}), raw::zeros({2, 3}), raw::zeros({2})); }, {"geodesic_update", "alpha"});
+}
+
+TEST_CASE("dropout keeps the expectation and is the identity in eval", "[nn]") {
+    Generator gen(44);
+    Tensor x = raw::ones({100000});
+    Tensor y = dropout(x, 0.25, true, gen);
+    double zeros = 1.0 - raw::mean(raw::ne(y, raw::zeros({1}))).item();
+    CHECK(zeros == Approx(0.25).margin(0.01));
+    CHECK(raw::mean(y).item() == Approx(1.0).margin(0.01));
+    CHECK(dropout(x, 0.25, false, gen).same(x));
+    check_error([&] { dropout(x, 1.0, true, gen); }, {"dropout", "[0, 1)"});
+}
