@@ -1,6 +1,8 @@
 // ops_nn.cpp — activations and fused ops, each forward next to its backward.
 #include "autograd/ops_nn.h"
 
+#include <cmath>
+
 namespace nc {
 
 using Grads = std::vector<Tensor>;
@@ -67,6 +69,17 @@ Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
     return record("GeodesicUpdate", raw::geodesic_update(x, u, alpha), {x, u, alpha}, [x, u, alpha](const Tensor& g) {
         raw::GeodesicBackward d = raw::geodesic_update_backward(raw::contiguous(g), x, u, alpha);
         return Grads{d.dx, d.du, raw::reshape(d.dalpha, alpha.shape())};
+    });
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+    if (q.dim() < 2) fail("attention", "q needs at least 2 dims [..., T, D], got " + shape_str(q.shape()));
+    if (scale <= 0) scale = 1.0 / std::sqrt((double)q.size(-1));
+    raw::AttentionForward f = raw::attention(q, k, v, causal, scale);
+    // dV = P^T dO; dZ = P (dP - rowsum(dP P)) with dP = dO V^T; dQ = s dZ K; dK = s dZ^T Q.
+    return record("Attention", f.out, {q, k, v}, [q, k, v, f, scale](const Tensor& g) {
+        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, f, scale);
+        return Grads{d.dq, d.dk, d.dv};
     });
 }
 

@@ -27,6 +27,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
 // tensor; it gets a gradient when it requires grad.
 Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha);
 
+// softmax(scale q k^T + causal mask) v for q [..., T, D], k [..., S, D],
+// v [..., S, Dv]; scale <= 0 means 1/sqrt(D). One fused kernel each way.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                    double scale = 0);
+
 // Zeroes each element with probability p and scales the rest by 1/(1 - p),
 // so the expected value is unchanged. Identity when !training or p == 0.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = default_generator());

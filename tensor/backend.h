@@ -86,6 +86,12 @@ struct Backend {
     // dalpha_rows: [rows], each row's contribution to dL/dalpha.
     void (*geodesic_update_backward)(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                                      const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
+    // q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous -> out [N, T, Dv]
+    // and probs [N, T, S] = softmax(scale q k^T, masked j > i when causal).
+    void (*attention)(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
+                      const Tensor& probs);
+    void (*attention_backward)(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& probs, double scale, const Tensor& dq, const Tensor& dk, const Tensor& dv);
 };
 
 // The table for a device; throws if that backend is not built in.

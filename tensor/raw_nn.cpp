@@ -151,5 +151,47 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
     return g;
 }
 
+// Leading dims of an attention operand flattened: [..., R, C] -> contiguous [N, R, C].
+static Tensor as_batch(const Tensor& t) {
+    return reshape(contiguous(t), {t.numel() == 0 ? 0 : t.numel() / (t.size(-2) * t.size(-1)), t.size(-2), t.size(-1)});
+}
+
+AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+    const std::string op = "attention";
+    if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim())
+        fail(op, "q, k, v need the same number of dims (at least 2), got " + shape_str(q.shape()) + ", " +
+                     shape_str(k.shape()) + ", " + shape_str(v.shape()));
+    Shape lead_q(q.shape().begin(), q.shape().end() - 2), lead_k(k.shape().begin(), k.shape().end() - 2),
+        lead_v(v.shape().begin(), v.shape().end() - 2);
+    if (lead_q != lead_k || lead_q != lead_v || q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2))
+        fail(op, "shapes q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape()) +
+                     " do not fit: need q [..., T, D], k [..., S, D], v [..., S, Dv]");
+    if (causal && q.size(-2) > k.size(-2))
+        fail(op, "causal attention needs at least as many keys as queries, got T=" + std::to_string(q.size(-2)) +
+                     " and S=" + std::to_string(k.size(-2)));
+    if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
+        fail(op, "q, k, v must share a floating dtype");
+    Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
+    int64_t N = qb.size(0), T = qb.size(1), S = kb.size(1);
+    Tensor out = empty({N, T, vb.size(2)}, q.dtype(), q.device());
+    Tensor probs = empty({N, T, S}, q.dtype(), q.device());
+    backend_for(q.device()).attention(qb, kb, vb, causal, scale, out, probs);
+    Shape out_shape = lead_q;
+    out_shape.insert(out_shape.end(), {T, vb.size(2)});
+    return {view(out, out_shape), probs};
+}
+
+AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionForward& saved, double scale) {
+    if (dout.shape() != saved.out.shape())
+        fail("attention_backward", "gradient " + shape_str(dout.shape()) + " does not match the output " +
+                                       shape_str(saved.out.shape()));
+    Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
+    AttentionBackward g{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
+                        empty(vb.shape(), q.dtype(), q.device())};
+    backend_for(q.device()).attention_backward(as_batch(dout), qb, kb, vb, saved.probs, scale, g.dq, g.dk, g.dv);
+    return {view(g.dq, q.shape()), view(g.dk, k.shape()), view(g.dv, v.shape())};
+}
+
 }  // namespace raw
 }  // namespace nc

@@ -69,5 +69,19 @@ struct GeodesicBackward {
 };
 GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha);
 
+// ---- scaled dot-product attention ------------------------------------------------
+// q: [..., T, D], k: [..., S, D], v: [..., S, Dv] with the same leading dims.
+// P = softmax(scale q k^T) over S, with keys j > i masked when causal;
+// out = P v: [..., T, Dv]. probs (P) is kept for backward.
+struct AttentionForward {
+    Tensor out, probs;
+};
+AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale);
+struct AttentionBackward {
+    Tensor dq, dk, dv;
+};
+AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionForward& saved, double scale);
+
 }  // namespace raw
 }  // namespace nc

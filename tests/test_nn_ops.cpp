@@ -193,3 +193,44 @@ TEST_CASE("dropout keeps the expectation and is the identity in eval", "[nn]") {
     CHECK(dropout(x, 0.25, false, gen).same(x));
     check_error([&] { dropout(x, 1.0, true, gen); }, {"dropout", "[0, 1)"});
 }
+
+// softmax(q k^T / sqrt(D) + mask) v with plain ops.
+static Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+    Tensor scores = matmul(q, transpose(k, -1, -2)) / std::sqrt((double)q.size(-1));
+    if (causal) {
+        int64_t T = q.size(-2), S = k.size(-2);
+        Tensor i = raw::reshape(raw::arange(0, T, 1, q.dtype()), {T, 1});
+        Tensor j = raw::reshape(raw::arange(0, S, 1, q.dtype()), {1, S});
+        scores = where(raw::gt(j, i), raw::full({}, -INFINITY, q.dtype()), scores);
+    }
+    return matmul(softmax(scores, -1), v);
+}
+
+TEST_CASE("fused attention equals the unfused composition and passes gradcheck", "[nn][attention]") {
+    Tensor q = leaf({2, 3, 5, 4}, 60), k = leaf({2, 3, 5, 4}, 61), v = leaf({2, 3, 5, 6}, 62);
+    for (bool causal : {false, true}) {
+        INFO("causal " << causal);
+        check_same_function([causal](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); },
+                            [causal](const V& x) { return attention_reference(x[0], x[1], x[2], causal); }, {q, k, v},
+                            1e-12);
+        check_gradcheck([causal](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); }, {q, k, v});
+    }
+    // Cross-attention shapes (S != T) and non-contiguous inputs.
+    Tensor kk = leaf({2, 7, 4}, 63), vv = leaf({2, 7, 3}, 64), qq = leaf({2, 4, 5}, 65);
+    check_gradcheck([](const V& x) { return scaled_dot_product_attention(transpose(x[0], 1, 2), x[1], x[2], false); },
+                    {qq, kk, vv});
+}
+
+TEST_CASE("causal attention at position t ignores tokens after t", "[nn][attention]") {
+    Generator gen(66);
+    Tensor q = raw::randn({1, 2, 6, 4}, gen), k = raw::randn({1, 2, 6, 4}, gen), v = raw::randn({1, 2, 6, 4}, gen);
+    Tensor out = scaled_dot_product_attention(q, k, v, true);
+    // Change keys and values at positions 4 and 5: outputs 0..3 stay the same.
+    Tensor k2 = raw::clone(k), v2 = raw::clone(v);
+    raw::copy_(raw::narrow(k2, 2, 4, 2), raw::randn({1, 2, 2, 4}, gen));
+    raw::copy_(raw::narrow(v2, 2, 4, 2), raw::randn({1, 2, 2, 4}, gen));
+    Tensor out2 = scaled_dot_product_attention(q, k2, v2, true);
+    check_values(raw::narrow(out2, 2, 0, 4), raw::narrow(out, 2, 0, 4).to_vector(), 0);
+    CHECK(raw::narrow(out2, 2, 4, 2).to_vector() != raw::narrow(out, 2, 4, 2).to_vector());
+    check_error([&] { scaled_dot_product_attention(q, raw::zeros({1, 2, 6, 3}), v, true); }, {"attention", "[1, 2, 6, 3]"});
+}

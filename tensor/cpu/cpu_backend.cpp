@@ -44,6 +44,8 @@ const Backend& cpu_backend() {
         cpu::cross_entropy_backward,
         cpu::geodesic_update,
         cpu::geodesic_update_backward,
+        cpu::attention,
+        cpu::attention_backward,
     };
     return table;
 }

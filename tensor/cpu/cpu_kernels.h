@@ -33,6 +33,10 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_i
                    const Tensor& logsumexp);
 void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
                             const Tensor& logsumexp, int64_t ignore_index, const Tensor& dlogits);
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
+               const Tensor& probs);
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
+                        double scale, const Tensor& dq, const Tensor& dk, const Tensor& dv);
 void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
 void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                               const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
