@@ -71,6 +71,16 @@ private:
     bool training_ = true;
 };
 
+// A module that only groups others under a name (ViT's "attention.output.dense").
+class Group : public Module {
+public:
+    template <typename M>
+    std::shared_ptr<M> add(const std::string& name, std::shared_ptr<M> module) {
+        return register_module(name, module);
+    }
+    Tensor add_parameter(const std::string& name, Tensor tensor) { return register_parameter(name, tensor); }
+};
+
 // An ordered list of submodules named "0", "1", ... (GPT-2's "h.0", "h.1").
 class ModuleList : public Module {
 public:

@@ -10,20 +10,27 @@
 namespace nc {
 namespace nn {
 
+// The norms a transformer block can use, behind one interface so a block can
+// hold "its norm" without knowing which one it is.
+class NormLayer : public Module {
+public:
+    virtual Tensor forward(const Tensor& x) const = 0;
+};
+
 // y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim.
-class LayerNorm : public Module {
+class LayerNorm : public NormLayer {
 public:
     LayerNorm(int64_t C, double eps = 1e-5, bool affine = true, bool has_bias = true, Options opt = {});
-    Tensor forward(const Tensor& x) const;
+    Tensor forward(const Tensor& x) const override;
     Tensor weight, bias;  // [C]; undefined when !affine (bias also when !has_bias)
     double eps;
 };
 
 // y = x / sqrt(mean(x^2) + eps) * weight over the last dim (no centering, no bias).
-class RMSNorm : public Module {
+class RMSNorm : public NormLayer {
 public:
     RMSNorm(int64_t C, double eps = 1e-5, bool affine = true, Options opt = {});
-    Tensor forward(const Tensor& x) const;
+    Tensor forward(const Tensor& x) const override;
     Tensor weight;
     double eps;
 };
@@ -42,10 +49,10 @@ public:
 
 // Dynamic Tanh (Zhu et al. 2025): y = weight * tanh(alpha * x) + bias, with one
 // learnable scalar alpha (initialised to alpha0) and per-channel weight, bias.
-class DyT : public Module {
+class DyT : public NormLayer {
 public:
     DyT(int64_t C, double alpha0 = 0.5, bool has_bias = true, Options opt = {});
-    Tensor forward(const Tensor& x) const;
+    Tensor forward(const Tensor& x) const override;
     Tensor alpha, weight, bias;  // alpha: shape [1]; bias undefined when !has_bias
 };
 

@@ -1,0 +1,129 @@
+#include "nn/attention.h"
+
+#include "nn/init.h"
+
+namespace nc {
+namespace nn {
+
+Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt) : cfg_(cfg) {
+    int64_t C = cfg.n_embd, kv = cfg.kv_heads() * cfg.head_dim();
+    switch (cfg.family) {
+        case Family::GPT2:
+            qkv_ = register_module("c_attn", std::make_shared<Linear>(C, C + 2 * kv, cfg.bias, gen, opt));
+            out_ = register_module("c_proj", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
+            break;
+        case Family::Llama:
+            q_ = register_module("q_proj", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
+            k_ = register_module("k_proj", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
+            v_ = register_module("v_proj", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
+            out_ = register_module("o_proj", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
+            break;
+        case Family::ViT: {
+            auto self = register_module("attention", std::make_shared<Group>());
+            q_ = self->add("query", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
+            k_ = self->add("key", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
+            v_ = self->add("value", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
+            auto output = register_module("output", std::make_shared<Group>());
+            out_ = output->add("dense", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
+            break;
+        }
+    }
+    if (cfg.attention == AttentionKind::Differential) {
+        // Sub-heads of size dh = C / H / 2; lambda's vectors live in R^dh, init N(0, 0.1^2).
+        int64_t dh = cfg.head_dim() / 2;
+        auto lambda_vector = [&](const char* name) {
+            Tensor t = raw::zeros({dh}, opt.dtype, opt.device);
+            normal_(t, 0.1, gen);
+            return register_parameter(name, t);
+        };
+        lambda_q1_ = lambda_vector("lambda_q1");
+        lambda_k1_ = lambda_vector("lambda_k1");
+        lambda_q2_ = lambda_vector("lambda_q2");
+        lambda_k2_ = lambda_vector("lambda_k2");
+        subln_ = register_module("subln", std::make_shared<RMSNorm>(2 * dh, 1e-5, true, opt));
+        lambda_init = diff_lambda_init(layer_index);
+    }
+}
+
+std::vector<std::shared_ptr<Linear>> Attention::linears() const {
+    std::vector<std::shared_ptr<Linear>> all;
+    for (const auto& l : {qkv_, q_, k_, v_, out_})
+        if (l) all.push_back(l);
+    return all;
+}
+
+std::vector<Tensor> Attention::output_weights() const { return {out_->weight}; }
+
+std::vector<Tensor> Attention::value_weights() const {
+    if (v_) return {v_->weight};
+    // The fused projection's rows are [q; k; v]: the value rows are the last kv.
+    int64_t kv = cfg_.kv_heads() * cfg_.head_dim();
+    return {raw::narrow(qkv_->weight, 0, cfg_.n_embd + kv, kv)};
+}
+
+Tensor Attention::split_heads(const Tensor& t, int64_t heads, int64_t size) const {
+    return transpose(view(t, {t.size(0), t.size(1), heads, size}), 1, 2);
+}
+
+// Repeats each key/value head `groups` times: [B, Hkv, T, D] -> [B, Hkv*groups, T, D].
+// expand + reshape are differentiable, so the backward sums the repeated heads.
+static Tensor repeat_kv(const Tensor& t, int64_t groups) {
+    if (groups == 1) return t;
+    Shape shape = t.shape();
+    Tensor expanded = expand(unsqueeze(t, 2), {shape[0], shape[1], groups, shape[2], shape[3]});
+    return reshape(expanded, {shape[0], shape[1] * groups, shape[2], shape[3]});
+}
+
+Tensor Attention::forward(const Tensor& x, const RopeTables* rope) const {
+    if (x.dim() != 3 || x.size(2) != cfg_.n_embd)
+        fail("attention", "expects [B, T, " + std::to_string(cfg_.n_embd) + "], got " + shape_str(x.shape()));
+    Tensor q, k, v;
+    if (qkv_) {
+        int64_t C = cfg_.n_embd, kv = cfg_.kv_heads() * cfg_.head_dim();
+        Tensor fused = qkv_->forward(x);
+        q = narrow(fused, 2, 0, C);
+        k = narrow(fused, 2, C, kv);
+        v = narrow(fused, 2, C + kv, kv);
+    } else {
+        q = q_->forward(x);
+        k = k_->forward(x);
+        v = v_->forward(x);
+    }
+    Tensor y = cfg_.attention == AttentionKind::Differential ? differential(q, k, v, rope) : standard(q, k, v, rope);
+    return out_->forward(y);
+}
+
+Tensor Attention::standard(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const RopeTables* rope) const {
+    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, Hkv = cfg_.kv_heads(), hd = cfg_.head_dim();
+    Tensor q = split_heads(q_in, H, hd), k = split_heads(k_in, Hkv, hd), v = split_heads(v_in, Hkv, hd);
+    if (rope) {
+        q = apply_rope(q, *rope);
+        k = apply_rope(k, *rope);
+    }
+    Tensor y = scaled_dot_product_attention(q, repeat_kv(k, H / Hkv), repeat_kv(v, H / Hkv), cfg_.causal);
+    return reshape(transpose(y, 1, 2), {B, T, H * hd});  // [B, H, T, hd] -> [B, T, C]
+}
+
+Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                               const RopeTables* rope) const {
+    // q, k: 2H sub-heads of size dh; v: H heads of size 2 dh. Sub-heads 2h and
+    // 2h+1 form the two softmax maps of head h.
+    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, dh = cfg_.head_dim() / 2;
+    Tensor q = split_heads(q_in, 2 * H, dh), k = split_heads(k_in, 2 * H, dh), v = split_heads(v_in, H, 2 * dh);
+    if (rope) {
+        q = apply_rope(q, *rope);
+        k = apply_rope(k, *rope);
+    }
+    auto pair = [&](const Tensor& t, int64_t which) {  // [B, 2H, T, dh] -> sub-head `which` of each pair
+        return squeeze(narrow(view(t, {B, H, 2, T, dh}), 2, which, 1), 2);
+    };
+    Tensor a1 = scaled_dot_product_attention(pair(q, 0), pair(k, 0), v, cfg_.causal);
+    Tensor a2 = scaled_dot_product_attention(pair(q, 1), pair(k, 1), v, cfg_.causal);
+    // lambda = exp(<lq1, lk1>) - exp(<lq2, lk2>) + lambda_init, one scalar per layer.
+    Tensor lambda = exp(sum(lambda_q1_ * lambda_k1_)) - exp(sum(lambda_q2_ * lambda_k2_)) + lambda_init;
+    Tensor o = subln_->forward(a1 - lambda * a2) * (1.0 - lambda_init);  // per-head RMSNorm over 2 dh
+    return reshape(transpose(o, 1, 2), {B, T, H * 2 * dh});
+}
+
+}  // namespace nn
+}  // namespace nc

@@ -1,0 +1,45 @@
+// attention.h — multi-head self-attention: standard or differential, with
+// learned/RoPE/no positions, causal or bidirectional, and grouped-query
+// attention (fewer key/value heads).
+//
+// Parameter names follow the model family (config.h):
+//   GPT-2  c_attn (fused q,k,v: C -> C + 2 Hkv hd), c_proj
+//   Llama  q_proj, k_proj, v_proj, o_proj
+//   ViT    attention.query, attention.key, attention.value, output.dense
+// Differential attention adds lambda_q1, lambda_k1, lambda_q2, lambda_k2 and
+// subln.weight (Ye et al. 2024; reference section 6).
+#pragma once
+
+#include "nn/config.h"
+#include "nn/norms.h"
+#include "nn/rope.h"
+
+namespace nc {
+namespace nn {
+
+class Attention : public Module {
+public:
+    Attention(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt = {});
+    // x: [B, T, C] -> [B, T, C]. rope: tables for this T when positions = rope.
+    Tensor forward(const Tensor& x, const RopeTables* rope) const;
+
+    // The weights init schemes treat specially.
+    std::vector<Tensor> output_weights() const;  // the projection back into the residual stream
+    std::vector<Tensor> value_weights() const;   // the value rows of the fused or separate projection
+    std::vector<std::shared_ptr<Linear>> linears() const;
+
+    double lambda_init = 0;  // differential attention only
+
+private:
+    Tensor split_heads(const Tensor& t, int64_t heads, int64_t size) const;  // [B,T,h*s] -> [B,h,T,s]
+    Tensor standard(const Tensor& q, const Tensor& k, const Tensor& v, const RopeTables* rope) const;
+    Tensor differential(const Tensor& q, const Tensor& k, const Tensor& v, const RopeTables* rope) const;
+
+    TransformerConfig cfg_;
+    std::shared_ptr<Linear> qkv_, q_, k_, v_, out_;
+    Tensor lambda_q1_, lambda_k1_, lambda_q2_, lambda_k2_;
+    std::shared_ptr<RMSNorm> subln_;
+};
+
+}  // namespace nn
+}  // namespace nc

@@ -1,0 +1,97 @@
+// config.h — one configuration for every transformer normcore builds.
+//
+// The axes of the model/norm matrix (../shared/design.md): norm layer,
+// residual placement, GeoNorm step decay, attention kind, MLP kind, position
+// encoding. GPT-2, Llama and ViT are presets of it; every other combination
+// builds too. Strings are the command-line spellings ("rmsnorm", "sandwich").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nc {
+namespace nn {
+
+enum class NormKind { LayerNorm, RMSNorm, DyT, None };
+enum class Placement { Pre, Post, Sandwich, DeepNorm, GeoNorm };
+enum class Decay { None, Harmonic, Sqrt, Linear };
+enum class AttentionKind { Standard, Differential };
+enum class MlpKind { Gelu, SwiGlu };
+enum class Positions { Learned, Rope, None };
+// Whose parameter names (and projection layout) the model uses.
+enum class Family { GPT2, Llama, ViT };
+
+struct TransformerConfig {
+    Family family = Family::GPT2;
+    int64_t n_layer = 4;
+    int64_t n_embd = 256;     // C
+    int64_t n_head = 4;       // H
+    int64_t n_kv_head = 0;    // key/value heads for grouped-query attention; 0 = n_head
+    int64_t vocab_size = 256;
+    int64_t block_size = 128;  // longest sequence (size of learned position tables)
+    NormKind norm = NormKind::LayerNorm;
+    Placement placement = Placement::Pre;
+    Decay decay = Decay::None;
+    AttentionKind attention = AttentionKind::Standard;
+    MlpKind mlp = MlpKind::Gelu;
+    Positions positions = Positions::Learned;
+    bool bias = true;          // biases in linear layers (and LayerNorm)
+    bool causal = true;
+    bool gelu_tanh = true;     // GELU's tanh approximation (GPT-2, ViT) or exact erf
+    bool tie_embeddings = true;
+    double norm_eps = 1e-5;
+    double dyt_alpha0 = 0.5;
+    double rope_theta = 10000;
+    double dropout = 0;
+    int64_t mlp_hidden = 0;      // 0: 4C for gelu, Llama's rule for swiglu
+    int64_t swiglu_multiple = 256;
+    double init_std = 0.02;
+    // GeoNorm (reference section 3; the paper's exact choices are unknown):
+    double geo_step = 1.0;          // a, the base step size
+    bool geo_learnable_step = false;  // a learnable scalar per update (attn_step, mlp_step)
+    double geo_radius = 0;          // 0: sqrt(C)
+    bool geo_sublayer_norm = false;  // normalize the sublayer input (else x goes in directly)
+    // ViT:
+    int64_t image_size = 28, patch_size = 7, channels = 1, num_classes = 10;
+
+    int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+    int64_t head_dim() const { return n_embd / n_head; }
+    // Throws nc::Error naming the first setting that cannot work.
+    void validate() const;
+};
+
+// The standard configurations: GPT-2 (learned positions, GELU, LayerNorm,
+// pre), Llama (RoPE, SwiGLU, RMSNorm, pre, no biases, untied head) and ViT
+// (patches, class token, bidirectional, LayerNorm eps 1e-6).
+TransformerConfig gpt2_config();
+TransformerConfig llama_config();
+TransformerConfig vit_config();
+
+NormKind parse_norm(const std::string& s);
+Placement parse_placement(const std::string& s);
+Decay parse_decay(const std::string& s);
+AttentionKind parse_attention(const std::string& s);
+MlpKind parse_mlp(const std::string& s);
+Positions parse_positions(const std::string& s);
+std::string to_string(NormKind v);
+std::string to_string(Placement v);
+std::string to_string(Decay v);
+std::string to_string(AttentionKind v);
+std::string to_string(MlpKind v);
+std::string to_string(Positions v);
+
+// DeepNet's constants for a single stack of L layers (decoder-only, or
+// encoder-only): alpha = (2L)^(1/4) on the residual, beta = (8L)^(-1/4) on
+// the initialization of v, out, fc1 and fc2.
+double deepnorm_alpha(int64_t n_layer);
+double deepnorm_beta(int64_t n_layer);
+// GeoNorm step for block k (0-based) of T: none a, harmonic a/(k+1),
+// sqrt a/sqrt(k+1), linear a (T-k)/T.
+double geonorm_step(Decay decay, double a, int64_t k, int64_t T);
+// Differential attention's lambda_init = 0.8 - 0.6 exp(-0.3 depth), depth 0-based.
+double diff_lambda_init(int64_t depth);
+// Llama's SwiGLU hidden size: int(2 * 4C / 3) rounded up to a multiple.
+int64_t swiglu_hidden(int64_t n_embd, int64_t multiple_of);
+
+}  // namespace nn
+}  // namespace nc

@@ -1,0 +1,227 @@
+#include "nn/models.h"
+
+#include <cmath>
+
+#include "nn/init.h"
+
+namespace nc {
+namespace nn {
+
+static bool has_final_norm(Placement p) {
+    return p == Placement::Pre || p == Placement::Sandwich || p == Placement::GeoNorm;
+}
+
+TransformerModel::TransformerModel(const TransformerConfig& cfg) : cfg_(cfg) { cfg_.validate(); }
+
+void TransformerModel::build(Generator& gen, Options opt) {
+    block_list_ = std::make_shared<ModuleList>();
+    for (int64_t k = 0; k < cfg_.n_layer; ++k) blocks_.push_back(block_list_->push_back(std::make_shared<Block>(cfg_, k, gen, opt)));
+    if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt);
+}
+
+Tensor TransformerModel::run_blocks(Tensor x) const {
+    int64_t T = x.size(1);
+    if (cfg_.placement == Placement::GeoNorm) {
+        // Onto the sphere: x0 = r e / |e| per token (exact, no epsilon, no gain).
+        double r = cfg_.geo_radius > 0 ? cfg_.geo_radius : std::sqrt((double)cfg_.n_embd);
+        x = x * rsqrt(sum(x * x, {-1}, true)) * r;
+    }
+    RopeTables tables;
+    if (cfg_.positions == Positions::Rope) {
+        int64_t rope_dim = cfg_.attention == AttentionKind::Differential ? cfg_.head_dim() / 2 : cfg_.head_dim();
+        tables = rope_tables(T, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
+    }
+    for (const auto& block : blocks_) x = block->forward(x, cfg_.positions == Positions::Rope ? &tables : nullptr);
+    return final_norm_ ? final_norm_->forward(x) : x;
+}
+
+// Xavier/Glorot uniform: U(-b, b) with b = sqrt(6 / (fan_in + fan_out)).
+static void xavier_uniform_(const Tensor& w, Generator& gen) {
+    double bound = std::sqrt(6.0 / (double)(w.size(0) + w.size(1)));
+    uniform_(w, -bound, bound, gen);
+}
+
+void TransformerModel::init_weights(Generator& gen) {
+    NoGradGuard no_grad;
+    double std = cfg_.init_std;
+    for (const auto& block : blocks_) {
+        std::vector<std::shared_ptr<Linear>> linears = block->attn->linears();
+        for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
+            if (l) linears.push_back(l);
+        for (const auto& l : linears) {
+            if (cfg_.family == Family::ViT) xavier_uniform_(l->weight, gen);
+            else normal_(l->weight, std, gen);
+            if (l->bias.defined()) raw::fill_(l->bias, 0);
+        }
+        if (cfg_.family == Family::GPT2) {
+            // GPT-2: the projections back into the residual stream get std 0.02/sqrt(2 L).
+            double residual_std = std / std::sqrt(2.0 * (double)cfg_.n_layer);
+            normal_(block->attn->output_weights()[0], residual_std, gen);
+            normal_(block->mlp.proj->weight, residual_std, gen);
+        }
+        if (cfg_.family == Family::ViT)
+            for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
+                if (l && l->bias.defined()) normal_(l->bias, 1e-6, gen);  // ViT: MLP biases N(0, 1e-6)
+    }
+    if (cfg_.placement == Placement::DeepNorm) {
+        // DeepNet: scale v, out, fc1 and fc2 by beta = (8L)^(-1/4); q and k keep gain 1.
+        double beta = deepnorm_beta(cfg_.n_layer);
+        for (const auto& block : blocks_) {
+            std::vector<Tensor> scaled = block->attn->value_weights();
+            for (const Tensor& w : block->attn->output_weights()) scaled.push_back(w);
+            for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
+                if (l) scaled.push_back(l->weight);
+            for (const Tensor& w : scaled) raw::copy_(w, raw::mul(w, beta));
+        }
+    }
+}
+
+// ---- GPT-2 -------------------------------------------------------------------------
+
+GPT2::GPT2(const TransformerConfig& cfg, Generator& gen, Options opt) : TransformerModel(cfg) {
+    wte = register_module("wte", std::make_shared<Embedding>(cfg.vocab_size, cfg.n_embd, gen, opt));
+    if (cfg.positions == Positions::Learned)
+        wpe = register_module("wpe", std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, gen, opt));
+    build(gen, opt);
+    register_module("h", block_list_);
+    if (final_norm_) register_module("ln_f", final_norm_);
+    if (!cfg.tie_embeddings) lm_head = register_module("lm_head", std::make_shared<Linear>(cfg.n_embd, cfg.vocab_size, false, gen, opt));
+    init_weights(gen);
+    NoGradGuard no_grad;
+    normal_(wte->weight, cfg.init_std, gen);
+    if (wpe) normal_(wpe->weight, cfg.init_std, gen);
+    if (lm_head) normal_(lm_head->weight, cfg.init_std, gen);
+}
+
+// Token ids [B, T] -> checked, with T within the learned position table.
+static void check_ids(const Tensor& ids, const TransformerConfig& cfg, const char* model) {
+    if (ids.dim() != 2 || ids.dtype() != kInt64)
+        fail(model, "expects int64 token ids of shape [B, T], got " + std::string(dtype_name(ids.dtype())) + " " +
+                        shape_str(ids.shape()));
+    if (cfg.positions == Positions::Learned && ids.size(1) > cfg.block_size)
+        fail(model, "sequence length " + std::to_string(ids.size(1)) + " exceeds the block size " +
+                        std::to_string(cfg.block_size));
+}
+
+// Learned positions 0..T-1 as a [T, C] slice of the table.
+static Tensor positions_for(const Embedding& table, int64_t T) { return narrow(table.weight, 0, 0, T); }
+
+Tensor GPT2::forward(const Tensor& ids) const {
+    check_ids(ids, cfg_, "GPT2");
+    Tensor x = wte->forward(ids);  // [B, T, C]
+    if (wpe) x = x + positions_for(*wpe, ids.size(1));
+    Tensor h = run_blocks(x);
+    return lm_head ? lm_head->forward(h) : matmul(h, transpose(wte->weight, 0, 1));  // [B, T, V]
+}
+
+// ---- Llama -------------------------------------------------------------------------
+
+Llama::Llama(const TransformerConfig& cfg, Generator& gen, Options opt) : TransformerModel(cfg) {
+    auto model = register_module("model", std::make_shared<Group>());
+    embed_tokens = model->add("embed_tokens", std::make_shared<Embedding>(cfg.vocab_size, cfg.n_embd, gen, opt));
+    if (cfg.positions == Positions::Learned)
+        embed_positions = model->add("embed_positions", std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, gen, opt));
+    build(gen, opt);
+    model->add("layers", block_list_);
+    if (final_norm_) model->add("norm", final_norm_);
+    if (!cfg.tie_embeddings) lm_head = register_module("lm_head", std::make_shared<Linear>(cfg.n_embd, cfg.vocab_size, false, gen, opt));
+    init_weights(gen);
+    NoGradGuard no_grad;
+    normal_(embed_tokens->weight, cfg.init_std, gen);
+    if (embed_positions) normal_(embed_positions->weight, cfg.init_std, gen);
+    if (lm_head) normal_(lm_head->weight, cfg.init_std, gen);
+}
+
+Tensor Llama::forward(const Tensor& ids) const {
+    check_ids(ids, cfg_, "Llama");
+    Tensor x = embed_tokens->forward(ids);
+    if (embed_positions) x = x + positions_for(*embed_positions, ids.size(1));
+    Tensor h = run_blocks(x);
+    return lm_head ? lm_head->forward(h) : matmul(h, transpose(embed_tokens->weight, 0, 1));
+}
+
+// ---- ViT ---------------------------------------------------------------------------
+
+ViT::ViT(const TransformerConfig& cfg, Generator& gen, Options opt) : TransformerModel(cfg) {
+    int64_t p = cfg.patch_size, n_patches = (cfg.image_size / p) * (cfg.image_size / p);
+    auto vit = register_module("vit", std::make_shared<Group>());
+    auto embeddings = vit->add("embeddings", std::make_shared<Group>());
+    auto patches = embeddings->add("patch_embeddings", std::make_shared<Group>());
+    projection = patches->add("projection", std::make_shared<Linear>(cfg.channels * p * p, cfg.n_embd, true, gen, opt));
+    build(gen, opt);
+    auto encoder = vit->add("encoder", std::make_shared<Group>());
+    encoder->add("layer", block_list_);
+    if (final_norm_) vit->add("layernorm", final_norm_);
+    classifier = register_module("classifier", std::make_shared<Linear>(cfg.n_embd, cfg.num_classes, true, gen, opt));
+    init_weights(gen);
+    NoGradGuard no_grad;
+    // Class token and head start at zero; positions N(0, 0.02); patches xavier.
+    cls_token = raw::zeros({1, 1, cfg.n_embd}, opt.dtype, opt.device);
+    // cls_token and position_embeddings are parameters of "vit.embeddings".
+    embeddings->add_parameter("cls_token", cls_token);
+    if (cfg.positions == Positions::Learned) {
+        position_embeddings = raw::zeros({1, n_patches + 1, cfg.n_embd}, opt.dtype, opt.device);
+        normal_(position_embeddings, 0.02, gen);
+        embeddings->add_parameter("position_embeddings", position_embeddings);
+    }
+    xavier_uniform_(projection->weight, gen);
+    raw::fill_(projection->bias, 0);
+    raw::fill_(classifier->weight, 0);
+    raw::fill_(classifier->bias, 0);
+}
+
+Tensor ViT::patchify(const Tensor& images) const {
+    int64_t B = images.size(0), ch = images.size(1), p = cfg_.patch_size, g = cfg_.image_size / p;
+    // [B, ch, g, p, g, p] -> [B, g, g, ch, p, p] -> [B, g*g, ch*p*p]
+    Tensor t = reshape(images, {B, ch, g, p, g, p});
+    return reshape(permute(t, {0, 2, 4, 1, 3, 5}), {B, g * g, ch * p * p});
+}
+
+Tensor ViT::forward(const Tensor& images) const {
+    int64_t size = cfg_.image_size;
+    if (images.dim() != 4 || images.size(1) != cfg_.channels || images.size(2) != size || images.size(3) != size)
+        fail("ViT", "expects images [B, " + std::to_string(cfg_.channels) + ", " + std::to_string(size) + ", " +
+                        std::to_string(size) + "], got " + shape_str(images.shape()));
+    int64_t B = images.size(0);
+    Tensor x = projection->forward(patchify(images));                         // [B, N, C]
+    x = cat({expand(cls_token, {B, 1, cfg_.n_embd}), x}, 1);                 // [B, N + 1, C]
+    if (position_embeddings.defined()) x = x + position_embeddings;
+    Tensor h = run_blocks(x);
+    return classifier->forward(squeeze(narrow(h, 1, 0, 1), 1));  // the class token's output -> [B, classes]
+}
+
+// ---- parameter counts -----------------------------------------------------------------
+
+int64_t count_parameters(const TransformerConfig& c) {
+    int64_t C = c.n_embd, kv = c.kv_heads() * c.head_dim(), b = c.bias ? 1 : 0;
+    auto linear = [&](int64_t in, int64_t out, bool bias) { return in * out + (bias ? out : 0); };
+    int64_t norm = c.norm == NormKind::None ? 0
+                   : c.norm == NormKind::RMSNorm ? C
+                   : c.norm == NormKind::DyT ? 1 + C + b * C
+                   : C + b * C;
+    int64_t attention = linear(C, C, b) + 2 * linear(C, kv, b) + linear(C, C, b);
+    if (c.attention == AttentionKind::Differential) attention += 4 * (c.head_dim() / 2) + c.head_dim();
+    bool swiglu = c.mlp == MlpKind::SwiGlu;
+    int64_t hidden = c.mlp_hidden > 0 ? c.mlp_hidden : swiglu ? swiglu_hidden(C, c.swiglu_multiple) : 4 * C;
+    int64_t mlp = linear(C, hidden, b) * (swiglu ? 2 : 1) + linear(hidden, C, b);
+    int64_t norms_per_block = c.placement == Placement::Sandwich ? 4
+                              : c.placement == Placement::GeoNorm ? (c.geo_sublayer_norm ? 2 : 0)
+                                                                  : 2;
+    int64_t steps = c.placement == Placement::GeoNorm && c.geo_learnable_step ? 2 : 0;
+    int64_t total = c.n_layer * (attention + mlp + norms_per_block * norm + steps);
+    if (has_final_norm(c.placement)) total += norm;
+    if (c.family == Family::ViT) {
+        int64_t n_patches = (c.image_size / c.patch_size) * (c.image_size / c.patch_size);
+        total += linear(c.channels * c.patch_size * c.patch_size, C, true) + C;  // projection + class token
+        if (c.positions == Positions::Learned) total += (n_patches + 1) * C;
+        total += linear(C, c.num_classes, true);
+    } else {
+        total += c.vocab_size * C;
+        if (c.positions == Positions::Learned) total += c.block_size * C;
+        if (!c.tie_embeddings) total += C * c.vocab_size;
+    }
+    return total;
+}
+
+}  // namespace nn
+}  // namespace nc

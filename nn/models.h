@@ -1,0 +1,78 @@
+// models.h — GPT-2, Llama-style and ViT, all built from the configurable
+// Block (block.h), so each accepts every norm/placement/attention/MLP/position
+// combination of TransformerConfig.
+//
+//   GPT2  ids [B, T] -> logits [B, T, V]; names wte, wpe, h.N.*, ln_f
+//         (lm_head.weight only when the head is untied; tied: logits = h wte^T)
+//   Llama ids [B, T] -> logits [B, T, V]; names model.embed_tokens,
+//         model.layers.N.*, model.norm, lm_head (model.embed_positions with
+//         learned positions)
+//   ViT   images [B, channels, H, W] -> logits [B, classes]; names
+//         vit.embeddings.{cls_token, position_embeddings,
+//         patch_embeddings.projection}, vit.encoder.layer.N.*, vit.layernorm,
+//         classifier
+//
+// The final norm exists for the placements that leave the stream
+// unnormalized (pre, sandwich, geonorm); post and deepnorm end with a norm
+// already. GeoNorm first projects each embedded token onto the sphere of
+// radius sqrt(C) (or cfg.geo_radius).
+#pragma once
+
+#include "nn/block.h"
+
+namespace nc {
+namespace nn {
+
+class TransformerModel : public Module {
+public:
+    explicit TransformerModel(const TransformerConfig& cfg);
+    const TransformerConfig& config() const { return cfg_; }
+    const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
+
+protected:
+    // Builds the blocks and the final norm; the subclass registers them.
+    void build(Generator& gen, Options opt);
+    // Embedded tokens x [B, T, C] -> the final (normalized) stream [B, T, C].
+    Tensor run_blocks(Tensor x) const;
+    // Family-specific initialization, then DeepNet's beta when placement = deepnorm.
+    void init_weights(Generator& gen);
+
+    TransformerConfig cfg_;
+    std::shared_ptr<ModuleList> block_list_;
+    std::vector<std::shared_ptr<Block>> blocks_;
+    std::shared_ptr<NormLayer> final_norm_;
+};
+
+class GPT2 : public TransformerModel {
+public:
+    GPT2(const TransformerConfig& cfg, Generator& gen, Options opt = {});
+    Tensor forward(const Tensor& ids) const;
+    std::shared_ptr<Embedding> wte, wpe;
+    std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
+};
+
+class Llama : public TransformerModel {
+public:
+    Llama(const TransformerConfig& cfg, Generator& gen, Options opt = {});
+    Tensor forward(const Tensor& ids) const;
+    std::shared_ptr<Embedding> embed_tokens, embed_positions;
+    std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
+};
+
+class ViT : public TransformerModel {
+public:
+    ViT(const TransformerConfig& cfg, Generator& gen, Options opt = {});
+    Tensor forward(const Tensor& images) const;
+    // [B, ch, H, W] -> [B, N, ch * p * p]: patches in row-major order, each
+    // flattened as (channel, row, column), like a Conv2d kernel.
+    Tensor patchify(const Tensor& images) const;
+    std::shared_ptr<Linear> projection, classifier;
+    Tensor cls_token, position_embeddings;
+};
+
+// The closed-form parameter count of a configuration (what num_parameters()
+// of the built model must equal).
+int64_t count_parameters(const TransformerConfig& cfg);
+
+}  // namespace nn
+}  // namespace nc
