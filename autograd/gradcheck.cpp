@@ -45,7 +45,16 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
         if (!x.requires_grad()) continue;
         double* values = x.data<double>();
         std::vector<double> grad = analytic[k].defined() ? analytic[k].to_vector() : std::vector<double>(x.numel(), 0.0);
-        for (int64_t i = 0; i < x.numel(); ++i) {
+        std::vector<int64_t> checked;
+        int64_t n = x.numel(), limit = options.max_elements_per_input;
+        if (limit > 0 && n > limit) {
+            // One element from each of `limit` equal stretches of the tensor.
+            std::vector<double> u = raw::rand({limit}, gen, kFloat64).to_vector();
+            for (int64_t j = 0; j < limit; ++j) checked.push_back(std::min(n - 1, (int64_t)((j + u[j]) * (double)n / (double)limit)));
+        } else {
+            for (int64_t i = 0; i < n; ++i) checked.push_back(i);
+        }
+        for (int64_t i : checked) {
             double original = values[i];
             values[i] = original + options.eps;
             double plus = loss_of(fn(inputs));

@@ -22,7 +22,11 @@ struct GradcheckOptions {
     double eps = 1e-6;
     double atol = 1e-5;
     double rtol = 1e-3;
-    uint64_t seed = 1234;  // for the projection R
+    uint64_t seed = 1234;  // for the projection R and the sampled elements
+    // 0: check every element. Otherwise check this many elements per input,
+    // spread over the tensor at random (for whole models with thousands of
+    // parameters: every parameter tensor is still checked).
+    int64_t max_elements_per_input = 0;
 };
 
 struct GradcheckResult {

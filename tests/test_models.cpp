@@ -1,0 +1,290 @@
+// GPT-2, Llama and ViT: parameter names and counts, gradcheck of a whole tiny
+// model for every model x placement x norm combination, and the invariants
+// (causality, RoPE's relative positions, GeoNorm's sphere, DeepNorm's constants).
+#include <cstdio>
+
+#include "helpers.h"
+#include "nn/models.h"
+
+using namespace nc;
+using namespace nc::nn;
+using nc_test::check_error;
+using nc_test::check_values;
+using V = std::vector<Tensor>;
+
+static const Options f64{kFloat64, kCPU};
+
+static TransformerConfig tiny(Family family) {
+    TransformerConfig c = family == Family::GPT2 ? gpt2_config() : family == Family::Llama ? llama_config() : vit_config();
+    c.n_layer = 2;
+    c.n_embd = 8;
+    c.n_head = 2;
+    c.vocab_size = 11;
+    c.block_size = 6;
+    c.swiglu_multiple = 4;
+    c.image_size = 8;
+    c.patch_size = 4;
+    c.channels = 2;
+    c.num_classes = 3;
+    return c;
+}
+
+static std::shared_ptr<TransformerModel> build(const TransformerConfig& c, Generator& gen, Options opt = f64) {
+    if (c.family == Family::GPT2) return std::make_shared<GPT2>(c, gen, opt);
+    if (c.family == Family::Llama) return std::make_shared<Llama>(c, gen, opt);
+    return std::make_shared<ViT>(c, gen, opt);
+}
+
+static Tensor run(const TransformerModel& m, const Tensor& input) {
+    if (auto* g = dynamic_cast<const GPT2*>(&m)) return g->forward(input);
+    if (auto* l = dynamic_cast<const Llama*>(&m)) return l->forward(input);
+    return dynamic_cast<const ViT&>(m).forward(input);
+}
+
+static Tensor tiny_input(const TransformerConfig& c, Generator& gen) {
+    if (c.family == Family::ViT) return raw::randn({2, c.channels, c.image_size, c.image_size}, gen, kFloat64);
+    return raw::from_indices({1, 5, 10, 3, 0, 7, 2, 2}, {2, 4});
+}
+
+static std::vector<std::string> names(const Module& m) {
+    std::vector<std::string> out;
+    for (auto& [name, t] : m.named_parameters()) out.push_back(name);
+    return out;
+}
+
+static bool has(const std::vector<std::string>& all, const std::string& name) {
+    return std::find(all.begin(), all.end(), name) != all.end();
+}
+
+TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models]") {
+    TransformerConfig c = gpt2_config();
+    c.n_layer = 12;
+    c.n_embd = 768;
+    c.n_head = 12;
+    c.vocab_size = 50257;
+    c.block_size = 1024;
+    CHECK(count_parameters(c) == 124439808);
+    Generator gen(0);
+    GPT2 model(c, gen);
+    CHECK(model.num_parameters() == 124439808);
+}
+
+TEST_CASE("parameter names follow Hugging Face", "[models][names]") {
+    Generator gen(1);
+    std::vector<std::string> g = names(*build(tiny(Family::GPT2), gen));
+    for (const char* n : {"wte.weight", "wpe.weight", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.c_attn.weight",
+                          "h.0.attn.c_attn.bias", "h.0.attn.c_proj.weight", "h.0.ln_2.weight", "h.1.mlp.c_fc.weight",
+                          "h.1.mlp.c_proj.bias", "ln_f.weight", "ln_f.bias"})
+        CHECK(has(g, n));
+    CHECK(!has(g, "lm_head.weight"));  // tied to wte
+    std::vector<std::string> l = names(*build(tiny(Family::Llama), gen));
+    for (const char* n : {"model.embed_tokens.weight", "model.layers.0.input_layernorm.weight",
+                          "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                          "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+                          "model.layers.1.post_attention_layernorm.weight", "model.layers.1.mlp.gate_proj.weight",
+                          "model.layers.1.mlp.up_proj.weight", "model.layers.1.mlp.down_proj.weight", "model.norm.weight",
+                          "lm_head.weight"})
+        CHECK(has(l, n));
+    CHECK(!has(l, "model.layers.0.self_attn.q_proj.bias"));
+    std::vector<std::string> v = names(*build(tiny(Family::ViT), gen));
+    for (const char* n : {"vit.embeddings.cls_token", "vit.embeddings.position_embeddings",
+                          "vit.embeddings.patch_embeddings.projection.weight",
+                          "vit.encoder.layer.0.layernorm_before.weight", "vit.encoder.layer.0.attention.attention.query.weight",
+                          "vit.encoder.layer.0.attention.attention.key.bias", "vit.encoder.layer.0.attention.output.dense.weight",
+                          "vit.encoder.layer.0.layernorm_after.bias", "vit.encoder.layer.1.intermediate.dense.weight",
+                          "vit.encoder.layer.1.output.dense.weight", "vit.layernorm.weight", "classifier.weight", "classifier.bias"})
+        CHECK(has(v, n));
+}
+
+TEST_CASE("placements own exactly the norms they use", "[models][names]") {
+    Generator gen(2);
+    TransformerConfig c = tiny(Family::GPT2);
+    c.placement = Placement::GeoNorm;
+    std::vector<std::string> geo = names(*build(c, gen));
+    CHECK(!has(geo, "h.0.ln_1.weight"));
+    CHECK(!has(geo, "h.0.ln_2.weight"));
+    CHECK(has(geo, "ln_f.weight"));
+    c.geo_learnable_step = true;
+    CHECK(has(names(*build(c, gen)), "h.1.mlp_step"));
+    c.placement = Placement::Post;
+    std::vector<std::string> post = names(*build(c, gen));
+    CHECK(has(post, "h.0.ln_1.weight"));
+    CHECK(!has(post, "ln_f.weight"));
+    c.placement = Placement::Sandwich;
+    std::vector<std::string> sandwich = names(*build(c, gen));
+    CHECK(has(sandwich, "h.0.ln_attn_out.weight"));
+    CHECK(has(sandwich, "h.0.ln_mlp_out.weight"));
+    c.norm = NormKind::None;
+    std::vector<std::string> none = names(*build(c, gen));
+    CHECK(!has(none, "h.0.ln_1.weight"));
+    c.norm = NormKind::DyT;
+    CHECK(has(names(*build(c, gen)), "h.0.ln_1.alpha"));
+    c.attention = AttentionKind::Differential;
+    std::vector<std::string> diff = names(*build(c, gen));
+    CHECK(has(diff, "h.0.attn.lambda_q1"));
+    CHECK(has(diff, "h.0.attn.subln.weight"));
+}
+
+TEST_CASE("parameter counts match the closed form for every combination", "[models][count]") {
+    Generator gen(3);
+    for (Family family : {Family::GPT2, Family::Llama, Family::ViT})
+        for (Placement p : {Placement::Pre, Placement::Post, Placement::Sandwich, Placement::DeepNorm, Placement::GeoNorm})
+            for (NormKind n : {NormKind::LayerNorm, NormKind::RMSNorm, NormKind::DyT, NormKind::None})
+                for (AttentionKind a : {AttentionKind::Standard, AttentionKind::Differential}) {
+                    TransformerConfig c = tiny(family);
+                    c.placement = p;
+                    c.norm = n;
+                    c.attention = a;
+                    c.geo_learnable_step = p == Placement::GeoNorm;
+                    INFO(to_string(p) << " " << to_string(n) << " " << to_string(a));
+                    CHECK(build(c, gen, {})->num_parameters() == count_parameters(c));
+                }
+    TransformerConfig gqa = tiny(Family::Llama);
+    gqa.n_head = 4;
+    gqa.n_kv_head = 2;
+    gqa.n_embd = 16;
+    CHECK(build(gqa, gen, {})->num_parameters() == count_parameters(gqa));
+}
+
+// gradcheck of a whole model: every parameter tensor, a few elements each.
+static void check_model_gradients(const TransformerConfig& c, const std::string& label) {
+    Generator gen(4);
+    auto model = build(c, gen);
+    Tensor input = tiny_input(c, gen);
+    V params = model->parameters();
+    GradcheckOptions options;
+    options.max_elements_per_input = 3;
+    GradcheckResult r = gradcheck([&](const V&) { return run(*model, input); }, params, options);
+    std::printf("gradcheck %-40s %s (%zu parameter tensors)\n", label.c_str(), r.passed ? "passed" : "FAILED", params.size());
+    INFO(label << ": " << r.report());
+    CHECK(r.passed);
+}
+
+TEST_CASE("gradcheck: every model x placement x norm", "[models][gradcheck]") {
+    for (Family family : {Family::GPT2, Family::Llama, Family::ViT})
+        for (Placement p : {Placement::Pre, Placement::Post, Placement::Sandwich, Placement::DeepNorm, Placement::GeoNorm})
+            for (NormKind n : {NormKind::LayerNorm, NormKind::RMSNorm, NormKind::DyT, NormKind::None}) {
+                TransformerConfig c = tiny(family);
+                c.placement = p;
+                c.norm = n;
+                if (p == Placement::GeoNorm) c.geo_learnable_step = true;
+                const char* fam = family == Family::GPT2 ? "gpt2" : family == Family::Llama ? "llama" : "vit";
+                check_model_gradients(c, std::string(fam) + " " + to_string(p) + " " + to_string(n));
+            }
+}
+
+TEST_CASE("gradcheck: differential attention, GQA, SwiGLU/GELU swaps, geonorm decays", "[models][gradcheck]") {
+    for (Family family : {Family::GPT2, Family::Llama, Family::ViT}) {
+        TransformerConfig c = tiny(family);
+        c.attention = AttentionKind::Differential;
+        c.n_embd = 16;  // head size 8: sub-heads of 4 (RoPE needs an even sub-head)
+        const char* fam = family == Family::GPT2 ? "gpt2" : family == Family::Llama ? "llama" : "vit";
+        check_model_gradients(c, std::string(fam) + " differential attention (rope for llama)");
+    }
+    TransformerConfig gqa = tiny(Family::Llama);
+    gqa.n_head = 4;
+    gqa.n_kv_head = 2;
+    gqa.n_embd = 16;
+    check_model_gradients(gqa, "llama grouped-query (4 q heads, 2 kv)");
+    TransformerConfig swap = tiny(Family::GPT2);
+    swap.mlp = MlpKind::SwiGlu;
+    swap.positions = Positions::Rope;
+    check_model_gradients(swap, "gpt2 swiglu rope");
+    TransformerConfig llama_gelu = tiny(Family::Llama);
+    llama_gelu.mlp = MlpKind::Gelu;
+    llama_gelu.positions = Positions::Learned;
+    llama_gelu.tie_embeddings = true;
+    check_model_gradients(llama_gelu, "llama gelu learned positions tied");
+    for (Decay d : {Decay::Harmonic, Decay::Sqrt, Decay::Linear}) {
+        TransformerConfig geo = tiny(Family::GPT2);
+        geo.placement = Placement::GeoNorm;
+        geo.decay = d;
+        geo.geo_sublayer_norm = true;
+        check_model_gradients(geo, "gpt2 geonorm decay " + to_string(d));
+    }
+}
+
+TEST_CASE("causal models: the output at t does not depend on tokens after t", "[models][invariants]") {
+    Generator gen(5);
+    for (Family family : {Family::GPT2, Family::Llama}) {
+        auto model = build(tiny(family), gen);
+        Tensor a = raw::from_indices({1, 5, 10, 3}, {1, 4}), b = raw::from_indices({1, 5, 2, 9}, {1, 4});
+        Tensor ya = run(*model, a), yb = run(*model, b);
+        check_values(raw::narrow(ya, 1, 0, 2), raw::narrow(yb, 1, 0, 2).to_vector(), 1e-12);
+        CHECK(raw::narrow(ya, 1, 2, 1).to_vector() != raw::narrow(yb, 1, 2, 1).to_vector());
+    }
+}
+
+TEST_CASE("RoPE: rotated scores depend only on the relative position", "[models][invariants]") {
+    Generator gen(6);
+    int64_t D = 8, T = 12;
+    RopeTables tables = rope_tables(T, D, 10000.0, kFloat64);
+    // The same q at every position, the same k at every position.
+    Tensor q = raw::expand(raw::randn({1, D}, gen, kFloat64), {T, D});
+    Tensor k = raw::expand(raw::randn({1, D}, gen, kFloat64), {T, D});
+    Tensor scores = raw::matmul(apply_rope(q, tables), raw::transpose(apply_rope(k, tables), 0, 1));  // [T, T]
+    std::vector<double> s = scores.to_vector();
+    for (int64_t offset : {0, 1, 3})
+        for (int64_t m = offset; m < T; ++m) CHECK(s[m * T + (m - offset)] == Approx(s[offset * T]).epsilon(1e-10));
+    // Position 0 is not rotated at all.
+    check_values(raw::narrow(apply_rope(q, tables), 0, 0, 1), raw::narrow(q, 0, 0, 1).to_vector(), 1e-15);
+}
+
+TEST_CASE("GeoNorm models keep every token on the sphere of radius sqrt(C)", "[models][invariants]") {
+    Generator gen(7);
+    TransformerConfig c = tiny(Family::GPT2);
+    c.placement = Placement::GeoNorm;
+    c.norm = NormKind::None;  // no final norm: the stream itself reaches the head
+    GPT2 model(c, gen, f64);
+    // Run the blocks by hand to look at the stream.
+    Tensor ids = raw::from_indices({1, 5, 10, 3}, {1, 4});
+    Tensor x = model.wte->forward(ids) + raw::narrow(model.wpe->weight, 0, 0, 4);
+    x = x * rsqrt(sum(x * x, {-1}, true)) * std::sqrt(8.0);
+    for (const auto& block : model.blocks()) {
+        x = block->forward(x, nullptr);
+        Tensor radius = raw::sqrt(raw::sum(raw::mul(x, x), {-1}));
+        check_values(radius, std::vector<double>(4, std::sqrt(8.0)), 1e-12);
+    }
+}
+
+TEST_CASE("constants: DeepNorm, differential attention, SwiGLU hidden size, GeoNorm decay", "[models][constants]") {
+    CHECK(deepnorm_alpha(24) == Approx(2.632).epsilon(1e-3));
+    CHECK(deepnorm_beta(24) == Approx(0.2686).epsilon(1e-3));
+    CHECK(diff_lambda_init(0) == Approx(0.2));
+    CHECK(diff_lambda_init(10) == Approx(0.8 - 0.6 * std::exp(-3.0)));
+    CHECK(swiglu_hidden(4096, 256) == 11008);
+    CHECK(swiglu_hidden(512, 256) == 1536);
+    CHECK(geonorm_step(Decay::Harmonic, 1.0, 3, 8) == Approx(0.25));
+    CHECK(geonorm_step(Decay::Sqrt, 2.0, 3, 8) == Approx(1.0));
+    CHECK(geonorm_step(Decay::Linear, 1.0, 0, 8) == Approx(1.0));
+    CHECK(geonorm_step(Decay::Linear, 1.0, 7, 8) == Approx(0.125));
+    // DeepNorm's beta really scales the value and output weights at init.
+    Generator g1(8), g2(8);
+    TransformerConfig pre = tiny(Family::Llama), deep = tiny(Family::Llama);
+    deep.placement = Placement::DeepNorm;
+    Llama a(pre, g1, f64), b(deep, g2, f64);
+    double beta = deepnorm_beta(2);
+    check_values(b.blocks()[0]->attn->value_weights()[0], raw::mul(a.blocks()[0]->attn->value_weights()[0], beta).to_vector(), 1e-15);
+    check_values(b.blocks()[0]->attn->linears()[0]->weight, a.blocks()[0]->attn->linears()[0]->weight.to_vector(), 0);  // q unscaled
+    CHECK(b.blocks()[0]->residual_alpha == Approx(std::pow(4.0, 0.25)));
+}
+
+TEST_CASE("bad configurations are refused with a clear message", "[models][errors]") {
+    Generator gen(9);
+    TransformerConfig c = tiny(Family::GPT2);
+    c.n_head = 3;
+    check_error([&] { GPT2 m(c, gen); }, {"--heads 3", "--width 8"});
+    TransformerConfig v = tiny(Family::ViT);
+    v.image_size = 10;
+    check_error([&] { ViT m(v, gen); }, {"image size 10", "patch size 4"});
+    check_error([] { parse_placement("middle"); }, {"unknown placement 'middle'", "geonorm"});
+    check_error([] { parse_norm("groupnorm"); }, {"unknown norm 'groupnorm'"});
+    TransformerConfig k = tiny(Family::Llama);
+    k.n_kv_head = 3;
+    check_error([&] { Llama m(k, gen); }, {"--kv-heads 3"});
+    GPT2 ok(tiny(Family::GPT2), gen);
+    check_error([&] { ok.forward(raw::from_indices({1, 2, 3, 4, 5, 6, 7}, {1, 7})); }, {"GPT2", "exceeds the block size 6"});
+    check_error([&] { ok.forward(raw::zeros({1, 3})); }, {"GPT2", "int64"});
+    ViT vit(tiny(Family::ViT), gen);
+    check_error([&] { vit.forward(raw::zeros({1, 2, 7, 7})); }, {"ViT", "[B, 2, 8, 8]"});
+}
