@@ -19,7 +19,7 @@ void TransformerModel::build(Generator& gen, Options opt) {
     if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt);
 }
 
-Tensor TransformerModel::run_blocks(Tensor x) const {
+Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream) const {
     int64_t T = x.size(1);
     if (cfg_.placement == Placement::GeoNorm) {
         // Onto the sphere: x0 = r e / |e| per token (exact, no epsilon, no gain).
@@ -31,7 +31,11 @@ Tensor TransformerModel::run_blocks(Tensor x) const {
         int64_t rope_dim = cfg_.attention == AttentionKind::Differential ? cfg_.head_dim() / 2 : cfg_.head_dim();
         tables = rope_tables(T, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
     }
-    for (const auto& block : blocks_) x = block->forward(x, cfg_.positions == Positions::Rope ? &tables : nullptr);
+    if (stream) stream->push_back(x);
+    for (const auto& block : blocks_) {
+        x = block->forward(x, cfg_.positions == Positions::Rope ? &tables : nullptr);
+        if (stream) stream->push_back(x);
+    }
     return final_norm_ ? final_norm_->forward(x) : x;
 }
 
@@ -106,11 +110,11 @@ static void check_ids(const Tensor& ids, const TransformerConfig& cfg, const cha
 // Learned positions 0..T-1 as a [T, C] slice of the table.
 static Tensor positions_for(const Embedding& table, int64_t T) { return narrow(table.weight, 0, 0, T); }
 
-Tensor GPT2::forward(const Tensor& ids) const {
+Tensor GPT2::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
     check_ids(ids, cfg_, "GPT2");
     Tensor x = wte->forward(ids);  // [B, T, C]
     if (wpe) x = x + positions_for(*wpe, ids.size(1));
-    Tensor h = run_blocks(x);
+    Tensor h = run_blocks(x, stream);
     return lm_head ? lm_head->forward(h) : matmul(h, transpose(wte->weight, 0, 1));  // [B, T, V]
 }
 
@@ -132,11 +136,11 @@ Llama::Llama(const TransformerConfig& cfg, Generator& gen, Options opt) : Transf
     if (lm_head) normal_(lm_head->weight, cfg.init_std, gen);
 }
 
-Tensor Llama::forward(const Tensor& ids) const {
+Tensor Llama::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
     check_ids(ids, cfg_, "Llama");
     Tensor x = embed_tokens->forward(ids);
     if (embed_positions) x = x + positions_for(*embed_positions, ids.size(1));
-    Tensor h = run_blocks(x);
+    Tensor h = run_blocks(x, stream);
     return lm_head ? lm_head->forward(h) : matmul(h, transpose(embed_tokens->weight, 0, 1));
 }
 
@@ -177,7 +181,7 @@ Tensor ViT::patchify(const Tensor& images) const {
     return reshape(permute(t, {0, 2, 4, 1, 3, 5}), {B, g * g, ch * p * p});
 }
 
-Tensor ViT::forward(const Tensor& images) const {
+Tensor ViT::forward(const Tensor& images, std::vector<Tensor>* stream) const {
     int64_t size = cfg_.image_size;
     if (images.dim() != 4 || images.size(1) != cfg_.channels || images.size(2) != size || images.size(3) != size)
         fail("ViT", "expects images [B, " + std::to_string(cfg_.channels) + ", " + std::to_string(size) + ", " +
@@ -186,7 +190,7 @@ Tensor ViT::forward(const Tensor& images) const {
     Tensor x = projection->forward(patchify(images));                         // [B, N, C]
     x = cat({expand(cls_token, {B, 1, cfg_.n_embd}), x}, 1);                 // [B, N + 1, C]
     if (position_embeddings.defined()) x = x + position_embeddings;
-    Tensor h = run_blocks(x);
+    Tensor h = run_blocks(x, stream);
     return classifier->forward(squeeze(narrow(h, 1, 0, 1), 1));  // the class token's output -> [B, classes]
 }
 

@@ -33,7 +33,9 @@ protected:
     // Builds the blocks and the final norm; the subclass registers them.
     void build(Generator& gen, Options opt);
     // Embedded tokens x [B, T, C] -> the final (normalized) stream [B, T, C].
-    Tensor run_blocks(Tensor x) const;
+    // `stream`, if given, receives the residual stream entering block 0 and
+    // after every block (L + 1 tensors), for diagnostics and chapter 4.
+    Tensor run_blocks(Tensor x, std::vector<Tensor>* stream) const;
     // Family-specific initialization, then DeepNet's beta when placement = deepnorm.
     void init_weights(Generator& gen);
 
@@ -46,7 +48,7 @@ protected:
 class GPT2 : public TransformerModel {
 public:
     GPT2(const TransformerConfig& cfg, Generator& gen, Options opt = {});
-    Tensor forward(const Tensor& ids) const;
+    Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
     std::shared_ptr<Embedding> wte, wpe;
     std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
 };
@@ -54,7 +56,7 @@ public:
 class Llama : public TransformerModel {
 public:
     Llama(const TransformerConfig& cfg, Generator& gen, Options opt = {});
-    Tensor forward(const Tensor& ids) const;
+    Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
     std::shared_ptr<Embedding> embed_tokens, embed_positions;
     std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
 };
@@ -62,7 +64,7 @@ public:
 class ViT : public TransformerModel {
 public:
     ViT(const TransformerConfig& cfg, Generator& gen, Options opt = {});
-    Tensor forward(const Tensor& images) const;
+    Tensor forward(const Tensor& images, std::vector<Tensor>* stream = nullptr) const;
     // [B, ch, H, W] -> [B, N, ch * p * p]: patches in row-major order, each
     // flattened as (channel, row, column), like a Conv2d kernel.
     Tensor patchify(const Tensor& images) const;
