@@ -80,6 +80,29 @@ void TransformerModel::init_weights(Generator& gen) {
     }
 }
 
+void TransformerModel::init_language_tables(Generator& gen, const Embedding& tokens, const Embedding* positions,
+                                            const Linear* head) {
+    NoGradGuard no_grad;
+    normal_(tokens.weight, cfg_.init_std, gen);
+    if (positions) normal_(positions->weight, cfg_.init_std, gen);
+    if (head) normal_(head->weight, cfg_.init_std, gen);
+}
+
+Tensor TransformerModel::language_forward(const Tensor& ids, const Embedding& tokens, const Embedding* positions,
+                                          const Linear* head, std::vector<Tensor>* stream, const char* model) const {
+    if (ids.dim() != 2 || ids.dtype() != kInt64)
+        fail(model, "expects int64 token ids of shape [B, T], got " + std::string(dtype_name(ids.dtype())) + " " +
+                        shape_str(ids.shape()));
+    int64_t T = ids.size(1);
+    if (positions && T > cfg_.block_size)
+        fail(model, "sequence length " + std::to_string(T) + " exceeds the block size " + std::to_string(cfg_.block_size));
+    Tensor x = tokens.forward(ids);                              // [B, T, C]
+    if (positions) x = x + narrow(positions->weight, 0, 0, T);  // learned positions 0..T-1
+    Tensor h = run_blocks(x, stream);
+    // Untied: a separate head. Tied (GPT-2): logits against the token table itself.
+    return head ? head->forward(h) : matmul(h, transpose(tokens.weight, 0, 1));  // [B, T, V]
+}
+
 // ---- GPT-2 -------------------------------------------------------------------------
 
 GPT2::GPT2(const TransformerConfig& cfg, Generator& gen, Options opt) : TransformerModel(cfg) {
@@ -91,31 +114,11 @@ GPT2::GPT2(const TransformerConfig& cfg, Generator& gen, Options opt) : Transfor
     if (final_norm_) register_module("ln_f", final_norm_);
     if (!cfg.tie_embeddings) lm_head = register_module("lm_head", std::make_shared<Linear>(cfg.n_embd, cfg.vocab_size, false, gen, opt));
     init_weights(gen);
-    NoGradGuard no_grad;
-    normal_(wte->weight, cfg.init_std, gen);
-    if (wpe) normal_(wpe->weight, cfg.init_std, gen);
-    if (lm_head) normal_(lm_head->weight, cfg.init_std, gen);
+    init_language_tables(gen, *wte, wpe.get(), lm_head.get());
 }
-
-// Token ids [B, T] -> checked, with T within the learned position table.
-static void check_ids(const Tensor& ids, const TransformerConfig& cfg, const char* model) {
-    if (ids.dim() != 2 || ids.dtype() != kInt64)
-        fail(model, "expects int64 token ids of shape [B, T], got " + std::string(dtype_name(ids.dtype())) + " " +
-                        shape_str(ids.shape()));
-    if (cfg.positions == Positions::Learned && ids.size(1) > cfg.block_size)
-        fail(model, "sequence length " + std::to_string(ids.size(1)) + " exceeds the block size " +
-                        std::to_string(cfg.block_size));
-}
-
-// Learned positions 0..T-1 as a [T, C] slice of the table.
-static Tensor positions_for(const Embedding& table, int64_t T) { return narrow(table.weight, 0, 0, T); }
 
 Tensor GPT2::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
-    check_ids(ids, cfg_, "GPT2");
-    Tensor x = wte->forward(ids);  // [B, T, C]
-    if (wpe) x = x + positions_for(*wpe, ids.size(1));
-    Tensor h = run_blocks(x, stream);
-    return lm_head ? lm_head->forward(h) : matmul(h, transpose(wte->weight, 0, 1));  // [B, T, V]
+    return language_forward(ids, *wte, wpe.get(), lm_head.get(), stream, "GPT2");
 }
 
 // ---- Llama -------------------------------------------------------------------------
@@ -130,18 +133,11 @@ Llama::Llama(const TransformerConfig& cfg, Generator& gen, Options opt) : Transf
     if (final_norm_) model->add("norm", final_norm_);
     if (!cfg.tie_embeddings) lm_head = register_module("lm_head", std::make_shared<Linear>(cfg.n_embd, cfg.vocab_size, false, gen, opt));
     init_weights(gen);
-    NoGradGuard no_grad;
-    normal_(embed_tokens->weight, cfg.init_std, gen);
-    if (embed_positions) normal_(embed_positions->weight, cfg.init_std, gen);
-    if (lm_head) normal_(lm_head->weight, cfg.init_std, gen);
+    init_language_tables(gen, *embed_tokens, embed_positions.get(), lm_head.get());
 }
 
 Tensor Llama::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
-    check_ids(ids, cfg_, "Llama");
-    Tensor x = embed_tokens->forward(ids);
-    if (embed_positions) x = x + positions_for(*embed_positions, ids.size(1));
-    Tensor h = run_blocks(x, stream);
-    return lm_head ? lm_head->forward(h) : matmul(h, transpose(embed_tokens->weight, 0, 1));
+    return language_forward(ids, *embed_tokens, embed_positions.get(), lm_head.get(), stream, "Llama");
 }
 
 // ---- ViT ---------------------------------------------------------------------------

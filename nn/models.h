@@ -38,6 +38,11 @@ protected:
     Tensor run_blocks(Tensor x, std::vector<Tensor>* stream) const;
     // Family-specific initialization, then DeepNet's beta when placement = deepnorm.
     void init_weights(Generator& gen);
+    // The language models' shared parts: N(0, init_std) for the tables and
+    // head, and ids -> embeddings (+ positions) -> blocks -> logits.
+    void init_language_tables(Generator& gen, const Embedding& tokens, const Embedding* positions, const Linear* head);
+    Tensor language_forward(const Tensor& ids, const Embedding& tokens, const Embedding* positions, const Linear* head,
+                            std::vector<Tensor>* stream, const char* model) const;
 
     TransformerConfig cfg_;
     std::shared_ptr<ModuleList> block_list_;
