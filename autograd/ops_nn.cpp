@@ -34,18 +34,22 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
     raw::NormForward f = raw::layer_norm(x, gamma, beta, eps);
+    // The backward needs the statistics, not the output: capturing the output
+    // would make it own its own node (a reference cycle that never frees).
+    raw::NormForward saved{Tensor(), f.mean, f.rstd};
     // One backward kernel: dx = rstd (gh - mean(gh) - xh mean(gh xh)), gh = dy gamma.
-    return record("LayerNorm", f.out, {x, gamma, beta}, [x, gamma, beta, f](const Tensor& g) {
-        raw::NormBackward d = raw::layer_norm_backward(raw::contiguous(g), x, gamma, beta, f);
+    return record("LayerNorm", f.out, {x, gamma, beta}, [x, gamma, beta, saved](const Tensor& g) {
+        raw::NormBackward d = raw::layer_norm_backward(raw::contiguous(g), x, gamma, beta, saved);
         return Grads{d.dx, d.dgamma, d.dbeta};
     });
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
     raw::NormForward f = raw::rms_norm(x, gamma, eps);
+    raw::NormForward saved{Tensor(), Tensor(), f.rstd};  // not the output: see layer_norm
     // One backward kernel: dx = rstd (gh - xh mean(gh xh)), gh = dy gamma.
-    return record("RmsNorm", f.out, {x, gamma}, [x, gamma, f](const Tensor& g) {
-        raw::NormBackward d = raw::rms_norm_backward(raw::contiguous(g), x, gamma, f);
+    return record("RmsNorm", f.out, {x, gamma}, [x, gamma, saved](const Tensor& g) {
+        raw::NormBackward d = raw::rms_norm_backward(raw::contiguous(g), x, gamma, saved);
         return Grads{d.dx, d.dgamma};
     });
 }
@@ -76,9 +80,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     if (q.dim() < 2) fail("attention", "q needs at least 2 dims [..., T, D], got " + shape_str(q.shape()));
     if (scale <= 0) scale = 1.0 / std::sqrt((double)q.size(-1));
     raw::AttentionForward f = raw::attention(q, k, v, causal, scale);
+    raw::AttentionForward saved{f.out.detach(), f.probs};  // a detached header: no cycle through the output
     // dV = P^T dO; dZ = P (dP - rowsum(dP P)) with dP = dO V^T; dQ = s dZ K; dK = s dZ^T Q.
-    return record("Attention", f.out, {q, k, v}, [q, k, v, f, scale](const Tensor& g) {
-        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, f, scale);
+    return record("Attention", f.out, {q, k, v}, [q, k, v, saved, scale](const Tensor& g) {
+        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, saved, scale);
         return Grads{d.dq, d.dk, d.dv};
     });
 }

@@ -189,3 +189,26 @@ TEST_CASE("ops on tensors that do not require grad record nothing", "[engine]") 
     Tensor q = p * 2.0;
     check_error([&] { q.set_requires_grad(false); }, {"non-leaf", "detach"});
 }
+
+TEST_CASE("no op keeps its own output alive: graphs are freed when dropped", "[engine][memory]") {
+    // A backward lambda that captured its op's output would form a cycle
+    // output -> grad_fn -> lambda -> output, and the graph would never be freed.
+    Tensor x = param({0.5, -1, 2, 0.25});
+    Tensor x2 = reshape(x, {2, 2});
+    std::vector<std::pair<const char*, std::function<Tensor()>>> ops = {
+        {"exp", [&] { return exp(x); }},           {"sqrt", [&] { return sqrt(abs(x)); }},
+        {"tanh", [&] { return tanh(x); }},         {"pow", [&] { return pow(abs(x), x); }},
+        {"max", [&] { return max(x2, {1}); }},     {"softmax", [&] { return softmax(x2, 1); }},
+        {"log_softmax", [&] { return log_softmax(x2, 1); }},
+        {"matmul", [&] { return matmul(x2, x2); }}, {"sum", [&] { return sum(x2, {0}); }},
+    };
+    for (auto& [name, op] : ops) {
+        INFO(name);
+        Tensor out = op();
+        std::weak_ptr<TensorImpl> alive = out.impl_ptr();
+        std::weak_ptr<Node> node = out.grad_fn();
+        out = Tensor();
+        CHECK(alive.expired());
+        CHECK(node.expired());
+    }
+}

@@ -234,3 +234,24 @@ TEST_CASE("causal attention at position t ignores tokens after t", "[nn][attenti
     CHECK(raw::narrow(out2, 2, 4, 2).to_vector() != raw::narrow(out, 2, 4, 2).to_vector());
     check_error([&] { scaled_dot_product_attention(q, raw::zeros({1, 2, 6, 3}), v, true); }, {"attention", "[1, 2, 6, 3]"});
 }
+
+TEST_CASE("fused ops do not keep their own outputs alive", "[nn][memory]") {
+    Tensor x = leaf({2, 3, 4}, 70), g = leaf({4}, 71), b = leaf({4}, 72);
+    Tensor alpha = raw::full({}, 0.5, kFloat64).set_requires_grad(true);
+    Tensor t = raw::from_indices({0, 1, 2, 3, 0, 1}, {2, 3});
+    std::vector<std::pair<const char*, std::function<Tensor()>>> ops = {
+        {"layer_norm", [&] { return layer_norm(x, g, b, 1e-5); }},
+        {"rms_norm", [&] { return rms_norm(x, g, 1e-5); }},
+        {"cross_entropy", [&] { return cross_entropy(x, t); }},
+        {"geodesic_update", [&] { return geodesic_update(x, x * 2.0, alpha); }},
+        {"attention", [&] { return scaled_dot_product_attention(x, x, x, true); }},
+        {"gelu", [&] { return gelu(x); }}, {"sigmoid", [&] { return sigmoid(x); }},
+    };
+    for (auto& [name, op] : ops) {
+        INFO(name);
+        Tensor out = op();
+        std::weak_ptr<TensorImpl> alive = out.impl_ptr();
+        out = Tensor();
+        CHECK(alive.expired());
+    }
+}
