@@ -192,6 +192,8 @@ TEST_CASE("dropout keeps the expectation and is the identity in eval", "[nn]") {
     CHECK(raw::mean(y).item() == Approx(1.0).margin(0.01));
     CHECK(dropout(x, 0.25, false, gen).same(x));
     check_error([&] { dropout(x, 1.0, true, gen); }, {"dropout", "[0, 1)"});
+    // With the mask fixed (a fresh generator per call), dropout is linear in x: gradcheck it.
+    check_gradcheck([](const V& v) { Generator fixed(5); return dropout(v[0], 0.3, true, fixed); }, {leaf({3, 4}, 45)});
 }
 
 // softmax(q k^T / sqrt(D) + mask) v with plain ops.
