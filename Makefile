@@ -43,14 +43,17 @@ endif
 CXXFLAGS += $(COMMON_FLAGS) $(MODE_FLAGS)
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(MODE_FLAGS))
 
-LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp)
+LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp optim/*.cpp data/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
 TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS))
 
+APP_SRCS := $(filter-out apps/bench_matmul.cpp,$(wildcard apps/*.cpp))
+
 LIB := $(BUILD)/libnormcore.a
 TEST_BIN := $(BUILD)/tests/run_tests
 BENCH_BIN := $(BUILD)/bench_matmul
+APP_BIN := $(BUILD)/normcore
 
 # Parallel compilation inside the sub-makes below (one job per core).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -59,7 +62,7 @@ obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
 .PHONY: all debug asan test test-asan test-gdb run bench setup clean
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
-all: $(LIB) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_BIN)
+all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_BIN)
 
 debug:
 	$(MAKE) -j$(JOBS) MODE=debug BUILD=build/debug all
@@ -81,6 +84,9 @@ $(TEST_BIN): $(call obj,$(TEST_SRCS)) $(LIB)
 
 $(BUILD)/tutorials/%: $(BUILD)/obj/tutorials/%.o $(LIB)
 	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS)
+
+$(APP_BIN): $(call obj,$(APP_SRCS)) $(LIB)
 	$(CXX) $^ -o $@ $(LDFLAGS)
 
 $(BENCH_BIN): $(BUILD)/obj/apps/bench_matmul.o $(LIB)

@@ -257,3 +257,19 @@ TEST_CASE("fused ops do not keep their own outputs alive", "[nn][memory]") {
         CHECK(alive.expired());
     }
 }
+
+TEST_CASE("the fused geodesic update equals its composition from plain ops", "[nn][geonorm][fused]") {
+    // Generic case (theta away from 0): cos(theta) x + |x| sin(theta) w / |w| with
+    // theta = |w| / |x|, w = alpha (u - <u,x>/<x,x> x), all differentiable ops.
+    auto [x, u] = point_and_update(3, 5, 0.9, 73);
+    Tensor alpha = raw::full({}, 0.8, kFloat64).set_requires_grad(true);
+    check_same_function([](const V& v) { return geodesic_update(v[0], v[1], v[2]); },
+                        [](const V& v) {
+                            Tensor xx = sum(v[0] * v[0], {-1}, true);
+                            Tensor w = (v[1] - sum(v[1] * v[0], {-1}, true) / xx * v[0]) * v[2];
+                            Tensor wn = sqrt(sum(w * w, {-1}, true)), xn = sqrt(xx);
+                            Tensor theta = wn / xn;
+                            return cos(theta) * v[0] + xn * sin(theta) * w / wn;
+                        },
+                        {x, u, alpha}, 1e-12);
+}

@@ -1,0 +1,10 @@
+// commands.h — the subcommands of the `normcore` program.
+#pragma once
+
+namespace nc {
+namespace app {
+
+int train_command(int argc, char** argv);  // apps/train.cpp
+
+}  // namespace app
+}  // namespace nc

@@ -1,0 +1,126 @@
+#include "apps/lm.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nc {
+namespace app {
+
+using namespace nn;
+
+std::vector<FlagSpec> model_flags() {
+    return {
+        {"model", "gpt2", "gpt2 | llama | vit"},
+        {"norm", "", "layernorm | rmsnorm | dyt | none (default: the model's own)"},
+        {"placement", "pre", "pre | post | sandwich | deepnorm | geonorm"},
+        {"decay", "none", "geonorm step decay: none | harmonic | sqrt | linear"},
+        {"attention", "standard", "standard | differential"},
+        {"mlp", "", "gelu | swiglu (default: the model's own)"},
+        {"positions", "", "learned | rope | none (default: the model's own)"},
+        {"layers", "4", "number of blocks"},
+        {"width", "128", "channels C"},
+        {"heads", "4", "attention heads"},
+        {"kv-heads", "0", "key/value heads for grouped-query attention (0: = heads)"},
+        {"seq", "128", "sequence length T (also the learned position table's size)"},
+        {"dropout", "0", "dropout probability"},
+        {"dyt-alpha", "0.5", "initial alpha of Dynamic Tanh"},
+        {"geo-step", "1", "GeoNorm base step size a"},
+    };
+}
+
+TransformerConfig config_from_flags(const Flags& flags) {
+    std::string model = flags.str("model");
+    TransformerConfig cfg;
+    if (model == "gpt2") cfg = gpt2_config();
+    else if (model == "llama") cfg = llama_config();
+    else if (model == "vit") cfg = vit_config();
+    else throw Error("flag --model: unknown model '" + model + "' (choose gpt2, llama or vit)");
+    if (!flags.str("norm").empty()) cfg.norm = parse_norm(flags.str("norm"));
+    cfg.placement = parse_placement(flags.str("placement"));
+    cfg.decay = parse_decay(flags.str("decay"));
+    cfg.attention = parse_attention(flags.str("attention"));
+    if (!flags.str("mlp").empty()) cfg.mlp = parse_mlp(flags.str("mlp"));
+    if (!flags.str("positions").empty()) cfg.positions = parse_positions(flags.str("positions"));
+    cfg.n_layer = flags.integer("layers");
+    cfg.n_embd = flags.integer("width");
+    cfg.n_head = flags.integer("heads");
+    cfg.n_kv_head = flags.integer("kv-heads");
+    cfg.block_size = flags.integer("seq");
+    cfg.dropout = flags.number("dropout");
+    cfg.dyt_alpha0 = flags.number("dyt-alpha");
+    cfg.geo_step = flags.number("geo-step");
+    cfg.vocab_size = 256;
+    if (cfg.family != Family::ViT) cfg.swiglu_multiple = std::min<int64_t>(256, std::max<int64_t>(8, cfg.n_embd / 4));
+    cfg.validate();
+    return cfg;
+}
+
+std::string describe(const TransformerConfig& c) {
+    const char* fam = c.family == Family::GPT2 ? "gpt2" : c.family == Family::Llama ? "llama" : "vit";
+    return std::string(fam) + " L=" + std::to_string(c.n_layer) + " C=" + std::to_string(c.n_embd) +
+           " H=" + std::to_string(c.n_head) + " norm=" + to_string(c.norm) + " placement=" + to_string(c.placement) +
+           (c.placement == Placement::GeoNorm ? " decay=" + to_string(c.decay) : "") +
+           " attention=" + to_string(c.attention) + " mlp=" + to_string(c.mlp) + " positions=" + to_string(c.positions);
+}
+
+LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen) {
+    LanguageModel lm;
+    if (cfg.family == Family::GPT2) {
+        auto m = std::make_shared<GPT2>(cfg, gen);
+        lm.module = m;
+        lm.forward = [m](const Tensor& ids) { return m->forward(ids); };
+    } else if (cfg.family == Family::Llama) {
+        auto m = std::make_shared<Llama>(cfg, gen);
+        lm.module = m;
+        lm.forward = [m](const Tensor& ids) { return m->forward(ids); };
+    } else {
+        throw Error("the vit model classifies images; it has no text forward");
+    }
+    return lm;
+}
+
+std::vector<int64_t> sample_tokens(const LanguageModel& lm, std::vector<int64_t> tokens, int64_t count,
+                                   double temperature, int64_t top_k, Generator& gen,
+                                   const std::function<void(int64_t)>& on_token) {
+    NoGradGuard no_grad;
+    int64_t block = lm.module->config().block_size;
+    if (tokens.empty()) tokens.push_back('\n');
+    std::vector<int64_t> produced;
+    for (int64_t i = 0; i < count; ++i) {
+        int64_t start = std::max<int64_t>(0, (int64_t)tokens.size() - block);
+        std::vector<int64_t> context(tokens.begin() + start, tokens.end());
+        Tensor logits = lm.forward(raw::from_indices(context, {1, (int64_t)context.size()}));
+        std::vector<double> last = raw::narrow(logits, 1, (int64_t)context.size() - 1, 1).to_vector();
+        int64_t next;
+        if (temperature <= 0) {
+            next = std::max_element(last.begin(), last.end()) - last.begin();
+        } else {
+            // Keep the top k logits (all if k <= 0), then softmax(logits / temperature).
+            std::vector<double> sorted = last;
+            std::sort(sorted.rbegin(), sorted.rend());
+            double cutoff = top_k > 0 && top_k < (int64_t)sorted.size() ? sorted[top_k - 1] : -INFINITY;
+            double m = sorted[0], total = 0;
+            std::vector<double> p(last.size());
+            for (size_t v = 0; v < last.size(); ++v) {
+                p[v] = last[v] < cutoff ? 0 : std::exp((last[v] - m) / temperature);
+                total += p[v];
+            }
+            double u = raw::rand({1}, gen, kFloat64).item() * total, acc = 0;
+            next = (int64_t)last.size() - 1;
+            for (size_t v = 0; v < p.size(); ++v) {
+                acc += p[v];
+                if (u < acc) {
+                    next = (int64_t)v;
+                    break;
+                }
+            }
+        }
+        tokens.push_back(next);
+        produced.push_back(next);
+        if (on_token) on_token(next);
+    }
+    return produced;
+}
+
+}  // namespace app
+}  // namespace nc

@@ -1,0 +1,36 @@
+// lm.h — what the `normcore` commands share: building a model from flags,
+// running a language model, and sampling text from it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "apps/flags.h"
+#include "nn/models.h"
+
+namespace nc {
+namespace app {
+
+// The model flags every command accepts (--model, --norm, --layers, ...).
+std::vector<FlagSpec> model_flags();
+// Reads them into a config (the preset of --model, then every flag given).
+nn::TransformerConfig config_from_flags(const Flags& flags);
+std::string describe(const nn::TransformerConfig& cfg);
+
+// A language model (GPT-2 or Llama family) behind one call: ids -> logits.
+struct LanguageModel {
+    std::shared_ptr<nn::TransformerModel> module;
+    std::function<Tensor(const Tensor&)> forward;  // [B, T] -> [B, T, V]
+};
+LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen);
+
+// Samples `count` tokens after `prompt`, feeding at most block_size tokens of
+// context. temperature <= 0 picks the most likely token; top_k > 0 samples
+// among the k most likely. `on_token` sees each token as it is produced.
+std::vector<int64_t> sample_tokens(const LanguageModel& lm, std::vector<int64_t> prompt, int64_t count,
+                                   double temperature, int64_t top_k, Generator& gen,
+                                   const std::function<void(int64_t)>& on_token = nullptr);
+
+}  // namespace app
+}  // namespace nc

@@ -1,0 +1,36 @@
+// main.cpp — the `normcore` program: `normcore train | generate | eval`.
+//
+// Every error a user can cause ends here as one clear line on stderr and a
+// non-zero exit status; nothing crashes.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "apps/commands.h"
+#include "tensor/error.h"
+
+static const char* kUsage =
+    "usage: normcore <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  train     train a model (no flags: the default small GPT-2 on the fortunes corpus)\n"
+    "\n"
+    "`normcore <command> --help` lists a command's flags.\n";
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    try {
+        if (!std::strcmp(argv[1], "train")) return nc::app::train_command(argc, argv);
+        std::fprintf(stderr, "normcore: unknown command '%s'\n\n%s", argv[1], kUsage);
+        return 2;
+    } catch (const nc::Error& e) {
+        std::fprintf(stderr, "normcore: error: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "normcore: unexpected error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,105 @@
+#include "data/text.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace nc {
+namespace data {
+
+const char* const kDefaultCorpus = "/usr/share/games/fortunes";
+
+static std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("corpus: cannot read '" + path.string() + "'");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string read_corpus(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        throw Error("corpus: '" + path + "' does not exist" +
+                    (path == kDefaultCorpus ? " (install Debian's fortunes package: make setup)" : ""));
+    std::string text;
+    if (fs::is_directory(path, ec)) {
+        std::vector<fs::path> files;
+        for (const auto& entry : fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec)) {
+            if (!entry.is_regular_file()) continue;
+            std::string ext = entry.path().extension().string();
+            if (ext == ".dat" || ext == ".u8") continue;  // fortune's index files and UTF-8 duplicates
+            files.push_back(entry.path());
+        }
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files) text += read_file(f);
+    } else {
+        text = read_file(path);
+    }
+    if (text.empty()) throw Error("corpus: '" + path + "' holds no text");
+    return text;
+}
+
+std::vector<int64_t> encode_bytes(const std::string& text) {
+    std::vector<int64_t> tokens(text.size());
+    for (size_t i = 0; i < text.size(); ++i) tokens[i] = (unsigned char)text[i];
+    return tokens;
+}
+
+std::string decode_bytes(const std::vector<int64_t>& tokens) {
+    std::string text(tokens.size(), '\0');
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] < 0 || tokens[i] > 255) throw Error("decode_bytes: token " + std::to_string(tokens[i]) + " is not a byte");
+        text[i] = (char)tokens[i];
+    }
+    return text;
+}
+
+Split split_tokens(const std::vector<int64_t>& tokens, double val_fraction) {
+    if (!(val_fraction >= 0 && val_fraction < 1))
+        throw Error("--val-fraction must be in [0, 1), got " + std::to_string(val_fraction));
+    size_t n_train = (size_t)((double)tokens.size() * (1 - val_fraction));
+    return {std::vector<int64_t>(tokens.begin(), tokens.begin() + n_train),
+            std::vector<int64_t>(tokens.begin() + n_train, tokens.end())};
+}
+
+LMBatches::LMBatches(std::vector<int64_t> tokens, int64_t B, int64_t T, bool shuffle, uint64_t seed)
+    : tokens_(std::move(tokens)), B_(B), T_(T), shuffle_(shuffle), gen_(seed) {
+    if (B <= 0 || T <= 0) throw Error("batches: --batch and --seq must be positive");
+    if ((int64_t)tokens_.size() < T + 1)
+        throw Error("batches: the data has " + std::to_string(tokens_.size()) + " tokens, fewer than one window of --seq " +
+                    std::to_string(T) + " + 1");
+}
+
+Batch LMBatches::make(const std::vector<int64_t>& starts) const {
+    std::vector<int64_t> in, out;
+    int64_t n = (int64_t)tokens_.size();
+    for (int64_t start : starts)
+        for (int64_t t = 0; t < T_; ++t) {
+            in.push_back(tokens_[(start + t) % n]);  // wraps around the end
+            out.push_back(tokens_[(start + t + 1) % n]);
+        }
+    return {raw::from_indices(in, {B_, T_}), raw::from_indices(out, {B_, T_})};
+}
+
+Batch LMBatches::at(int64_t i) const {
+    std::vector<int64_t> starts;
+    int64_t n = (int64_t)tokens_.size();
+    for (int64_t j = 0; j < B_; ++j) starts.push_back(((i * B_ + j) * T_) % n);
+    return make(starts);
+}
+
+Batch LMBatches::next() {
+    if (!shuffle_) return at(taken_++);
+    ++taken_;
+    std::vector<double> u = raw::rand({B_}, gen_, kFloat64).to_vector();
+    std::vector<int64_t> starts;
+    int64_t span = (int64_t)tokens_.size() - T_;  // windows lie fully inside the data
+    for (double x : u) starts.push_back(std::min(span - 1, (int64_t)(x * (double)span)));
+    return make(starts);
+}
+
+}  // namespace data
+}  // namespace nc
