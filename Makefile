@@ -3,7 +3,8 @@
 #   make            release build (-O3, native SIMD, OpenMP)   -> build/
 #   make debug      -O0 -g build for stepping through in gdb    -> build/debug/
 #   make asan       AddressSanitizer + UBSan build              -> build/asan/
-#   make test       setup, build, run the Catch2 suite and every tutorial program
+#   make test       setup, build, the tutorial programs, the CLI checks, the Catch2 suite
+#   make run        setup, build, and the main job: normcore train (default GPT-2)
 #   make test-asan  the same suite under the sanitizers
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
 #   make bench      the matmul benchmark (GFLOP/s, 1 and 2 threads)
@@ -99,6 +100,7 @@ test:
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=$(MODE) BUILD=$(BUILD) all
 	@for t in $(TUTORIAL_BINS); do echo "== tutorial program $$t"; (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; echo "   ok (output in $$t.log)"; done
+	tests/cli_test.sh $(BUILD)
 	$(TEST_BIN)
 
 test-asan:
@@ -110,19 +112,21 @@ test-gdb:
 	@$(MAKE) --no-print-directory debug
 	tests/gdb_session.sh
 
-# The main job. Until the training program lands (issue 4) it builds
-# everything, runs the tutorial programs and the matmul benchmark.
+# The main job: setup, build, then train the default small GPT-2 on the
+# fortunes corpus (a few minutes on 2 cores) and print a sample.
 run:
-	@$(MAKE) --no-print-directory test
-	@$(MAKE) --no-print-directory bench
+	@$(MAKE) --no-print-directory setup
+	@$(MAKE) --no-print-directory -j$(JOBS) $(APP_BIN)
+	$(APP_BIN) train
 
 bench:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(BENCH_BIN)
 	$(BENCH_BIN)
 
 # Debian packages: compiler, Catch2 (tests), gdb (tutorial 2), graphviz (to
-# render graph dumps). Installs only what is missing.
-PACKAGES := g++ make catch2 gdb graphviz
+# render graph dumps), fortunes (the default training text). Installs only
+# what is missing.
+PACKAGES := g++ make catch2 gdb graphviz fortunes
 setup:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
