@@ -124,9 +124,10 @@ bench:
 	$(BENCH_BIN)
 
 # Debian packages: compiler, Catch2 (tests), gdb (tutorial 2), graphviz (to
-# render graph dumps), fortunes (the default training text). Installs only
+# render graph dumps), fortunes (the default training text), nlohmann-json
+# (safetensors headers, config.json). Installs only
 # what is missing.
-PACKAGES := g++ make catch2 gdb graphviz fortunes
+PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev
 setup:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

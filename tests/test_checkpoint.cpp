@@ -1,0 +1,177 @@
+// safetensors files, Hugging Face layouts and config.json.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "data/safetensors.h"
+#include "helpers.h"
+#include "nn/hf.h"
+
+using namespace nc;
+using nc_test::check_error;
+using nc_test::check_values;
+namespace fs = std::filesystem;
+
+static fs::path temp_dir(const char* name) {
+    fs::path dir = fs::temp_directory_path() / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+// Writes a safetensors file byte by byte, independently of normcore's writer.
+static void write_raw(const fs::path& path, const std::string& header, const std::string& data) {
+    std::ofstream out(path, std::ios::binary);
+    uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.put((char)(n >> (8 * i)));
+    out << header << data;
+}
+
+static std::string bytes_of(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
+
+TEST_CASE("safetensors round trip: dtypes, views, metadata", "[checkpoint]") {
+    fs::path dir = temp_dir("normcore_st_roundtrip");
+    Tensor a = raw::transpose(raw::reshape(raw::arange(0, 6), {2, 3}), 0, 1);  // non-contiguous float32
+    Tensor b = raw::from_vector(std::vector<double>{1.5, -2.25}, {2});
+    Tensor c = raw::from_indices({7, 8, 9}, {3});
+    Tensor s = raw::scalar(3.0);
+    data::write_safetensors((dir / "t.safetensors").string(), {{"a", a}, {"b", b}, {"c", c}, {"s", s}}, {{"step", "12"}});
+    data::SafetensorsFile f = data::read_safetensors((dir / "t.safetensors").string());
+    CHECK(f.tensors.size() == 4);
+    CHECK(f.tensors["a"].shape() == Shape{3, 2});
+    check_values(f.tensors["a"], {0, 3, 1, 4, 2, 5});
+    CHECK(f.tensors["b"].dtype() == kFloat64);
+    check_values(f.tensors["b"], {1.5, -2.25});
+    CHECK(f.tensors["c"].to_int_vector() == std::vector<int64_t>{7, 8, 9});
+    CHECK(f.tensors["s"].dim() == 0);
+    CHECK(f.metadata["step"] == "12");
+    CHECK(!fs::exists(dir / "t.safetensors.tmp"));
+    // The header is padded so the data starts 8-byte aligned.
+    std::ifstream in(dir / "t.safetensors", std::ios::binary);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; ++i) n |= (uint64_t)(unsigned char)in.get() << (8 * i);
+    CHECK(n % 8 == 0);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("safetensors written by an independent writer load, F16 and BF16 included", "[checkpoint]") {
+    fs::path dir = temp_dir("normcore_st_independent");
+    float w[4] = {1.0f, -2.0f, 0.5f, 3.25f};
+    uint16_t half[2] = {0x3C00, 0xC000};     // 1.0, -2.0 in IEEE half
+    uint16_t bf16[2] = {0x3F80, 0x4040};     // 1.0, 3.0 in bfloat16
+    std::string data = bytes_of(w, 16) + bytes_of(half, 4) + bytes_of(bf16, 4);
+    std::string header = R"({"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                         R"("h":{"dtype":"F16","shape":[2],"data_offsets":[16,20]},"g":{"dtype":"BF16","shape":[2],"data_offsets":[20,24]}})";
+    write_raw(dir / "x.safetensors", header, data);
+    data::SafetensorsFile f = data::read_safetensors((dir / "x.safetensors").string());
+    check_values(f.tensors["w"], {1, -2, 0.5, 3.25});
+    check_values(f.tensors["h"], {1, -2});
+    check_values(f.tensors["g"], {1, 3});
+    CHECK(f.metadata["format"] == "pt");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("corrupt safetensors files are refused with the reason", "[checkpoint][errors]") {
+    fs::path dir = temp_dir("normcore_st_corrupt");
+    std::string four_floats(16, '\0');
+    auto path = [&](const char* n) { return (dir / n).string(); };
+    write_raw(dir / "json.safetensors", "{not json", four_floats);
+    check_error([&] { data::read_safetensors(path("json.safetensors")); }, {"json.safetensors", "does not parse"});
+    write_raw(dir / "trunc.safetensors", R"({"w":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", four_floats);
+    check_error([&] { data::read_safetensors(path("trunc.safetensors")); }, {"'w'", "truncated"});
+    write_raw(dir / "dtype.safetensors", R"({"w":{"dtype":"U8","shape":[16],"data_offsets":[0,16]}})", four_floats);
+    check_error([&] { data::read_safetensors(path("dtype.safetensors")); }, {"'w'", "U8"});
+    write_raw(dir / "shape.safetensors", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", four_floats);
+    check_error([&] { data::read_safetensors(path("shape.safetensors")); }, {"'w'", "[3]", "12 bytes"});
+    std::ofstream(dir / "short.safetensors") << "abc";
+    check_error([&] { data::read_safetensors(path("short.safetensors")); }, {"too short"});
+    {
+        std::ofstream big(dir / "len.safetensors", std::ios::binary);
+        for (int i = 0; i < 8; ++i) big.put((char)0x7f);
+    }
+    check_error([&] { data::read_safetensors(path("len.safetensors")); }, {"header length"});
+    check_error([&] { data::read_safetensors(path("missing.safetensors")); }, {"cannot open"});
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a failed write leaves the existing file intact", "[checkpoint]") {
+    fs::path dir = temp_dir("normcore_st_atomic");
+    std::string file = (dir / "w.safetensors").string();
+    data::write_safetensors(file, {{"x", raw::ones({3})}});
+    fs::create_directories(file + ".tmp");  // the temporary file cannot be created now
+    check_error([&] { data::write_safetensors(file, {{"x", raw::zeros({3})}}); }, {"cannot write"});
+    check_values(data::read_safetensors(file).tensors["x"], {1, 1, 1});
+    fs::remove_all(dir);
+}
+
+static nn::TransformerConfig small(nn::Family family) {
+    nn::TransformerConfig c = family == nn::Family::GPT2 ? nn::gpt2_config() : family == nn::Family::Llama ? nn::llama_config() : nn::vit_config();
+    c.n_layer = 2;
+    c.n_embd = 16;
+    c.n_head = 2;
+    c.vocab_size = 20;
+    c.block_size = 8;
+    c.swiglu_multiple = 8;
+    c.image_size = 8;
+    c.patch_size = 4;
+    c.channels = 3;
+    c.num_classes = 5;
+    return c;
+}
+
+TEST_CASE("Hugging Face layouts: GPT-2 Conv1D and ViT Conv2d round trip", "[checkpoint][hf]") {
+    Generator g1(1), g2(2);
+    nn::GPT2 a(small(nn::Family::GPT2), g1), b(small(nn::Family::GPT2), g2);
+    std::map<std::string, Tensor> hf = nn::to_hf_layout(a);
+    CHECK(hf["h.0.attn.c_attn.weight"].shape() == Shape{16, 48});  // Conv1D [in, out]
+    CHECK(hf["h.0.mlp.c_proj.weight"].shape() == Shape{64, 16});
+    CHECK(hf["wte.weight"].shape() == Shape{20, 16});
+    // What HF files also carry: the mask buffer, a "transformer." prefix, a tied head.
+    hf["h.0.attn.bias"] = raw::ones({1, 1, 8, 8});
+    hf["lm_head.weight"] = hf["wte.weight"];
+    hf["transformer.ln_f.weight"] = hf["ln_f.weight"];
+    hf.erase("ln_f.weight");
+    nn::load_hf_layout(b, hf);
+    Tensor ids = raw::from_indices({1, 2, 3, 4}, {1, 4});
+    check_values(b.forward(ids), a.forward(ids).to_vector(), 0);
+
+    nn::ViT va(small(nn::Family::ViT), g1), vb(small(nn::Family::ViT), g2);
+    std::map<std::string, Tensor> vhf = nn::to_hf_layout(va);
+    CHECK(vhf["vit.embeddings.patch_embeddings.projection.weight"].shape() == Shape{16, 3, 4, 4});
+    nn::load_hf_layout(vb, vhf);
+    Tensor images = raw::randn({2, 3, 8, 8}, g1);
+    check_values(vb.forward(images), va.forward(images).to_vector(), 0);
+
+    nn::Llama la(small(nn::Family::Llama), g1), lb(small(nn::Family::Llama), g2);
+    nn::load_hf_layout(lb, nn::to_hf_layout(la));
+    check_values(lb.forward(ids), la.forward(ids).to_vector(), 0);
+
+    std::map<std::string, Tensor> wrong = nn::to_hf_layout(la);
+    wrong["model.norm.weight"] = raw::ones({17});
+    wrong.erase("lm_head.weight");
+    check_error([&] { nn::load_hf_layout(lb, wrong); }, {"mismatch: model.norm.weight", "missing: lm_head.weight"});
+}
+
+TEST_CASE("config.json round trip for every family, variants included", "[checkpoint][hf]") {
+    for (nn::Family f : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
+        nn::TransformerConfig c = small(f);
+        c.placement = nn::Placement::GeoNorm;
+        c.decay = nn::Decay::Sqrt;
+        c.norm = nn::NormKind::DyT;
+        nn::TransformerConfig back = nn::config_from_hf_json(nn::hf_config_json(c), "test");
+        CHECK(back.family == f);
+        CHECK(back.n_layer == 2);
+        CHECK(back.n_embd == 16);
+        CHECK(back.placement == nn::Placement::GeoNorm);
+        CHECK(back.decay == nn::Decay::Sqrt);
+        CHECK(back.norm == nn::NormKind::DyT);
+        CHECK(nn::count_parameters(back) == nn::count_parameters(c));
+    }
+    // A config as transformers writes it for GPT-2 small.
+    nn::TransformerConfig gpt2 = nn::config_from_hf_json(
+        R"({"model_type":"gpt2","n_layer":12,"n_embd":768,"n_head":12,"vocab_size":50257,"n_positions":1024,"activation_function":"gelu_new"})", "x");
+    CHECK(nn::count_parameters(gpt2) == 124439808);
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"bert"})", "cfg.json"); }, {"cfg.json", "bert"});
+    check_error([] { nn::config_from_hf_json("{", "cfg.json"); }, {"cfg.json", "not valid JSON"});
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"gpt2","n_layer":"x"})", "cfg.json"); }, {"cfg.json", "wrong type"});
+}
