@@ -37,7 +37,8 @@ static BlockNames names_for(Family family) {
     return {};
 }
 
-Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options opt) : cfg_(cfg) {
+Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options opt, Generator* dropout_gen)
+    : cfg_(cfg), dropout_gen_(dropout_gen) {
     BlockNames names = names_for(cfg.family);
     Placement place = cfg.placement;
     // Norms exist only where the placement puts them (geonorm has none in the block).
@@ -111,28 +112,33 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
     }
 }
 
+Tensor Block::drop(const Tensor& x) const {
+    if (cfg_.dropout <= 0 || !is_training() || !dropout_gen_) return x;
+    return dropout(x, cfg_.dropout, true, *dropout_gen_);
+}
+
 Tensor Block::forward(const Tensor& x, const RopeTables* rope) const {
     switch (cfg_.placement) {
         case Placement::Pre: {
-            Tensor h = x + attn->forward(norm(norm_1, x), rope);
-            return h + mlp.forward(norm(norm_2, h));
+            Tensor h = x + drop(attn->forward(norm(norm_1, x), rope));
+            return h + drop(mlp.forward(norm(norm_2, h)));
         }
         case Placement::Post: {
-            Tensor h = norm(norm_1, x + attn->forward(x, rope));
-            return norm(norm_2, h + mlp.forward(h));
+            Tensor h = norm(norm_1, x + drop(attn->forward(x, rope)));
+            return norm(norm_2, h + drop(mlp.forward(h)));
         }
         case Placement::Sandwich: {
-            Tensor h = x + norm(norm_1_out, attn->forward(norm(norm_1, x), rope));
-            return h + norm(norm_2_out, mlp.forward(norm(norm_2, h)));
+            Tensor h = x + drop(norm(norm_1_out, attn->forward(norm(norm_1, x), rope)));
+            return h + drop(norm(norm_2_out, mlp.forward(norm(norm_2, h))));
         }
         case Placement::DeepNorm: {
-            Tensor h = norm(norm_1, x * residual_alpha + attn->forward(x, rope));
-            return norm(norm_2, h * residual_alpha + mlp.forward(h));
+            Tensor h = norm(norm_1, x * residual_alpha + drop(attn->forward(x, rope)));
+            return norm(norm_2, h * residual_alpha + drop(mlp.forward(h)));
         }
         case Placement::GeoNorm: {
             // The geodesic update replaces "add, then normalize": x stays on its sphere.
-            Tensor h = geodesic_update(x, attn->forward(norm(norm_1, x), rope), reshape(attn_step, {}));
-            return geodesic_update(h, mlp.forward(norm(norm_2, h)), reshape(mlp_step, {}));
+            Tensor h = geodesic_update(x, drop(attn->forward(norm(norm_1, x), rope)), reshape(attn_step, {}));
+            return geodesic_update(h, drop(mlp.forward(norm(norm_2, h))), reshape(mlp_step, {}));
         }
     }
     return x;

@@ -39,7 +39,9 @@ std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt);
 
 class Block : public Module {
 public:
-    Block(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt = {});
+    // dropout_gen: the model's dropout generator (used in training mode when cfg.dropout > 0).
+    Block(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt = {},
+          Generator* dropout_gen = nullptr);
     Tensor forward(const Tensor& x, const RopeTables* rope) const;
 
     std::shared_ptr<Attention> attn;
@@ -51,7 +53,10 @@ public:
 
 private:
     Tensor norm(const std::shared_ptr<NormLayer>& n, const Tensor& x) const { return n ? n->forward(x) : x; }
+    // Residual dropout on a sublayer's output (GPT-2's resid_pdrop), training only.
+    Tensor drop(const Tensor& x) const;
     TransformerConfig cfg_;
+    Generator* dropout_gen_;
 };
 
 }  // namespace nn

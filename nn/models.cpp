@@ -14,8 +14,10 @@ static bool has_final_norm(Placement p) {
 TransformerModel::TransformerModel(const TransformerConfig& cfg) : cfg_(cfg) { cfg_.validate(); }
 
 void TransformerModel::build(Generator& gen, Options opt) {
+    dropout_gen_ = Generator(gen.seed() ^ 0x9E3779B97F4A7C15ull);
     block_list_ = std::make_shared<ModuleList>();
-    for (int64_t k = 0; k < cfg_.n_layer; ++k) blocks_.push_back(block_list_->push_back(std::make_shared<Block>(cfg_, k, gen, opt)));
+    for (int64_t k = 0; k < cfg_.n_layer; ++k)
+        blocks_.push_back(block_list_->push_back(std::make_shared<Block>(cfg_, k, gen, opt, &dropout_gen_)));
     if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt);
 }
 

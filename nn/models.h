@@ -26,8 +26,13 @@ namespace nn {
 class TransformerModel : public Module {
 public:
     explicit TransformerModel(const TransformerConfig& cfg);
+    TransformerModel(const TransformerModel&) = delete;  // blocks point at this model's dropout generator
+    TransformerModel& operator=(const TransformerModel&) = delete;
     const TransformerConfig& config() const { return cfg_; }
     const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
+    // Dropout's random stream (seeded from the init generator); a training
+    // checkpoint saves its position so a resumed run drops the same units.
+    Generator& dropout_generator() { return dropout_gen_; }
 
 protected:
     // Builds the blocks and the final norm; the subclass registers them.
@@ -48,6 +53,7 @@ protected:
     std::shared_ptr<ModuleList> block_list_;
     std::vector<std::shared_ptr<Block>> blocks_;
     std::shared_ptr<NormLayer> final_norm_;
+    Generator dropout_gen_;
 };
 
 class GPT2 : public TransformerModel {

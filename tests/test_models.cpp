@@ -288,3 +288,14 @@ TEST_CASE("bad configurations are refused with a clear message", "[models][error
     ViT vit(tiny(Family::ViT), gen);
     check_error([&] { vit.forward(raw::zeros({1, 2, 7, 7})); }, {"ViT", "[B, 2, 8, 8]"});
 }
+
+TEST_CASE("residual dropout acts in training mode only", "[models]") {
+    Generator gen(10);
+    TransformerConfig c = tiny(Family::GPT2);
+    c.dropout = 0.5;
+    GPT2 model(c, gen, f64);
+    Tensor ids = raw::from_indices({1, 5, 10, 3}, {1, 4});
+    CHECK(model.forward(ids).to_vector() != model.forward(ids).to_vector());  // new masks each call
+    model.eval();
+    CHECK(model.forward(ids).to_vector() == model.forward(ids).to_vector());
+}
