@@ -63,6 +63,12 @@ bool Flags::given(const std::string& name) const {
     return values_.count(name) > 0;
 }
 
+bool Flags::accepts(const std::string& name) const {
+    for (const FlagSpec& s : specs_)
+        if (s.name == name) return true;
+    return false;
+}
+
 int64_t Flags::integer(const std::string& name) const {
     std::string v = str(name);
     char* end = nullptr;

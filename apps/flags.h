@@ -32,6 +32,7 @@ public:
     double number(const std::string& name) const;
     bool on(const std::string& name) const;
     bool given(const std::string& name) const;  // set on the command line
+    bool accepts(const std::string& name) const;  // a flag of this command
 
 private:
     const FlagSpec& spec(const std::string& name) const;

@@ -1,5 +1,7 @@
 #include "apps/lm.h"
 
+#include "apps/checkpoint.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -53,6 +55,13 @@ TransformerConfig config_from_flags(const Flags& flags) {
     if (cfg.family != Family::ViT) cfg.swiglu_multiple = std::min<int64_t>(256, std::max<int64_t>(8, cfg.n_embd / 4));
     cfg.validate();
     return cfg;
+}
+
+TransformerConfig resolve_config(const Flags& flags) {
+    auto has = [&](const char* name) { return flags.accepts(name) && flags.given(name); };
+    if (has("resume")) return read_checkpoint_config(flags.str("resume"));
+    if (has("init") && is_directory_target(flags.str("init"))) return read_directory_config(flags.str("init"));
+    return config_from_flags(flags);
 }
 
 std::string describe(const TransformerConfig& c) {

@@ -18,6 +18,10 @@ std::vector<FlagSpec> model_flags();
 nn::TransformerConfig config_from_flags(const Flags& flags);
 std::string describe(const nn::TransformerConfig& cfg);
 
+// The config a command runs with: from --resume's checkpoint, from --init's
+// config.json when --init is a model directory, else from the model flags.
+nn::TransformerConfig resolve_config(const Flags& flags);
+
 // A language model (GPT-2 or Llama family) behind one call: ids -> logits.
 struct LanguageModel {
     std::shared_ptr<nn::TransformerModel> module;

@@ -14,6 +14,8 @@ static const char* kUsage =
     "\n"
     "commands:\n"
     "  train     train a model (no flags: the default small GPT-2 on the fortunes corpus)\n"
+    "  generate  sample text from trained weights\n"
+    "  eval      loss and perplexity of trained weights on a data set\n"
     "\n"
     "`normcore <command> --help` lists a command's flags.\n";
 
@@ -24,6 +26,8 @@ int main(int argc, char** argv) {
     }
     try {
         if (!std::strcmp(argv[1], "train")) return nc::app::train_command(argc, argv);
+        if (!std::strcmp(argv[1], "generate")) return nc::app::generate_command(argc, argv);
+        if (!std::strcmp(argv[1], "eval")) return nc::app::eval_command(argc, argv);
         std::fprintf(stderr, "normcore: unknown command '%s'\n\n%s", argv[1], kUsage);
         return 2;
     } catch (const nc::Error& e) {

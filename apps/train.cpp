@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "apps/checkpoint.h"
 #include "apps/commands.h"
 #include "apps/lm.h"
 #include "data/text.h"
@@ -52,9 +53,11 @@ static std::vector<FlagSpec> train_flags() {
         {"top-k", "0", "sample among the k most likely bytes (0: all)"},
         {"prompt", "", "text the sample continues (default: a newline)"},
         {"run-dir", "", "where the CSV log goes (default: runs/<model>-<date>-<time>)"},
-        {"init", "", "initial weights (safetensors file or Hugging Face directory)"},
-        {"save", "", "write the trained weights here (safetensors)"},
-        {"resume", "", "continue from a training checkpoint"},
+        {"init", "", "initial weights: a safetensors file (architecture from the flags) or a model directory"},
+        {"save", "", "write the final weights here: FILE.safetensors, or DIR/ for config.json + model.safetensors"},
+        {"resume", "", "continue from a training checkpoint (<run-dir>/checkpoint.safetensors)"},
+        {"stop-after", "0", "stop after this many steps as if interrupted (the schedule still spans --steps)"},
+        {"checkpoint-every", "0", "also write <run-dir>/checkpoint.safetensors every N steps (it is always written at the end)"},
     };
     specs.insert(specs.end(), more.begin(), more.end());
     return specs;
@@ -97,17 +100,17 @@ int train_command(int argc, char** argv) {
     }
     if (flags.str("device") != "cpu")
         throw Error("flag --device: '" + flags.str("device") + "' is not available: this build has only the cpu backend");
-    for (const char* f : {"init", "save", "resume"})
-        if (flags.given(f))
-            throw Error(std::string("flag --") + f + ": checkpoints (safetensors) are not implemented yet in this build");
-    nn::TransformerConfig cfg = config_from_flags(flags);
+    nn::TransformerConfig cfg = resolve_config(flags);
+    std::string run_dir = flags.given("run-dir") ? flags.str("run-dir") : default_run_dir(flags.str("model"));
     if (cfg.family == nn::Family::ViT)
         throw Error("--model vit: image data (Fashion-MNIST, image folders) is not implemented yet in this build");
+    if (flags.integer("seq") > cfg.block_size && cfg.positions == nn::Positions::Learned)
+        throw Error("--seq " + flags.str("seq") + " is longer than the model's position table (" + std::to_string(cfg.block_size) + ")");
 
     // Data.
     std::string text = data::read_corpus(flags.str("data"));
     data::Split split = data::split_tokens(data::encode_bytes(text), flags.number("val-fraction"));
-    int64_t B = flags.integer("batch"), T = cfg.block_size, steps = flags.integer("steps"), accum = flags.integer("accum");
+    int64_t B = flags.integer("batch"), T = flags.integer("seq"), steps = flags.integer("steps"), accum = flags.integer("accum");
     if (steps <= 0 || accum <= 0) throw Error("flags --steps and --accum must be positive");
     uint64_t seed = (uint64_t)flags.integer("seed");
     data::LMBatches train_batches(split.train, B, T, !flags.on("no-shuffle"), seed + 1);
@@ -118,6 +121,7 @@ int train_command(int argc, char** argv) {
     // Model and optimizer.
     Generator init_gen(seed);
     LanguageModel lm = build_language_model(cfg, init_gen);
+    if (flags.given("init") && !flags.given("resume")) load_weights(*lm.module, flags.str("init"));
     std::vector<optim::ParamGroup> groups = optim::decay_groups(*lm.module, flags.number("weight-decay"));
     std::unique_ptr<optim::Optimizer> opt;
     double lr = flags.number("lr");
@@ -129,12 +133,31 @@ int train_command(int argc, char** argv) {
         throw Error("flag --optimizer: unknown optimizer '" + flags.str("optimizer") + "' (choose sgd or adamw)");
     optim::Schedule schedule = optim::parse_schedule(flags.str("schedule"));
     std::vector<Tensor> params = lm.module->parameters();
+    int64_t first_step = 0;
+    if (flags.given("resume")) {
+        TrainingState state = load_training_checkpoint(flags.str("resume"), *lm.module, *opt);
+        first_step = state.step;
+        train_batches.generator().manual_seed(state.batch_seed);
+        train_batches.generator().set_offset(state.batch_offset);
+        train_batches.set_position(state.batches_taken);
+        lm.module->dropout_generator().manual_seed(state.dropout_seed);
+        lm.module->dropout_generator().set_offset(state.dropout_offset);
+        if (first_step >= steps)
+            throw Error("--resume: the checkpoint is at step " + std::to_string(first_step) + ", nothing left for --steps " +
+                        std::to_string(steps));
+        std::printf("resumed from %s at step %lld\n", flags.str("resume").c_str(), (long long)first_step);
+    }
+    auto checkpoint = [&](int64_t done) {
+        TrainingState state{done, train_batches.batches_taken(), train_batches.generator().seed(),
+                            train_batches.generator().offset(), lm.module->dropout_generator().seed(),
+                            lm.module->dropout_generator().offset()};
+        save_training_checkpoint(run_dir + "/checkpoint.safetensors", *lm.module, *opt, state);
+    };
 
-    std::string run_dir = flags.given("run-dir") ? flags.str("run-dir") : default_run_dir(flags.str("model"));
     std::filesystem::create_directories(run_dir);
-    std::ofstream csv(run_dir + "/train_log.csv");
+    std::ofstream csv(run_dir + "/train_log.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
     if (!csv) throw Error("--run-dir: cannot write '" + run_dir + "/train_log.csv'");
-    csv << "step,loss,val_loss,lr,grad_norm,time_s\n";
+    if (first_step == 0) csv << "step,loss,val_loss,lr,grad_norm,time_s\n";
 
     std::printf("model: %s, %lld parameters\n", describe(cfg).c_str(), (long long)lm.module->num_parameters());
     std::printf("data: %s, %zu train / %zu val bytes; batch %lld x %lld%s; %lld steps, log in %s/train_log.csv\n",
@@ -146,7 +169,8 @@ int train_command(int argc, char** argv) {
     int64_t eval_every = flags.integer("eval-every"), eval_batches = flags.integer("eval-batches");
     int64_t report_every = std::max<int64_t>(1, steps / 20);
     double last_loss = 0, last_val = NAN, train_seconds = 0;
-    for (int64_t step = 0; step < steps; ++step) {
+    int64_t stop = flags.integer("stop-after") > 0 ? std::min(steps, flags.integer("stop-after")) : steps;
+    for (int64_t step = first_step; step < stop; ++step) {
         auto start = std::chrono::steady_clock::now();
         double step_lr = optim::learning_rate(schedule, lr, step, steps, flags.integer("warmup"), flags.number("min-lr-ratio"));
         opt->set_lr(step_lr);
@@ -164,7 +188,7 @@ int train_command(int argc, char** argv) {
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         train_seconds += seconds;
 
-        bool last = step == steps - 1;
+        bool last = step == stop - 1;
         double val = NAN;
         if (has_val && (last || (eval_every > 0 && (step + 1) % eval_every == 0))) {
             val = evaluate(lm, *val_batches, eval_batches);
@@ -173,11 +197,14 @@ int train_command(int argc, char** argv) {
         csv << step + 1 << "," << last_loss << "," << (std::isnan(val) ? "" : std::to_string(val)) << "," << step_lr << ","
             << grad_norm << "," << train_seconds << "\n";
 
-        double tok_per_s = (double)(B * T * accum) * (double)(step + 1) / train_seconds;
-        double eta = train_seconds / (double)(step + 1) * (double)(steps - step - 1);
+        int64_t done_here = step + 1 - first_step;
+        double tok_per_s = (double)(B * T * accum) * (double)done_here / train_seconds;
+        double eta = train_seconds / (double)done_here * (double)(stop - step - 1);
+        int64_t every = flags.integer("checkpoint-every");
+        if (every > 0 && (step + 1) % every == 0 && !last) checkpoint(step + 1);
         char line[256];
         std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | %6.0f tok/s | ETA %s",
-                      (long long)(step + 1), (long long)steps, last_loss, step_lr, tok_per_s, format_duration(eta).c_str());
+                      (long long)(step + 1), (long long)stop, last_loss, step_lr, tok_per_s, format_duration(eta).c_str());
         if (tty) {
             int width = 24, filled = (int)((step + 1) * width / steps);
             std::printf("\r[%s%s] %s", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), line);
@@ -189,6 +216,11 @@ int train_command(int argc, char** argv) {
         }
     }
     if (tty) std::printf("\n");
+    checkpoint(stop);
+    if (flags.given("save")) {
+        save_weights(*lm.module, flags.str("save"));
+        std::printf("weights saved to %s\n", flags.str("save").c_str());
+    }
 
     int64_t sample_count = flags.integer("sample-tokens");
     if (sample_count > 0) {
@@ -202,8 +234,8 @@ int train_command(int argc, char** argv) {
                       });
         std::printf("\n--- end of sample ---\n");
     }
-    double ms_per_step = 1000 * train_seconds / (double)steps;
-    std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)steps,
+    double ms_per_step = 1000 * train_seconds / (double)(stop - first_step);
+    std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)stop,
                 last_loss, last_val, ms_per_step, (double)(B * T * accum) / (ms_per_step / 1000));
     return 0;
 }

@@ -83,7 +83,10 @@ std::string hf_config_json(const TransformerConfig& c) {
                      {"mlp", to_string(c.mlp)},             {"positions", to_string(c.positions)},
                      {"bias", c.bias},                      {"dyt_alpha0", c.dyt_alpha0},
                      {"geo_step", c.geo_step},              {"geo_learnable_step", c.geo_learnable_step},
-                     {"swiglu_multiple", c.swiglu_multiple}, {"mlp_hidden", c.mlp_hidden}};
+                     {"swiglu_multiple", c.swiglu_multiple}, {"mlp_hidden", c.mlp_hidden},
+                     {"dropout", c.dropout},                {"geo_radius", c.geo_radius},
+                     {"geo_sublayer_norm", c.geo_sublayer_norm}, {"rope_theta", c.rope_theta},
+                     {"tie_embeddings", c.tie_embeddings}};
     return j.dump(2);
 }
 
@@ -153,6 +156,11 @@ TransformerConfig config_from_hf_json(const std::string& text, const std::string
             c.geo_learnable_step = n.value("geo_learnable_step", c.geo_learnable_step);
             c.swiglu_multiple = n.value("swiglu_multiple", c.swiglu_multiple);
             c.mlp_hidden = n.value("mlp_hidden", c.mlp_hidden);
+            c.dropout = n.value("dropout", c.dropout);
+            c.geo_radius = n.value("geo_radius", c.geo_radius);
+            c.geo_sublayer_norm = n.value("geo_sublayer_norm", c.geo_sublayer_norm);
+            c.rope_theta = n.value("rope_theta", c.rope_theta);
+            c.tie_embeddings = n.value("tie_embeddings", c.tie_embeddings);
         }
     } catch (const json::exception& e) {
         throw Error("config '" + source + "': a value has the wrong type: " + e.what());

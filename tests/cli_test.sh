@@ -40,7 +40,36 @@ for i in 1 2; do
 done
 cmp -s <(cut -d, -f2 "$work/det-1/train_log.csv") <(cut -d, -f2 "$work/det-2/train_log.csv") || fail "--no-shuffle runs differ"
 
-# 4. bad input: one clear line, non-zero exit.
+# 4. resume: 8 steps straight == 4 steps, stop, resume, 4 more (same losses, bit for bit).
+common=(--data "$work/tiny.txt" --steps 8 --batch 2 --seq 16 --layers 2 --width 16 --heads 2 --eval-every 0 --eval-batches 1
+        --sample-tokens 0 --dropout 0.1)
+"$bin" train "${common[@]}" --run-dir "$work/straight" > /dev/null 2>&1 || fail "straight run"
+"$bin" train "${common[@]}" --stop-after 4 --run-dir "$work/split" > /dev/null 2>&1 || fail "first half"
+"$bin" train "${common[@]}" --resume "$work/split/checkpoint.safetensors" --run-dir "$work/split" > "$work/out.txt" 2>&1 \
+  || fail "resume: $(cat "$work/out.txt")"
+grep -q "resumed from" "$work/out.txt" || fail "resume did not say where it resumed"
+cmp -s <(cut -d, -f1,2 "$work/straight/train_log.csv") <(cut -d, -f1,2 "$work/split/train_log.csv") \
+  || fail "resumed losses differ: $(paste -d' ' <(cut -d, -f2 "$work/straight/train_log.csv") <(cut -d, -f2 "$work/split/train_log.csv"))"
+
+# 5. weights: --save a file and a directory, --init from both, generate and eval from them.
+"$bin" train --model llama --data "$work/tiny.txt" --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 \
+  --sample-tokens 0 --eval-batches 1 --run-dir "$work/w" --save "$work/w.safetensors" > /dev/null 2>&1 || fail "--save file"
+"$bin" train --model llama --data "$work/tiny.txt" --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 \
+  --sample-tokens 0 --eval-batches 1 --run-dir "$work/w" --save "$work/wdir/" > /dev/null 2>&1 || fail "--save dir/"
+[ -f "$work/wdir/config.json" ] && [ -f "$work/wdir/model.safetensors" ] || fail "--save dir/ should write config.json and model.safetensors"
+"$bin" train --init "$work/wdir" --data "$work/tiny.txt" --steps 1 --batch 2 --seq 16 --sample-tokens 0 --eval-batches 1 \
+  --run-dir "$work/w2" > "$work/out.txt" 2>&1 || fail "--init dir: $(cat "$work/out.txt")"
+"$bin" train --model llama --init "$work/w.safetensors" --layers 1 --width 16 --heads 2 --data "$work/tiny.txt" --steps 1 \
+  --batch 2 --seq 16 --sample-tokens 0 --eval-batches 1 --run-dir "$work/w3" > "$work/out.txt" 2>&1 || fail "--init file: $(cat "$work/out.txt")"
+out=$("$bin" generate --init "$work/wdir" --prompt "the" --max-tokens 12 --seed 3 2>&1) || fail "generate: $out"
+[ "${#out}" -ge 15 ] || fail "generate printed too little: '$out'"
+out2=$("$bin" generate --init "$work/wdir" --prompt "the" --max-tokens 12 --seed 3 2>&1)
+[ "$out" == "$out2" ] || fail "generate with the same seed should print the same text"
+"$bin" eval --init "$work/wdir" --data "$work/tiny.txt" --seq 16 --batch 2 --batches 2 | grep -qE '^eval: loss=[0-9.]+ nats/byte' \
+  || fail "eval should print the loss"
+"$bin" generate --resume "$work/split/checkpoint.safetensors" --max-tokens 5 > /dev/null 2>&1 || fail "generate from a training checkpoint"
+
+# 6. bad input: one clear line, non-zero exit.
 expect_error() {  # expect_error "<fragment of the message>" args...
   local fragment="$1"; shift
   out=$("$bin" "$@" 2>&1); status=$?
@@ -54,6 +83,11 @@ expect_error "unknown placement 'middle'" train --placement middle
 expect_error "--heads 3 does not divide --width 32" train --width 32 --heads 3
 expect_error "needs a value" train --steps
 expect_error "unknown command 'fly'" fly
+expect_error "mismatch: model.layers.0.self_attn.q_proj.weight" train --model llama --init "$work/w.safetensors" --width 32 --heads 2 --layers 1 --data "$work/tiny.txt"
+expect_error "not a normcore training checkpoint" train --resume "$work/w.safetensors" --data "$work/tiny.txt"
+expect_error "config.json" generate --init "$work"
+expect_error "give the weights" generate
+expect_error "cannot open" eval --init "$work/nothing.safetensors" --data "$work/tiny.txt"
 "$bin" train --help | grep -q -- "--placement" || fail "train --help should list --placement"
 
 if [ $failures -eq 0 ]; then echo "cli: all checks passed"; else echo "cli: $failures check(s) failed"; exit 1; fi

@@ -158,6 +158,8 @@ TEST_CASE("config.json round trip for every family, variants included", "[checkp
         c.placement = nn::Placement::GeoNorm;
         c.decay = nn::Decay::Sqrt;
         c.norm = nn::NormKind::DyT;
+        c.dropout = 0.25;
+        c.geo_sublayer_norm = true;
         nn::TransformerConfig back = nn::config_from_hf_json(nn::hf_config_json(c), "test");
         CHECK(back.family == f);
         CHECK(back.n_layer == 2);
@@ -165,6 +167,8 @@ TEST_CASE("config.json round trip for every family, variants included", "[checkp
         CHECK(back.placement == nn::Placement::GeoNorm);
         CHECK(back.decay == nn::Decay::Sqrt);
         CHECK(back.norm == nn::NormKind::DyT);
+        CHECK(back.dropout == 0.25);
+        CHECK(back.geo_sublayer_norm);
         CHECK(nn::count_parameters(back) == nn::count_parameters(c));
     }
     // A config as transformers writes it for GPT-2 small.

@@ -1,0 +1,110 @@
+#include "apps/checkpoint.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "data/safetensors.h"
+#include "nn/hf.h"
+
+namespace nc {
+namespace app {
+
+namespace fs = std::filesystem;
+
+bool is_directory_target(const std::string& path) {
+    return !path.empty() && (path.back() == '/' || fs::is_directory(path));
+}
+
+void save_weights(const nn::TransformerModel& model, const std::string& path) {
+    std::map<std::string, std::string> meta = {{"format", "pt"}, {"normcore_config", nn::hf_config_json(model.config())}};
+    if (is_directory_target(path)) {
+        fs::create_directories(path);
+        std::string config = (fs::path(path) / "config.json").string();
+        std::ofstream out(config + ".tmp");
+        out << nn::hf_config_json(model.config()) << "\n";
+        out.close();
+        if (!out) throw Error("--save: cannot write '" + config + "'");
+        fs::rename(config + ".tmp", config);
+        data::write_safetensors((fs::path(path) / "model.safetensors").string(), nn::to_hf_layout(model), meta);
+    } else {
+        data::write_safetensors(path, nn::to_hf_layout(model), meta);
+    }
+}
+
+void load_weights(nn::TransformerModel& model, const std::string& path) {
+    std::string file = is_directory_target(path) ? (fs::path(path) / "model.safetensors").string() : path;
+    try {
+        nn::load_hf_layout(model, data::read_safetensors(file).tensors);
+    } catch (const Error& e) {
+        throw Error("loading weights from '" + file + "': " + e.what());
+    }
+}
+
+nn::TransformerConfig read_directory_config(const std::string& dir) {
+    std::string path = (fs::path(dir) / "config.json").string();
+    std::ifstream in(path);
+    if (!in) throw Error("--init: '" + path + "' is missing (a model directory holds config.json and model.safetensors)");
+    std::stringstream text;
+    text << in.rdbuf();
+    return nn::config_from_hf_json(text.str(), path);
+}
+
+void save_training_checkpoint(const std::string& path, const nn::TransformerModel& model, const optim::Optimizer& opt,
+                              const TrainingState& s) {
+    std::map<std::string, Tensor> tensors;
+    for (auto& [name, t] : nn::to_hf_layout(model)) tensors["model." + name] = t;
+    for (auto& [name, t] : opt.state()) tensors["optimizer." + name] = t;
+    std::map<std::string, std::string> meta = {
+        {"format", "normcore-training"},
+        {"config", nn::hf_config_json(model.config())},
+        {"step", std::to_string(s.step)},
+        {"batches_taken", std::to_string(s.batches_taken)},
+        {"batch_seed", std::to_string(s.batch_seed)},
+        {"batch_offset", std::to_string(s.batch_offset)},
+        {"dropout_seed", std::to_string(s.dropout_seed)},
+        {"dropout_offset", std::to_string(s.dropout_offset)},
+    };
+    data::write_safetensors(path, tensors, meta);
+}
+
+static const std::string& required(const std::map<std::string, std::string>& meta, const std::string& key,
+                                   const std::string& path) {
+    auto it = meta.find(key);
+    if (it == meta.end()) throw Error("--resume: '" + path + "' is not a normcore training checkpoint (no '" + key + "')");
+    return it->second;
+}
+
+nn::TransformerConfig read_checkpoint_config(const std::string& path) {
+    data::SafetensorsFile f = data::read_safetensors(path);
+    return nn::config_from_hf_json(required(f.metadata, "config", path), path);
+}
+
+TrainingState load_training_checkpoint(const std::string& path, nn::TransformerModel& model, optim::Optimizer& opt) {
+    data::SafetensorsFile f = data::read_safetensors(path);
+    if (required(f.metadata, "format", path) != "normcore-training")
+        throw Error("--resume: '" + path + "' holds weights only, not a training checkpoint (use --init for weights)");
+    std::map<std::string, Tensor> weights, opt_state;
+    for (auto& [name, t] : f.tensors) {
+        if (name.rfind("model.", 0) == 0) weights[name.substr(6)] = t;
+        else if (name.rfind("optimizer.", 0) == 0) opt_state[name.substr(10)] = t;
+    }
+    try {
+        nn::load_hf_layout(model, weights);
+        opt.load_state(opt_state);
+    } catch (const Error& e) {
+        throw Error("--resume '" + path + "': " + e.what());
+    }
+    auto number = [&](const char* key) { return std::stoull(required(f.metadata, key, path)); };
+    TrainingState s;
+    s.step = (int64_t)number("step");
+    s.batches_taken = (int64_t)number("batches_taken");
+    s.batch_seed = number("batch_seed");
+    s.batch_offset = number("batch_offset");
+    s.dropout_seed = number("dropout_seed");
+    s.dropout_offset = number("dropout_offset");
+    return s;
+}
+
+}  // namespace app
+}  // namespace nc
