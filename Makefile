@@ -43,6 +43,7 @@ else
 endif
 CXXFLAGS += $(COMMON_FLAGS) $(MODE_FLAGS)
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(MODE_FLAGS))
+LDLIBS := -lz
 
 LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp optim/*.cpp data/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp)
@@ -81,17 +82,17 @@ $(LIB): $(call obj,$(LIB_SRCS))
 
 $(TEST_BIN): $(call obj,$(TEST_SRCS)) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CXX) $^ -o $@ $(LDFLAGS)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tutorials/%: $(BUILD)/obj/tutorials/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CXX) $^ -o $@ $(LDFLAGS)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(APP_BIN): $(call obj,$(APP_SRCS)) $(LIB)
-	$(CXX) $^ -o $@ $(LDFLAGS)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/obj/apps/bench_matmul.o $(LIB)
-	$(CXX) $^ -o $@ $(LDFLAGS)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 # Setup first (packages), then the build, then the suite, then every tutorial
 # chapter's program (so the tutorials never rot). Catch2's summary closes it.
@@ -125,9 +126,9 @@ bench:
 
 # Debian packages: compiler, Catch2 (tests), gdb (tutorial 2), graphviz (to
 # render graph dumps), fortunes (the default training text), nlohmann-json
-# (safetensors headers, config.json). Installs only
-# what is missing.
-PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev
+# (safetensors headers, config.json), zlib and stb (images), Fashion-MNIST
+# (the default ViT data). Installs only what is missing.
+PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist
 setup:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

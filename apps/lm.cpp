@@ -27,6 +27,9 @@ std::vector<FlagSpec> model_flags() {
         {"dropout", "0", "dropout probability"},
         {"dyt-alpha", "0.5", "initial alpha of Dynamic Tanh"},
         {"geo-step", "1", "GeoNorm base step size a"},
+        {"image-size", "28", "vit: images are resized to this square size"},
+        {"patch", "7", "vit: patch size (must divide --image-size)"},
+        {"channels", "1", "vit: image channels (1 or 3)"},
     };
 }
 
@@ -52,6 +55,9 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.dyt_alpha0 = flags.number("dyt-alpha");
     cfg.geo_step = flags.number("geo-step");
     cfg.vocab_size = 256;
+    cfg.image_size = flags.integer("image-size");
+    cfg.patch_size = flags.integer("patch");
+    cfg.channels = flags.integer("channels");
     if (cfg.family != Family::ViT) cfg.swiglu_multiple = std::min<int64_t>(256, std::max<int64_t>(8, cfg.n_embd / 4));
     cfg.validate();
     return cfg;

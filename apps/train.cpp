@@ -17,6 +17,7 @@
 #include "apps/checkpoint.h"
 #include "apps/commands.h"
 #include "apps/lm.h"
+#include "data/images.h"
 #include "data/text.h"
 #include "optim/optimizer.h"
 
@@ -27,7 +28,7 @@ static std::vector<FlagSpec> train_flags() {
     std::vector<FlagSpec> specs = model_flags();
     std::vector<FlagSpec> more = {
         {"device", "cpu", "cpu | cuda"},
-        {"data", data::kDefaultCorpus, "a text file or a directory of text files"},
+        {"data", data::kDefaultCorpus, "a text file or directory (vit: Fashion-MNIST's directory, the default, or root/<class>/<image>)"},
         {"val-fraction", "0.1", "the last fraction of the tokens used for validation"},
         {"no-shuffle", "false", "deterministic batches: window j of batch i starts at token (i*B + j)*T", true},
         {"steps", "1500", "optimizer steps"},
@@ -48,6 +49,7 @@ static std::vector<FlagSpec> train_flags() {
         {"seed", "1337", "seed for initialization, batches and sampling"},
         {"eval-every", "250", "validation loss every N steps (0: only at the end)"},
         {"eval-batches", "16", "batches per validation"},
+        {"train-images", "0", "vit: use only the first N training images (0: all)"},
         {"sample-tokens", "300", "bytes of text sampled at the end (0: none)"},
         {"temperature", "0.8", "sampling temperature"},
         {"top-k", "0", "sample among the k most likely bytes (0: all)"},
@@ -78,17 +80,147 @@ static std::string format_duration(double seconds) {
     return buf;
 }
 
-// Mean cross-entropy over `batches` deterministic validation windows.
-static double evaluate(const LanguageModel& lm, const data::LMBatches& val, int64_t batches) {
+// What differs between training a language model and an image classifier:
+// where batches come from, how a batch becomes a loss, what validation and
+// the end of the run report. The loop in train_command is shared.
+struct Task {
+    std::shared_ptr<nn::TransformerModel> model;
+    int64_t tokens_per_batch = 0;                // transformer positions per batch (for tok/s)
+    std::function<Tensor()> train_loss;          // draws the next batch; mean loss
+    std::function<double()> validate;            // mean validation loss (NaN: no validation data)
+    std::function<void()> finish;                // a text sample, or the accuracy
+    std::function<Generator&()> batch_generator; // the training stream, for checkpoints
+    std::function<int64_t()> batches_taken;
+    std::function<void(int64_t)> set_batches_taken;
+};
+
+static double mean_loss(nn::TransformerModel& model, int64_t batches, const std::function<Tensor(int64_t)>& loss_of) {
     NoGradGuard no_grad;
-    lm.module->eval();
+    model.eval();
     double total = 0;
-    for (int64_t i = 0; i < batches; ++i) {
-        data::Batch b = val.at(i);
-        total += cross_entropy(lm.forward(b.inputs), b.targets).item();
-    }
-    lm.module->train();
+    for (int64_t i = 0; i < batches; ++i) total += loss_of(i).item();
+    model.train();
     return total / (double)batches;
+}
+
+static Task text_task(const Flags& flags, const nn::TransformerConfig& cfg, uint64_t seed) {
+    std::string text = data::read_corpus(flags.str("data"));
+    data::Split split = data::split_tokens(data::encode_bytes(text), flags.number("val-fraction"));
+    int64_t B = flags.integer("batch"), T = flags.integer("seq"), eval_batches = flags.integer("eval-batches");
+    auto train = std::make_shared<data::LMBatches>(split.train, B, T, !flags.on("no-shuffle"), seed + 1);
+    std::shared_ptr<data::LMBatches> val;
+    if ((int64_t)split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, B, T, false, seed + 2);
+    Generator init_gen(seed);
+    LanguageModel lm = build_language_model(cfg, init_gen);
+    std::printf("data: %s, %zu train / %zu val bytes; batch %lld x %lld\n", flags.str("data").c_str(), split.train.size(),
+                split.val.size(), (long long)B, (long long)T);
+    Task task;
+    task.model = lm.module;
+    task.tokens_per_batch = B * T;
+    task.train_loss = [lm, train] {
+        data::Batch b = train->next();
+        return cross_entropy(lm.forward(b.inputs), b.targets);
+    };
+    task.validate = [lm, val, eval_batches] {
+        if (!val) return (double)NAN;
+        return mean_loss(*lm.module, eval_batches, [&](int64_t i) {
+            data::Batch b = val->at(i);
+            return cross_entropy(lm.forward(b.inputs), b.targets);
+        });
+    };
+    task.finish = [lm, &flags, seed] {
+        int64_t count = flags.integer("sample-tokens");
+        if (count <= 0) return;
+        Generator sample_gen(seed + 3);
+        std::string prompt = flags.str("prompt");
+        std::printf("\n--- sample (temperature %.2f) ---\n%s", flags.number("temperature"), prompt.c_str());
+        lm.module->eval();
+        sample_tokens(lm, data::encode_bytes(prompt), count, flags.number("temperature"), flags.integer("top-k"), sample_gen,
+                      [](int64_t t) {
+                          std::putchar((int)t);
+                          std::fflush(stdout);
+                      });
+        lm.module->train();
+        std::printf("\n--- end of sample ---\n");
+    };
+    task.batch_generator = [train]() -> Generator& { return train->generator(); };
+    task.batches_taken = [train] { return train->batches_taken(); };
+    task.set_batches_taken = [train](int64_t n) { train->set_position(n); };
+    return task;
+}
+
+static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
+    std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
+    auto train = std::make_shared<data::ImageSet>(), val = std::make_shared<data::ImageSet>();
+    int64_t limit = flags.integer("train-images");
+    if (std::filesystem::exists(path + "/train-images-idx3-ubyte.gz")) {
+        *train = data::load_fashion_mnist(path, true, limit);
+        *val = data::load_fashion_mnist(path, false, flags.integer("eval-batches") * flags.integer("batch"));
+        train->images = data::resize_images(train->images, cfg.image_size);
+        val->images = data::resize_images(val->images, cfg.image_size);
+        if (cfg.channels != 1) throw Error("Fashion-MNIST images have 1 channel; use --channels 1");
+    } else {
+        data::ImageSet all = data::load_image_folder(path, cfg.image_size, cfg.channels);
+        // A fixed shuffle, then the last --val-fraction validates.
+        int64_t n = (int64_t)all.labels.size(), n_val = (int64_t)((double)n * flags.number("val-fraction"));
+        Generator order(seed + 4);
+        std::vector<double> keys = raw::rand({n}, order, kFloat64).to_vector();
+        std::vector<int64_t> perm(n);
+        for (int64_t i = 0; i < n; ++i) perm[i] = i;
+        std::sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
+        auto take = [&](int64_t from, int64_t to, data::ImageSet& out) {
+            std::vector<int64_t> rows(perm.begin() + from, perm.begin() + to);
+            out.images = raw::index_select(all.images, 0, raw::from_indices(rows, {(int64_t)rows.size()}));
+            for (int64_t r : rows) out.labels.push_back(all.labels[r]);
+            out.class_names = all.class_names;
+        };
+        take(0, n - n_val, *train);
+        if (n_val > 0) take(n - n_val, n, *val);
+    }
+    int64_t B = flags.integer("batch"), eval_batches = flags.integer("eval-batches");
+    auto batches = std::make_shared<data::ImageBatches>(*train, B, !flags.on("no-shuffle"), seed + 1);
+    std::shared_ptr<data::ImageBatches> val_batches;
+    if (!val->labels.empty()) val_batches = std::make_shared<data::ImageBatches>(*val, B, false, seed + 2);
+    Generator init_gen(seed);
+    auto model = std::make_shared<nn::ViT>(cfg, init_gen);
+    int64_t tokens = (cfg.image_size / cfg.patch_size) * (cfg.image_size / cfg.patch_size) + 1;
+    std::printf("data: %s, %zu train / %zu val images of %lld x %lld, %zu classes; batch %lld\n", path.c_str(),
+                train->labels.size(), val->labels.size(), (long long)cfg.image_size, (long long)cfg.image_size,
+                train->class_names.size(), (long long)B);
+    Task task;
+    task.model = model;
+    task.tokens_per_batch = B * tokens;
+    task.train_loss = [model, batches, train] {
+        data::ImageBatch b = batches->next();
+        return cross_entropy(model->forward(b.images), b.labels);
+    };
+    int64_t val_count = std::min<int64_t>((int64_t)val->labels.size() / std::max<int64_t>(1, B), eval_batches);
+    task.validate = [model, val_batches, val_count, val] {
+        if (!val_batches || val_count == 0) return (double)NAN;
+        return mean_loss(*model, val_count, [&](int64_t i) {
+            data::ImageBatch b = val_batches->at(i);
+            return cross_entropy(model->forward(b.images), b.labels);
+        });
+    };
+    task.finish = [model, val, B] {
+        if (val->labels.empty()) return;
+        NoGradGuard no_grad;
+        model->eval();
+        int64_t correct = 0, n = (int64_t)val->labels.size();
+        for (int64_t start = 0; start < n; start += B) {
+            int64_t count = std::min(B, n - start);
+            Tensor logits = model->forward(raw::narrow(val->images, 0, start, count));
+            std::vector<int64_t> guess = raw::argmax(logits, 1).to_int_vector();
+            for (int64_t i = 0; i < count; ++i) correct += guess[i] == val->labels[start + i];
+        }
+        model->train();
+        std::printf("validation accuracy: %.4f (%lld of %lld images)\n", (double)correct / (double)n, (long long)correct,
+                    (long long)n);
+    };
+    task.batch_generator = [batches]() -> Generator& { return batches->generator(); };
+    task.batches_taken = [batches] { return batches->batches_taken(); };
+    task.set_batches_taken = [batches](int64_t n) { batches->set_position(n); };
+    return task;
 }
 
 int train_command(int argc, char** argv) {
@@ -102,27 +234,20 @@ int train_command(int argc, char** argv) {
         throw Error("flag --device: '" + flags.str("device") + "' is not available: this build has only the cpu backend");
     nn::TransformerConfig cfg = resolve_config(flags);
     std::string run_dir = flags.given("run-dir") ? flags.str("run-dir") : default_run_dir(flags.str("model"));
-    if (cfg.family == nn::Family::ViT)
-        throw Error("--model vit: image data (Fashion-MNIST, image folders) is not implemented yet in this build");
-    if (flags.integer("seq") > cfg.block_size && cfg.positions == nn::Positions::Learned)
+    bool vision = cfg.family == nn::Family::ViT;
+    if (!vision && flags.integer("seq") > cfg.block_size && cfg.positions == nn::Positions::Learned)
         throw Error("--seq " + flags.str("seq") + " is longer than the model's position table (" + std::to_string(cfg.block_size) + ")");
-
-    // Data.
-    std::string text = data::read_corpus(flags.str("data"));
-    data::Split split = data::split_tokens(data::encode_bytes(text), flags.number("val-fraction"));
-    int64_t B = flags.integer("batch"), T = flags.integer("seq"), steps = flags.integer("steps"), accum = flags.integer("accum");
+    int64_t steps = flags.integer("steps"), accum = flags.integer("accum");
     if (steps <= 0 || accum <= 0) throw Error("flags --steps and --accum must be positive");
     uint64_t seed = (uint64_t)flags.integer("seed");
-    data::LMBatches train_batches(split.train, B, T, !flags.on("no-shuffle"), seed + 1);
-    bool has_val = (int64_t)split.val.size() > T + 1;
-    std::unique_ptr<data::LMBatches> val_batches;
-    if (has_val) val_batches = std::make_unique<data::LMBatches>(split.val, B, T, false, seed + 2);
 
-    // Model and optimizer.
-    Generator init_gen(seed);
-    LanguageModel lm = build_language_model(cfg, init_gen);
-    if (flags.given("init") && !flags.given("resume")) load_weights(*lm.module, flags.str("init"));
-    std::vector<optim::ParamGroup> groups = optim::decay_groups(*lm.module, flags.number("weight-decay"));
+    // Data and model.
+    Task task = vision ? image_task(flags, cfg, seed) : text_task(flags, cfg, seed);
+    nn::TransformerModel& model = *task.model;
+    if (flags.given("init") && !flags.given("resume")) load_weights(model, flags.str("init"));
+
+    // Optimizer.
+    std::vector<optim::ParamGroup> groups = optim::decay_groups(model, flags.number("weight-decay"));
     std::unique_ptr<optim::Optimizer> opt;
     double lr = flags.number("lr");
     if (flags.str("optimizer") == "adamw")
@@ -132,41 +257,37 @@ int train_command(int argc, char** argv) {
     else
         throw Error("flag --optimizer: unknown optimizer '" + flags.str("optimizer") + "' (choose sgd or adamw)");
     optim::Schedule schedule = optim::parse_schedule(flags.str("schedule"));
-    std::vector<Tensor> params = lm.module->parameters();
+    std::vector<Tensor> params = model.parameters();
     int64_t first_step = 0;
     if (flags.given("resume")) {
-        TrainingState state = load_training_checkpoint(flags.str("resume"), *lm.module, *opt);
+        TrainingState state = load_training_checkpoint(flags.str("resume"), model, *opt);
         first_step = state.step;
-        train_batches.generator().manual_seed(state.batch_seed);
-        train_batches.generator().set_offset(state.batch_offset);
-        train_batches.set_position(state.batches_taken);
-        lm.module->dropout_generator().manual_seed(state.dropout_seed);
-        lm.module->dropout_generator().set_offset(state.dropout_offset);
+        task.batch_generator().manual_seed(state.batch_seed);
+        task.batch_generator().set_offset(state.batch_offset);
+        task.set_batches_taken(state.batches_taken);
+        model.dropout_generator().manual_seed(state.dropout_seed);
+        model.dropout_generator().set_offset(state.dropout_offset);
         if (first_step >= steps)
             throw Error("--resume: the checkpoint is at step " + std::to_string(first_step) + ", nothing left for --steps " +
                         std::to_string(steps));
         std::printf("resumed from %s at step %lld\n", flags.str("resume").c_str(), (long long)first_step);
     }
     auto checkpoint = [&](int64_t done) {
-        TrainingState state{done, train_batches.batches_taken(), train_batches.generator().seed(),
-                            train_batches.generator().offset(), lm.module->dropout_generator().seed(),
-                            lm.module->dropout_generator().offset()};
-        save_training_checkpoint(run_dir + "/checkpoint.safetensors", *lm.module, *opt, state);
+        TrainingState state{done, task.batches_taken(), task.batch_generator().seed(), task.batch_generator().offset(),
+                            model.dropout_generator().seed(), model.dropout_generator().offset()};
+        save_training_checkpoint(run_dir + "/checkpoint.safetensors", model, *opt, state);
     };
 
     std::filesystem::create_directories(run_dir);
     std::ofstream csv(run_dir + "/train_log.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
     if (!csv) throw Error("--run-dir: cannot write '" + run_dir + "/train_log.csv'");
     if (first_step == 0) csv << "step,loss,val_loss,lr,grad_norm,time_s\n";
-
-    std::printf("model: %s, %lld parameters\n", describe(cfg).c_str(), (long long)lm.module->num_parameters());
-    std::printf("data: %s, %zu train / %zu val bytes; batch %lld x %lld%s; %lld steps, log in %s/train_log.csv\n",
-                flags.str("data").c_str(), split.train.size(), split.val.size(), (long long)B, (long long)T,
-                accum > 1 ? (" x " + std::to_string(accum) + " micro-batches").c_str() : "", (long long)steps,
-                run_dir.c_str());
+    std::printf("model: %s, %lld parameters\n", describe(cfg).c_str(), (long long)model.num_parameters());
+    std::printf("training: %lld steps%s, log in %s/train_log.csv\n", (long long)steps,
+                accum > 1 ? (" of " + std::to_string(accum) + " micro-batches").c_str() : "", run_dir.c_str());
 
     bool tty = isatty(STDOUT_FILENO);
-    int64_t eval_every = flags.integer("eval-every"), eval_batches = flags.integer("eval-batches");
+    int64_t eval_every = flags.integer("eval-every");
     int64_t report_every = std::max<int64_t>(1, steps / 20);
     double last_loss = 0, last_val = NAN, train_seconds = 0;
     int64_t stop = flags.integer("stop-after") > 0 ? std::min(steps, flags.integer("stop-after")) : steps;
@@ -177,8 +298,7 @@ int train_command(int argc, char** argv) {
         opt->zero_grad();
         double loss_sum = 0;
         for (int64_t micro = 0; micro < accum; ++micro) {
-            data::Batch batch = train_batches.next();
-            Tensor loss = cross_entropy(lm.forward(batch.inputs), batch.targets);
+            Tensor loss = task.train_loss();
             loss_sum += loss.item();
             backward(accum > 1 ? loss * (1.0 / (double)accum) : loss);  // the mean over micro-batches
         }
@@ -190,15 +310,15 @@ int train_command(int argc, char** argv) {
 
         bool last = step == stop - 1;
         double val = NAN;
-        if (has_val && (last || (eval_every > 0 && (step + 1) % eval_every == 0))) {
-            val = evaluate(lm, *val_batches, eval_batches);
-            last_val = val;
+        if (last || (eval_every > 0 && (step + 1) % eval_every == 0)) {
+            val = task.validate();
+            if (!std::isnan(val)) last_val = val;
         }
         csv << step + 1 << "," << last_loss << "," << (std::isnan(val) ? "" : std::to_string(val)) << "," << step_lr << ","
             << grad_norm << "," << train_seconds << "\n";
 
         int64_t done_here = step + 1 - first_step;
-        double tok_per_s = (double)(B * T * accum) * (double)done_here / train_seconds;
+        double tok_per_s = (double)(task.tokens_per_batch * accum) * (double)done_here / train_seconds;
         double eta = train_seconds / (double)done_here * (double)(stop - step - 1);
         int64_t every = flags.integer("checkpoint-every");
         if (every > 0 && (step + 1) % every == 0 && !last) checkpoint(step + 1);
@@ -218,25 +338,14 @@ int train_command(int argc, char** argv) {
     if (tty) std::printf("\n");
     checkpoint(stop);
     if (flags.given("save")) {
-        save_weights(*lm.module, flags.str("save"));
+        save_weights(model, flags.str("save"));
         std::printf("weights saved to %s\n", flags.str("save").c_str());
     }
 
-    int64_t sample_count = flags.integer("sample-tokens");
-    if (sample_count > 0) {
-        Generator sample_gen(seed + 3);
-        std::string prompt = flags.str("prompt");
-        std::printf("\n--- sample (temperature %.2f) ---\n%s", flags.number("temperature"), prompt.c_str());
-        sample_tokens(lm, data::encode_bytes(prompt), sample_count, flags.number("temperature"), flags.integer("top-k"),
-                      sample_gen, [](int64_t t) {
-                          std::putchar((int)t);
-                          std::fflush(stdout);
-                      });
-        std::printf("\n--- end of sample ---\n");
-    }
+    task.finish();
     double ms_per_step = 1000 * train_seconds / (double)(stop - first_step);
     std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)stop,
-                last_loss, last_val, ms_per_step, (double)(B * T * accum) / (ms_per_step / 1000));
+                last_loss, last_val, ms_per_step, (double)(task.tokens_per_batch * accum) / (ms_per_step / 1000));
     return 0;
 }
 

@@ -25,6 +25,12 @@ for model in gpt2 llama; do
   head -1 "$work/run-$model/train_log.csv" | grep -q '^step,loss,val_loss,lr,grad_norm,time_s$' || fail "CSV header"
 done
 
+# 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
+out=$("$bin" train --model vit --train-images 256 --steps 3 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 2 \
+      --run-dir "$work/run-vit" 2>&1) || fail "train --model vit: $out"
+grep -q "validation accuracy" <<<"$out" || fail "train --model vit should report the accuracy: $out"
+grep -qE '^summary: steps=3 ' <<<"$out" || fail "train --model vit: no summary line"
+
 # 2. the variants from the command line build and train one step.
 for variant in "--placement geonorm --decay harmonic" "--norm dyt --placement sandwich" "--placement deepnorm --norm rmsnorm" \
                "--attention differential --width 32 --heads 2" "--mlp swiglu --positions rope --kv-heads 1"; do
@@ -83,6 +89,7 @@ expect_error "unknown placement 'middle'" train --placement middle
 expect_error "--heads 3 does not divide --width 32" train --width 32 --heads 3
 expect_error "needs a value" train --steps
 expect_error "unknown command 'fly'" fly
+expect_error "is not divisible by the patch size" train --model vit --image-size 28 --patch 5
 expect_error "mismatch: model.layers.0.self_attn.q_proj.weight" train --model llama --init "$work/w.safetensors" --width 32 --heads 2 --layers 1 --data "$work/tiny.txt"
 expect_error "not a normcore training checkpoint" train --resume "$work/w.safetensors" --data "$work/tiny.txt"
 expect_error "config.json" generate --init "$work"

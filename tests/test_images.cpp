@@ -1,0 +1,108 @@
+// Images: IDX files (gzipped or raw), image folders through stb_image,
+// resizing, and labelled batches.
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+
+#include "data/images.h"
+#include "helpers.h"
+
+using namespace nc;
+using nc_test::check_error;
+using nc_test::check_values;
+namespace fs = std::filesystem;
+
+static fs::path temp_dir(const char* name) {
+    fs::path dir = fs::temp_directory_path() / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+// An IDX file of unsigned bytes: magic 0x0000 08 ndim, big-endian dims, data.
+static std::string idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+    std::string s = {0, 0, 8, (char)dims.size()};
+    for (uint32_t d : dims) s += {(char)(d >> 24), (char)(d >> 16), (char)(d >> 8), (char)d};
+    return s + std::string(data.begin(), data.end());
+}
+
+static void write_gz(const fs::path& path, const std::string& bytes) {
+    gzFile f = gzopen(path.string().c_str(), "wb");
+    gzwrite(f, bytes.data(), (unsigned)bytes.size());
+    gzclose(f);
+}
+
+TEST_CASE("IDX files, gzipped or not, and a Fashion-MNIST-shaped directory", "[data][images]") {
+    fs::path dir = temp_dir("normcore_idx");
+    std::vector<uint8_t> pixels(3 * 2 * 2);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = (uint8_t)(i * 20);
+    write_gz(dir / "train-images-idx3-ubyte.gz", idx_bytes({3, 2, 2}, pixels));
+    write_gz(dir / "train-labels-idx1-ubyte.gz", idx_bytes({3}, {7, 0, 9}));
+    std::ofstream(dir / "raw.idx", std::ios::binary) << idx_bytes({2}, {5, 6});
+    std::vector<int64_t> dims;
+    CHECK(data::read_idx((dir / "raw.idx").string(), dims) == std::vector<uint8_t>{5, 6});
+    CHECK(dims == std::vector<int64_t>{2});
+    data::ImageSet set = data::load_fashion_mnist(dir.string(), true);
+    CHECK(set.images.shape() == Shape{3, 1, 2, 2});
+    CHECK(set.labels == std::vector<int64_t>{7, 0, 9});
+    CHECK(set.images.to_vector()[0] == -1.0);                          // 0 -> -1
+    CHECK(set.images.to_vector()[5] == Approx(100 / 127.5 - 1));      // 100 -> 100/127.5 - 1
+    CHECK(data::load_fashion_mnist(dir.string(), true, 2).labels.size() == 2);
+    // Corrupt files.
+    std::ofstream(dir / "bad_magic.idx", std::ios::binary) << std::string("\x00\x00\x09\x01\x00\x00\x00\x01x", 9);
+    check_error([&] { data::read_idx((dir / "bad_magic.idx").string(), dims); }, {"bad_magic.idx", "magic"});
+    std::ofstream(dir / "short.idx", std::ios::binary) << idx_bytes({10}, {1, 2, 3});
+    check_error([&] { data::read_idx((dir / "short.idx").string(), dims); }, {"short.idx", "10 bytes", "3"});
+    check_error([&] { data::read_idx((dir / "missing.gz").string(), dims); }, {"missing.gz", "cannot be opened"});
+    fs::remove_all(dir);
+}
+
+TEST_CASE("image folders: PNG and JPEG, classes from directory names, resized", "[data][images]") {
+    fs::path dir = temp_dir("normcore_folder");
+    fs::create_directories(dir / "cats");
+    fs::create_directories(dir / "dogs");
+    // A 4x4 white PNG (RGB) and a 6x6 black JPEG.
+    std::vector<uint8_t> white(4 * 4 * 3, 255), black(6 * 6 * 3, 0);
+    REQUIRE(stbi_write_png((dir / "cats" / "a.png").string().c_str(), 4, 4, 3, white.data(), 4 * 3));
+    REQUIRE(stbi_write_jpg((dir / "dogs" / "b.jpg").string().c_str(), 6, 6, 3, black.data(), 95));
+    std::ofstream(dir / "dogs" / "notes.txt") << "not an image";
+    data::ImageSet set = data::load_image_folder(dir.string(), 8, 3);
+    CHECK(set.class_names == std::vector<std::string>{"cats", "dogs"});
+    CHECK(set.labels == std::vector<int64_t>{0, 1});
+    CHECK(set.images.shape() == Shape{2, 3, 8, 8});
+    CHECK(-raw::max(raw::neg(raw::narrow(set.images, 0, 0, 1))).item() == Approx(1.0));  // white -> 1 everywhere
+    CHECK(raw::max(raw::abs(raw::narrow(set.images, 0, 1, 1))).item() > 0.9);  // black -> about -1
+    data::ImageSet gray = data::load_image_folder(dir.string(), 5, 1);
+    CHECK(gray.images.shape() == Shape{2, 1, 5, 5});
+    std::ofstream(dir / "cats" / "broken.png") << "garbage";
+    check_error([&] { data::load_image_folder(dir.string(), 8, 3); }, {"broken.png", "cannot be read"});
+    check_error([&] { data::load_image_folder((dir / "nope").string(), 8, 3); }, {"nope", "not a directory"});
+    fs::remove_all(dir);
+}
+
+TEST_CASE("bilinear resize keeps constant images and averages neighbours", "[data][images]") {
+    Tensor flat = raw::full({1, 1, 3, 3}, 0.25);
+    check_values(data::resize_images(flat, 7), std::vector<double>(49, 0.25), 1e-7);
+    Tensor two = raw::from_vector(std::vector<float>{0, 1, 0, 1}, {1, 1, 2, 2});  // columns 0 and 1
+    check_values(data::resize_images(two, 1), {0.5}, 1e-7);
+}
+
+TEST_CASE("image batches: in order or shuffled from the seed", "[data][images]") {
+    data::ImageSet set;
+    set.images = raw::reshape(raw::arange(0, 5), {5, 1, 1, 1});
+    set.labels = {0, 1, 2, 3, 4};
+    data::ImageBatches ordered(set, 2, false, 0);
+    data::ImageBatch b = ordered.next();
+    CHECK(b.labels.to_int_vector() == std::vector<int64_t>{0, 1});
+    CHECK(ordered.at(2).labels.to_int_vector() == std::vector<int64_t>{4, 0});  // wraps
+    data::ImageBatches s1(set, 3, true, 9), s2(set, 3, true, 9);
+    data::ImageBatch x = s1.next(), y = s2.next();
+    CHECK(x.labels.to_int_vector() == y.labels.to_int_vector());
+    std::vector<double> pix = x.images.to_vector();
+    std::vector<int64_t> lab = x.labels.to_int_vector();
+    for (size_t i = 0; i < lab.size(); ++i) CHECK(pix[i] == (double)lab[i]);  // image and label travel together
+}
