@@ -1,0 +1,52 @@
+// bpe.h — byte-pair encoding (Sennrich et al. 2016; GPT-2's byte-level form).
+//
+// Text is first cut into chunks (words with their leading space, runs of
+// digits, of punctuation, of whitespace — a simplified GPT-2 pre-tokenizer),
+// so merges never cross word boundaries. Each chunk starts as its bytes; then
+// the learned merges are applied, always the adjacent pair with the lowest
+// rank first, until none applies. Decoding concatenates the tokens' bytes, so
+// every byte string round-trips.
+//
+// Training counts adjacent pairs over the corpus's chunks and repeatedly
+// merges the most frequent pair (ties: the smallest pair of ids) into a new
+// token. A vocabulary saves as a small text file, and GPT-2's own files
+// (vocab.json + merges.txt) load too.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nc {
+namespace data {
+
+class BPETokenizer {
+public:
+    // Learns merges on `text` until the vocabulary has vocab_size tokens (>= 256).
+    static BPETokenizer train(const std::string& text, int64_t vocab_size);
+    static BPETokenizer load(const std::string& path);  // our format (save)
+    static BPETokenizer load_gpt2(const std::string& vocab_json, const std::string& merges_txt);
+    void save(const std::string& path) const;
+
+    std::vector<int64_t> encode(const std::string& text) const;
+    std::string decode(const std::vector<int64_t>& ids) const;
+    int64_t vocab_size() const { return (int64_t)token_bytes_.size(); }
+    const std::string& token(int64_t id) const { return token_bytes_.at(id); }
+    // The merges in rank order, as (left id, right id).
+    std::vector<std::pair<int64_t, int64_t>> merges() const;
+
+    // The pre-tokenizer's chunks of `text`.
+    static std::vector<std::string> chunks(const std::string& text);
+
+private:
+    void add_merge(int64_t left, int64_t right, int64_t result);
+    std::vector<int64_t> encode_chunk(const std::string& chunk) const;
+
+    std::vector<std::string> token_bytes_;  // id -> bytes
+    int64_t byte_token_[256] = {};          // byte -> id
+    std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> merges_;  // pair -> (rank, result id)
+};
+
+}  // namespace data
+}  // namespace nc
