@@ -40,10 +40,11 @@ int generate_command(int argc, char** argv) {
                                 {"init", "", "weights: a safetensors file (architecture from the flags) or a model directory"},
                                 {"resume", "", "or a training checkpoint"},
                                 {"prompt", "", "text to continue (default: a newline)"},
-                                {"max-tokens", "200", "bytes to generate"},
+                                {"max-tokens", "200", "tokens to generate"},
                                 {"temperature", "0.8", "sampling temperature (0: always the most likely byte)"},
                                 {"top-k", "0", "sample among the k most likely bytes (0: all)"},
                                 {"seed", "1", "sampling seed"},
+                                {"tokenizer", "byte", "byte, a BPE file, or a GPT-2 vocab.json + merges.txt directory"},
                             }));
     flags.parse(argc, argv, 2);
     if (flags.help_requested()) {
@@ -54,9 +55,10 @@ int generate_command(int argc, char** argv) {
     Generator gen((uint64_t)flags.integer("seed"));
     std::string prompt = flags.str("prompt");
     std::printf("%s", prompt.c_str());
-    sample_tokens(lm, data::encode_bytes(prompt), flags.integer("max-tokens"), flags.number("temperature"),
-                  flags.integer("top-k"), gen, [](int64_t t) {
-                      std::putchar((int)t);
+    TextCodec codec = make_codec(flags, "");
+    sample_tokens(lm, codec.encode(prompt.empty() ? std::string("\n") : prompt), flags.integer("max-tokens"), flags.number("temperature"),
+                  flags.integer("top-k"), gen, [&codec](int64_t t) {
+                      std::fputs(codec.token_text(t).c_str(), stdout);
                       std::fflush(stdout);
                   });
     std::printf("\n");
@@ -71,6 +73,7 @@ int eval_command(int argc, char** argv) {
                             {"val-fraction", "0.1", "evaluate on the last fraction of the tokens (1: all of them)"},
                             {"batch", "16", "sequences per batch"},
                             {"batches", "16", "number of batches"},
+                            {"tokenizer", "byte", "byte, a BPE file, or a GPT-2 vocab.json + merges.txt directory"},
                         }));
     flags.parse(argc, argv, 2);
     if (flags.help_requested()) {
@@ -78,7 +81,7 @@ int eval_command(int argc, char** argv) {
         return 0;
     }
     LanguageModel lm = load_model(flags);
-    std::vector<int64_t> tokens = data::encode_bytes(data::read_corpus(flags.str("data")));
+    std::vector<int64_t> tokens = make_codec(flags, "").encode(data::read_corpus(flags.str("data")));
     double fraction = flags.number("val-fraction");
     if (!(fraction > 0 && fraction <= 1)) throw Error("--val-fraction must be in (0, 1], got " + flags.str("val-fraction"));
     std::vector<int64_t> part(tokens.begin() + (int64_t)((double)tokens.size() * (1 - fraction)), tokens.end());
@@ -91,7 +94,7 @@ int eval_command(int argc, char** argv) {
         total += cross_entropy(lm.forward(b.inputs), b.targets).item();
     }
     double loss = total / (double)batches;
-    std::printf("eval: loss=%.4f nats/byte (%.4f bits/byte) perplexity=%.3f over %lld windows of %lld bytes\n", loss,
+    std::printf("eval: loss=%.4f nats/token (%.4f bits/token) perplexity=%.3f over %lld windows of %lld tokens\n", loss,
                 loss / std::log(2.0), std::exp(loss), (long long)(batches * flags.integer("batch")), (long long)T);
     return 0;
 }

@@ -1,6 +1,10 @@
 #include "apps/lm.h"
 
 #include "apps/checkpoint.h"
+#include "data/bpe.h"
+#include "data/text.h"
+
+#include <filesystem>
 
 #include <algorithm>
 #include <cmath>
@@ -61,6 +65,36 @@ TransformerConfig config_from_flags(const Flags& flags) {
     if (cfg.family != Family::ViT) cfg.swiglu_multiple = std::min<int64_t>(256, std::max<int64_t>(8, cfg.n_embd / 4));
     cfg.validate();
     return cfg;
+}
+
+TextCodec make_codec(const Flags& flags, const std::string& training_text) {
+    std::string spec = flags.accepts("tokenizer") ? flags.str("tokenizer") : "byte";
+    TextCodec codec;
+    if (spec == "byte") {
+        codec.encode = data::encode_bytes;
+        codec.token_text = [](int64_t t) { return std::string(1, (char)t); };
+        return codec;
+    }
+    namespace fs = std::filesystem;
+    std::shared_ptr<data::BPETokenizer> tok;
+    if (fs::is_directory(spec)) {
+        tok = std::make_shared<data::BPETokenizer>(
+            data::BPETokenizer::load_gpt2((fs::path(spec) / "vocab.json").string(), (fs::path(spec) / "merges.txt").string()));
+    } else if (fs::exists(spec)) {
+        tok = std::make_shared<data::BPETokenizer>(data::BPETokenizer::load(spec));
+    } else {
+        if (training_text.empty()) throw Error("--tokenizer: '" + spec + "' does not exist");
+        int64_t size = flags.accepts("vocab-size") ? flags.integer("vocab-size") : 512;
+        std::printf("training a BPE vocabulary of %lld tokens, saved to %s\n", (long long)size, spec.c_str());
+        // Learning merges is quadratic-ish in the corpus: a 1 MB sample is plenty.
+        tok = std::make_shared<data::BPETokenizer>(data::BPETokenizer::train(training_text.substr(0, 1 << 20), size));
+        tok->save(spec);
+    }
+    codec.encode = [tok](const std::string& text) { return tok->encode(text); };
+    codec.token_text = [tok](int64_t t) { return tok->token(t); };
+    codec.vocab_size = tok->vocab_size();
+    codec.name = "BPE " + spec + " (" + std::to_string(codec.vocab_size) + " tokens)";
+    return codec;
 }
 
 TransformerConfig resolve_config(const Flags& flags) {

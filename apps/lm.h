@@ -22,6 +22,18 @@ std::string describe(const nn::TransformerConfig& cfg);
 // config.json when --init is a model directory, else from the model flags.
 nn::TransformerConfig resolve_config(const Flags& flags);
 
+// Text <-> tokens: bytes (vocabulary 256, the default) or a BPE vocabulary.
+struct TextCodec {
+    std::function<std::vector<int64_t>(const std::string&)> encode;
+    std::function<std::string(int64_t)> token_text;  // the bytes of one token
+    int64_t vocab_size = 256;
+    std::string name = "bytes";
+};
+// --tokenizer: "byte"; a normcore BPE file (trained on `training_text` and
+// saved there first if it does not exist yet, with --vocab-size tokens); or a
+// directory holding GPT-2's vocab.json and merges.txt.
+TextCodec make_codec(const Flags& flags, const std::string& training_text);
+
 // A language model (GPT-2 or Llama family) behind one call: ids -> logits.
 struct LanguageModel {
     std::shared_ptr<nn::TransformerModel> module;

@@ -30,6 +30,8 @@ static std::vector<FlagSpec> train_flags() {
         {"device", "cpu", "cpu | cuda"},
         {"data", data::kDefaultCorpus, "a text file or directory (vit: Fashion-MNIST's directory, the default, or root/<class>/<image>)"},
         {"val-fraction", "0.1", "the last fraction of the tokens used for validation"},
+        {"tokenizer", "byte", "byte, a BPE file (trained on the data and saved there if missing), or a GPT-2 vocab.json + merges.txt directory"},
+        {"vocab-size", "512", "size of a newly trained BPE vocabulary"},
         {"no-shuffle", "false", "deterministic batches: window j of batch i starts at token (i*B + j)*T", true},
         {"steps", "1500", "optimizer steps"},
         {"batch", "16", "sequences per batch B"},
@@ -50,7 +52,7 @@ static std::vector<FlagSpec> train_flags() {
         {"eval-every", "250", "validation loss every N steps (0: only at the end)"},
         {"eval-batches", "16", "batches per validation"},
         {"train-images", "0", "vit: use only the first N training images (0: all)"},
-        {"sample-tokens", "300", "bytes of text sampled at the end (0: none)"},
+        {"sample-tokens", "300", "tokens of text sampled at the end (0: none)"},
         {"temperature", "0.8", "sampling temperature"},
         {"top-k", "0", "sample among the k most likely bytes (0: all)"},
         {"prompt", "", "text the sample continues (default: a newline)"},
@@ -103,17 +105,22 @@ static double mean_loss(nn::TransformerModel& model, int64_t batches, const std:
     return total / (double)batches;
 }
 
-static Task text_task(const Flags& flags, const nn::TransformerConfig& cfg, uint64_t seed) {
+static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
     std::string text = data::read_corpus(flags.str("data"));
-    data::Split split = data::split_tokens(data::encode_bytes(text), flags.number("val-fraction"));
+    TextCodec codec = make_codec(flags, text);
+    if (!flags.given("resume") && !(flags.given("init") && is_directory_target(flags.str("init")))) cfg.vocab_size = codec.vocab_size;
+    if (codec.vocab_size > cfg.vocab_size)
+        throw Error("the tokenizer has " + std::to_string(codec.vocab_size) + " tokens but the model only " +
+                    std::to_string(cfg.vocab_size));
+    data::Split split = data::split_tokens(codec.encode(text), flags.number("val-fraction"));
     int64_t B = flags.integer("batch"), T = flags.integer("seq"), eval_batches = flags.integer("eval-batches");
     auto train = std::make_shared<data::LMBatches>(split.train, B, T, !flags.on("no-shuffle"), seed + 1);
     std::shared_ptr<data::LMBatches> val;
     if ((int64_t)split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, B, T, false, seed + 2);
     Generator init_gen(seed);
     LanguageModel lm = build_language_model(cfg, init_gen);
-    std::printf("data: %s, %zu train / %zu val bytes; batch %lld x %lld\n", flags.str("data").c_str(), split.train.size(),
-                split.val.size(), (long long)B, (long long)T);
+    std::printf("data: %s, %s, %zu train / %zu val tokens; batch %lld x %lld\n", flags.str("data").c_str(),
+                codec.name.c_str(), split.train.size(), split.val.size(), (long long)B, (long long)T);
     Task task;
     task.model = lm.module;
     task.tokens_per_batch = B * T;
@@ -128,16 +135,16 @@ static Task text_task(const Flags& flags, const nn::TransformerConfig& cfg, uint
             return cross_entropy(lm.forward(b.inputs), b.targets);
         });
     };
-    task.finish = [lm, &flags, seed] {
+    task.finish = [lm, &flags, seed, codec] {
         int64_t count = flags.integer("sample-tokens");
         if (count <= 0) return;
         Generator sample_gen(seed + 3);
         std::string prompt = flags.str("prompt");
         std::printf("\n--- sample (temperature %.2f) ---\n%s", flags.number("temperature"), prompt.c_str());
         lm.module->eval();
-        sample_tokens(lm, data::encode_bytes(prompt), count, flags.number("temperature"), flags.integer("top-k"), sample_gen,
-                      [](int64_t t) {
-                          std::putchar((int)t);
+        sample_tokens(lm, codec.encode(prompt.empty() ? std::string("\n") : prompt), count, flags.number("temperature"), flags.integer("top-k"), sample_gen,
+                      [&codec](int64_t t) {
+                          std::fputs(codec.token_text(t).c_str(), stdout);
                           std::fflush(stdout);
                       });
         lm.module->train();

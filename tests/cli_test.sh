@@ -71,9 +71,18 @@ out=$("$bin" generate --init "$work/wdir" --prompt "the" --max-tokens 12 --seed 
 [ "${#out}" -ge 15 ] || fail "generate printed too little: '$out'"
 out2=$("$bin" generate --init "$work/wdir" --prompt "the" --max-tokens 12 --seed 3 2>&1)
 [ "$out" == "$out2" ] || fail "generate with the same seed should print the same text"
-"$bin" eval --init "$work/wdir" --data "$work/tiny.txt" --seq 16 --batch 2 --batches 2 | grep -qE '^eval: loss=[0-9.]+ nats/byte' \
+"$bin" eval --init "$work/wdir" --data "$work/tiny.txt" --seq 16 --batch 2 --batches 2 | grep -qE "^eval: loss=[0-9.]+ nats/token" \
   || fail "eval should print the loss"
 "$bin" generate --resume "$work/split/checkpoint.safetensors" --max-tokens 5 > /dev/null 2>&1 || fail "generate from a training checkpoint"
+
+# 5b. a BPE vocabulary: trained on the data and saved on first use, then reused.
+"$bin" train --tokenizer "$work/v.bpe" --vocab-size 300 --data "$work/tiny.txt" --steps 2 --batch 2 --seq 16 --layers 1 \
+  --width 16 --heads 2 --eval-batches 1 --sample-tokens 5 --run-dir "$work/bpe" --save "$work/bpe-model/" > "$work/out.txt" 2>&1 \
+  || fail "train with BPE: $(cat "$work/out.txt")"
+[ -f "$work/v.bpe" ] || fail "the BPE vocabulary should have been saved"
+grep -q "BPE $work/v.bpe" "$work/out.txt" || fail "train should name the tokenizer: $(cat "$work/out.txt")"
+"$bin" generate --init "$work/bpe-model" --tokenizer "$work/v.bpe" --prompt "the" --max-tokens 5 > /dev/null 2>&1 \
+  || fail "generate with the BPE vocabulary"
 
 # 6. bad input: one clear line, non-zero exit.
 expect_error() {  # expect_error "<fragment of the message>" args...
