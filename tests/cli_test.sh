@@ -71,8 +71,8 @@ out=$("$bin" generate --init "$work/wdir" --prompt "the" --max-tokens 12 --seed 
 [ "${#out}" -ge 15 ] || fail "generate printed too little: '$out'"
 out2=$("$bin" generate --init "$work/wdir" --prompt "the" --max-tokens 12 --seed 3 2>&1)
 [ "$out" == "$out2" ] || fail "generate with the same seed should print the same text"
-"$bin" eval --init "$work/wdir" --data "$work/tiny.txt" --seq 16 --batch 2 --batches 2 | grep -qE "^eval: loss=[0-9.]+ nats/token" \
-  || fail "eval should print the loss"
+out=$("$bin" eval --init "$work/wdir" --data "$work/tiny.txt" --seq 16 --batch 2 --batches 2 2>&1)
+grep -qE "^eval: loss=[0-9.]+ nats/token" <<<"$out" || fail "eval should print the loss: $out"
 "$bin" generate --resume "$work/split/checkpoint.safetensors" --max-tokens 5 > /dev/null 2>&1 || fail "generate from a training checkpoint"
 
 # 5b. a BPE vocabulary: trained on the data and saved on first use, then reused.
@@ -104,6 +104,8 @@ expect_error "not a normcore training checkpoint" train --resume "$work/w.safete
 expect_error "config.json" generate --init "$work"
 expect_error "give the weights" generate
 expect_error "cannot open" eval --init "$work/nothing.safetensors" --data "$work/tiny.txt"
-"$bin" train --help | grep -q -- "--placement" || fail "train --help should list --placement"
+# (capture first: grep -q may exit before the writer finishes, and pipefail would count the SIGPIPE)
+help=$("$bin" train --help 2>&1)
+grep -q -- "--placement" <<<"$help" || fail "train --help should list --placement"
 
 if [ $failures -eq 0 ]; then echo "cli: all checks passed"; else echo "cli: $failures check(s) failed"; exit 1; fi
