@@ -22,7 +22,7 @@ for model in gpt2 llama; do
   grep -qE '^summary: steps=6 train_loss=[0-9.]+ val_loss=[0-9.]+ ms_per_step=[0-9.]+ tok_per_s=[0-9]+$' <<<"$out" \
     || fail "train --model $model: no summary line in: $out"
   [ "$(wc -l < "$work/run-$model/train_log.csv")" -eq 7 ] || fail "train --model $model: the CSV log should have a header and 6 rows"
-  head -1 "$work/run-$model/train_log.csv" | grep -q '^step,loss,val_loss,lr,grad_norm,time_s$' || fail "CSV header"
+  [ "$(head -1 "$work/run-$model/train_log.csv")" == "step,loss,val_loss,lr,grad_norm,time_s" ] || fail "CSV header"
 done
 
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
