@@ -30,6 +30,10 @@ out=$("$bin" train --model vit --train-images 256 --steps 3 --batch 8 --width 16
       --run-dir "$work/run-vit" 2>&1) || fail "train --model vit: $out"
 grep -q "validation accuracy" <<<"$out" || fail "train --model vit should report the accuracy: $out"
 grep -qE '^summary: steps=3 ' <<<"$out" || fail "train --model vit: no summary line"
+"$bin" train --model vit --train-images 64 --steps 1 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 1 \
+  --run-dir "$work/run-vit" --save "$work/vit-model/" > /dev/null 2>&1 || fail "train --model vit --save"
+out=$("$bin" eval --init "$work/vit-model" --limit 64 2>&1)
+grep -qE '^eval: loss=[0-9.]+ accuracy=[0-9.]+ \(' <<<"$out" || fail "eval of a vit should print the accuracy: $out"
 
 # 2. the variants from the command line build and train one step.
 for variant in "--placement geonorm --decay harmonic" "--norm dyt --placement sandwich" "--placement deepnorm --norm rmsnorm" \
