@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,14 @@ inline Tensor leaf(const nc::Shape& shape, uint64_t seed, double scale = 1.0, do
     Tensor t = nc::raw::add(nc::raw::mul(nc::raw::randn(shape, gen, nc::kFloat64), scale), shift);
     t.set_requires_grad(true);
     return t;
+}
+
+// A fresh, empty directory under the system's temporary directory.
+inline std::filesystem::path temp_dir(const std::string& name) {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
 }
 
 inline void check_gradcheck(const nc::GradcheckFn& fn, const std::vector<Tensor>& inputs) {

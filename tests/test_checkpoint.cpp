@@ -10,14 +10,8 @@
 using namespace nc;
 using nc_test::check_error;
 using nc_test::check_values;
+using nc_test::temp_dir;
 namespace fs = std::filesystem;
-
-static fs::path temp_dir(const char* name) {
-    fs::path dir = fs::temp_directory_path() / name;
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
 
 // Writes a safetensors file byte by byte, independently of normcore's writer.
 static void write_raw(const fs::path& path, const std::string& header, const std::string& data) {

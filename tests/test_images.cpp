@@ -14,14 +14,8 @@
 using namespace nc;
 using nc_test::check_error;
 using nc_test::check_values;
+using nc_test::temp_dir;
 namespace fs = std::filesystem;
-
-static fs::path temp_dir(const char* name) {
-    fs::path dir = fs::temp_directory_path() / name;
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
 
 // An IDX file of unsigned bytes: magic 0x0000 08 ndim, big-endian dims, data.
 static std::string idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
