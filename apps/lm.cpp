@@ -133,7 +133,8 @@ std::vector<int64_t> sample_tokens(const LanguageModel& lm, std::vector<int64_t>
                                    const std::function<void(int64_t)>& on_token) {
     NoGradGuard no_grad;
     int64_t block = lm.module->config().block_size;
-    if (tokens.empty()) tokens.push_back('\n');
+    // A byte '\n' is not token 10 in every vocabulary: callers encode their own default prompt.
+    if (tokens.empty()) throw Error("sample_tokens: the prompt must hold at least one token");
     std::vector<int64_t> produced;
     for (int64_t i = 0; i < count; ++i) {
         int64_t start = std::max<int64_t>(0, (int64_t)tokens.size() - block);

@@ -41,7 +41,7 @@ struct LanguageModel {
 };
 LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen);
 
-// Samples `count` tokens after `prompt`, feeding at most block_size tokens of
+// Samples `count` tokens after `prompt` (at least one token), feeding at most block_size tokens of
 // context. temperature <= 0 picks the most likely token; top_k > 0 samples
 // among the k most likely. `on_token` sees each token as it is produced.
 std::vector<int64_t> sample_tokens(const LanguageModel& lm, std::vector<int64_t> prompt, int64_t count,
