@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
         {1024, 1024, 1024, "square"},
         {1024, 768, 3072, "MLP up: C=768 -> 4C"},
         {1024, 3072, 768, "MLP down: 4C -> C=768"},
+        {1024, 256, 768, "QKV: C=256 -> 3C"},
+        {1024, 256, 1024, "MLP up: C=256 -> 4C"},
+        {1024, 1024, 256, "MLP down: 4C -> C=256"},
     };
     int max_threads = omp_get_max_threads();
     std::printf("normcore matmul benchmark (float32, best of %d runs)\n", repeats);

@@ -31,6 +31,56 @@ TEST_CASE("gemm matches the reference on awkward sizes", "[matmul]") {
     }
 }
 
+// Runs cpu::gemm with one micro-kernel on 2-D operands (any strides).
+static Tensor gemm_with(cpu::SimdIsa isa, const Tensor& a, const Tensor& b) {
+    int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    Tensor c = raw::zeros({M, N}, kFloat32);
+    cpu::MatrixOperand<float> A{static_cast<const float*>(a.raw_data()), {0}, a.strides()[0], a.strides()[1]};
+    cpu::MatrixOperand<float> B{static_cast<const float*>(b.raw_data()), {0}, b.strides()[0], b.strides()[1]};
+    cpu::gemm(M, N, K, A, B, static_cast<float*>(c.raw_data()), {0}, N, isa);
+    return c;
+}
+
+TEST_CASE("every micro-kernel this CPU supports matches the reference", "[matmul][simd]") {
+    // The portable kernel always runs, so it is tested on AVX-512 machines too.
+    Generator gen(14);
+    int tested = 0;
+    for (cpu::SimdIsa isa : {cpu::SimdIsa::Portable, cpu::SimdIsa::Avx2, cpu::SimdIsa::Avx512}) {
+        if (!cpu::cpu_supports(isa)) {
+            WARN("skipping the " << cpu::simd_isa_name(isa) << " micro-kernel: this CPU does not support it");
+            continue;
+        }
+        ++tested;
+        for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{
+                 {1, 1, 1}, {7, 7, 7}, {33, 33, 33}, {1, 1000, 7}, {1000, 7, 33}, {13, 1000, 1}, {300, 600, 530}}) {
+            INFO(cpu::simd_isa_name(isa) << " M=" << M << " K=" << K << " N=" << N);
+            Tensor a = raw::randn({M, K}, gen), b = raw::randn({K, N}, gen);
+            std::vector<double> expected = reference_matmul(a, b);
+            double tol = 2e-4 * std::sqrt((double)K);
+            check_values(gemm_with(isa, a, b), expected, tol);
+            // Transposed (column-major) and sliced (row stride > width) operands.
+            Tensor at = raw::transpose(raw::contiguous(raw::transpose(a, 0, 1)), 0, 1);
+            Tensor bt = raw::transpose(raw::contiguous(raw::transpose(b, 0, 1)), 0, 1);
+            check_values(gemm_with(isa, at, bt), expected, tol);
+            check_values(gemm_with(isa, a, bt), expected, tol);
+            Tensor wide = raw::randn({M, K + 5}, gen);
+            Tensor slice = raw::narrow(wide, 1, 3, K);
+            check_values(gemm_with(isa, slice, b), reference_matmul(slice, b), tol);
+        }
+    }
+    CHECK(tested >= 1);
+    CHECK(cpu::cpu_supports(cpu::best_simd_isa()));
+}
+
+TEST_CASE("gemm refuses a micro-kernel the CPU lacks", "[matmul][simd][errors]") {
+    if (cpu::cpu_supports(cpu::SimdIsa::Avx512)) {
+        SUCCEED("this CPU has AVX-512, so there is no unsupported kernel to ask for");
+        return;
+    }
+    Tensor a = raw::ones({2, 2});
+    check_error([&] { gemm_with(cpu::SimdIsa::Avx512, a, a); }, {"gemm", "avx512"});
+}
+
 TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]") {
     Generator gen(12);
     Tensor a = raw::randn({70, 45}, gen), b = raw::randn({45, 38}, gen);

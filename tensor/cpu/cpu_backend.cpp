@@ -1,24 +1,7 @@
-// cpu_backend.cpp — memory for CPU tensors, and the CPU kernel table.
-#include <cstdlib>
-#include <new>
-
+// cpu_backend.cpp — the CPU kernel table (memory comes from allocator.cpp).
 #include "tensor/cpu/cpu_kernels.h"
 
 namespace nc {
-namespace cpu {
-
-// 64-byte alignment: one cache line, and the width of an AVX-512 register.
-void* allocate(size_t nbytes) {
-    size_t rounded = (nbytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) throw Error("cpu allocate: out of memory allocating " + std::to_string(nbytes) + " bytes");
-    return p;
-}
-
-void deallocate(void* data) { std::free(data); }
-
-}  // namespace cpu
-
 const Backend& cpu_backend() {
     static const Backend table = {
         "cpu",

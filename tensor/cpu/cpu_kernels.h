@@ -4,12 +4,11 @@
 #pragma once
 
 #include "tensor/backend.h"
+#include "tensor/cpu/allocator.h"  // allocate, deallocate
 
 namespace nc {
 namespace cpu {
 
-void* allocate(size_t nbytes);
-void deallocate(void* data);
 void fill(const Tensor& out, double value);
 void unary(UnaryOp op, const Tensor& in, const Tensor& out);
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);

@@ -16,144 +16,161 @@
 //
 // Packing copies the operands into the exact order the micro-kernel reads
 // them (unit stride, zero-padded at the edges), which also is where any
-// transposition is absorbed. The micro-kernel is plain C++ with compile-time
-// sizes; with -O3 and -march=native the compiler keeps the kMR x kNR
-// accumulator in vector registers and emits FMA instructions.
+// transposition is absorbed. The micro-kernels (gemm_kernel_*.cpp) are
+// chosen at run time: AVX-512, AVX2 or plain C++.
+//
+// Tutorial chapter 9 (tutorials/09-making-it-fast.md) builds this up step by
+// step from the triple loop, with the GFLOP/s of each step.
 #include "tensor/cpu/gemm.h"
 
 #include <algorithm>
-#include <cmath>
+#include <string>
+
+#include <omp.h>
+
+#include "tensor/cpu/allocator.h"
+#include "tensor/error.h"
 
 namespace nc {
 namespace cpu {
 
-// Register block: kNR is two vector registers wide, kMR rows of accumulators.
-// AVX-512 (32 registers): 12 x 32 floats = 24 zmm accumulators, leaving room
-// for the two B vectors and the broadcast A value. (8 rows measured about
-// 10-25% slower on the 2-core Sapphire Rapids machines; see the closing note
-// of the engine issue.)
-// AVX2 (16 registers): 6 x 16 floats = 12 ymm accumulators.
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64;
-constexpr int kRows = 12;
-#else
-constexpr int kVectorBytes = 32;
-constexpr int kRows = 6;
-#endif
+namespace {
 
-template <typename T>
+// Cache blocking, for a micro-kernel of mr x nr:
+//   kc: the K slice. The B micro-panel (kc x nr floats, 32 KiB for AVX-512)
+//       stays in L1 while every A micro-panel of the block streams past it.
+//   mc x kc: the packed A block, in L2 (about 300 KiB).
+//   kc x nc: the packed B block, in L2 as well (512 KiB).
 struct Blocking {
-    static constexpr int kMR = kRows;
-    static constexpr int kNR = 2 * kVectorBytes / (int)sizeof(T);
-    static constexpr int64_t kKC = 256;              // K slice: A panel + B panel stay in cache
-    static constexpr int64_t kMC = 16 * kRows;       // rows of C per tile
-    static constexpr int64_t kNC = 8 * kNR;          // columns of C per tile
+    int64_t kc, mc, nc;
 };
+Blocking blocking_for(int mr, int nr) { return {256, (288 + mr - 1) / mr * mr, (512 + nr - 1) / nr * nr}; }
 
-static inline float fused_multiply_add(float a, float b, float c) {
-#ifdef __FMA__
-    return std::fma(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
-static inline double fused_multiply_add(double a, double b, double c) {
-#ifdef __FMA__
-    return std::fma(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
-
-// Packs rows [0, m) x cols [0, kc) of A (already offset to the tile) into
-// panels of kMR rows: panel r holds A(r*kMR + i, p) at [r][p][i]. Rows past m
-// are zero, so the micro-kernel never needs an edge case.
+// Packs rows [0, m) x cols [0, kc) of A (already offset to the block) into
+// panels of mr rows: panel r holds A(r*mr + i, p) at [r][p][i]. Rows past m
+// are zero, so the micro-kernel never needs an edge case. The writes are
+// sequential; the reads are mr streams (A row-major) or one contiguous run
+// of mr values per p (A transposed, rs == 1).
 template <typename T>
-static void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, T* packed) {
-    constexpr int MR = Blocking<T>::kMR;
-    for (int64_t r = 0; r < m; r += MR) {
+void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T* packed) {
+    for (int64_t r = 0; r < m; r += mr) {
         T* panel = packed + r * kc;
-        int64_t rows = std::min<int64_t>(MR, m - r);
+        const T* block = A + r * rs;
+        int64_t rows = std::min<int64_t>(mr, m - r);
         for (int64_t p = 0; p < kc; ++p) {
-            for (int64_t i = 0; i < rows; ++i) panel[p * MR + i] = A[(r + i) * rs + p * cs];
-            for (int64_t i = rows; i < MR; ++i) panel[p * MR + i] = T(0);
+            T* out = panel + p * mr;
+            for (int64_t i = 0; i < rows; ++i) out[i] = block[i * rs + p * cs];
+            for (int64_t i = rows; i < mr; ++i) out[i] = T(0);
         }
     }
 }
 
-// Packs rows [0, kc) x cols [0, n) of B into panels of kNR columns:
-// panel c holds B(p, c*kNR + j) at [c][p][j], zero-padded past n.
+// Packs rows [0, kc) x cols [0, n) of B into panels of nr columns:
+// panel c holds B(p, c*nr + j) at [c][p][j], zero-padded past n.
 template <typename T>
-static void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, T* packed) {
-    constexpr int NR = Blocking<T>::kNR;
-    for (int64_t c = 0; c < n; c += NR) {
+void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T* packed) {
+    for (int64_t c = 0; c < n; c += nr) {
         T* panel = packed + c * kc;
-        int64_t cols = std::min<int64_t>(NR, n - c);
+        int64_t cols = std::min<int64_t>(nr, n - c);
+        if (rs == 1 && cs != 1) {
+            // B is a transposed row-major matrix (x W^T in a Linear layer):
+            // B(p, j) = W[j][p]. Walk W's rows 16 values (a cache line) at a
+            // time so both the reads and the scattered writes stay in L1.
+            for (int64_t p0 = 0; p0 < kc; p0 += 16) {
+                int64_t p1 = std::min<int64_t>(kc, p0 + 16);
+                for (int64_t j = 0; j < cols; ++j) {
+                    const T* w_row = B + (c + j) * cs;
+                    for (int64_t p = p0; p < p1; ++p) panel[p * nr + j] = w_row[p];
+                }
+                for (int64_t p = p0; p < p1; ++p)
+                    for (int64_t j = cols; j < nr; ++j) panel[p * nr + j] = T(0);
+            }
+            continue;
+        }
         for (int64_t p = 0; p < kc; ++p) {
             const T* row = B + p * rs + c * cs;
-            for (int64_t j = 0; j < cols; ++j) panel[p * NR + j] = row[j * cs];
-            for (int64_t j = cols; j < NR; ++j) panel[p * NR + j] = T(0);
+            T* out = panel + p * nr;
+            if (cs == 1) {  // row-major B: a plain copy the compiler vectorizes
+                for (int64_t j = 0; j < cols; ++j) out[j] = row[j];
+            } else {
+                for (int64_t j = 0; j < cols; ++j) out[j] = row[j * cs];
+            }
+            for (int64_t j = cols; j < nr; ++j) out[j] = T(0);
         }
     }
 }
 
-// C[0:m, 0:n] (+)= Apanel * Bpanel over kc: the kMR x kNR block of C lives in
-// `acc` (registers) for the whole loop over p; each step is a rank-1 update.
-template <typename T>
-static void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* __restrict c, int64_t ldc,
-                         int64_t m, int64_t n, bool accumulate) {
-    constexpr int MR = Blocking<T>::kMR, NR = Blocking<T>::kNR;
-    T acc[MR][NR] = {};
-    for (int64_t p = 0; p < kc; ++p) {
-        const T* bp = b + p * NR;
-        for (int i = 0; i < MR; ++i) {
-            T ai = a[p * MR + i];
-            for (int j = 0; j < NR; ++j) acc[i][j] = fused_multiply_add(ai, bp[j], acc[i][j]);
-        }
-    }
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
-}
-
-template <typename T>
-void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<T>& A, const MatrixOperand<T>& B, T* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride) {
-    using Blk = Blocking<T>;
+// The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
+//
+// Work is split into items: one batch matrix, one strip of nc columns of C,
+// and one range of rows. Each thread packs the strip's B block once per K
+// slice and reuses it for all its rows (BLIS's loop order). Rows are split
+// further only when there are too few strips to keep every thread busy.
+template <typename T, typename Kernel>
+void gemm_blocked(int64_t M, int64_t N, int64_t K, const MatrixOperand<T>& A, const MatrixOperand<T>& B, T* C,
+                  const std::vector<int64_t>& c_offsets, int64_t ldc, const Kernel& kernel) {
+    const int mr = kernel.mr, nr = kernel.nr;
+    const Blocking blk = blocking_for(mr, nr);
     int64_t batch = (int64_t)c_offsets.size();
-    int64_t tiles_m = (M + Blk::kMC - 1) / Blk::kMC, tiles_n = (N + Blk::kNC - 1) / Blk::kNC;
-    int64_t tiles = batch * tiles_m * tiles_n;
     bool parallel = (double)M * N * K * batch > 1e5;
+    int threads = parallel ? omp_get_max_threads() : 1;
 
-#pragma omp parallel if (parallel)
+    int64_t strips = (N + blk.nc - 1) / blk.nc;
+    int64_t row_groups = 1;  // ranges of rows per strip, each a multiple of mr rows
+    while (batch * strips * row_groups < 2 * threads && (M + row_groups * 2 - 1) / (row_groups * 2) >= 2 * mr)
+        row_groups *= 2;
+    int64_t rows_per_group = ((M + row_groups - 1) / row_groups + mr - 1) / mr * mr;
+    row_groups = (M + rows_per_group - 1) / rows_per_group;
+    int64_t items = batch * strips * row_groups;
+
+#pragma omp parallel if (parallel && items > 1)
     {
-        // Each thread packs into its own buffers, allocated once per call.
-        std::vector<T> a_packed(Blk::kMC * Blk::kKC), b_packed(Blk::kKC * Blk::kNC);
+        // Each thread packs into its own buffers (from the caching allocator,
+        // so a training step does not go back to malloc for them).
+        ScratchBuffer<T> a_packed(blk.mc * blk.kc), b_packed(blk.kc * blk.nc);
 #pragma omp for schedule(dynamic)
-        for (int64_t tile = 0; tile < tiles; ++tile) {
-            int64_t bi = tile / (tiles_m * tiles_n);
-            int64_t ic = (tile / tiles_n) % tiles_m * Blk::kMC;
-            int64_t jc = tile % tiles_n * Blk::kNC;
-            int64_t mc = std::min(Blk::kMC, M - ic), nc = std::min(Blk::kNC, N - jc);
-            T* c_tile = C + c_offsets[bi] + ic * c_row_stride + jc;
+        for (int64_t item = 0; item < items; ++item) {
+            int64_t bi = item / (strips * row_groups);
+            int64_t jc = (item / row_groups) % strips * blk.nc;
+            int64_t row_begin = item % row_groups * rows_per_group;
+            int64_t row_end = std::min(M, row_begin + rows_per_group);
+            int64_t nc = std::min(blk.nc, N - jc);
+            T* c_strip = C + c_offsets[bi] + jc;
             if (K == 0) {  // an empty sum: C = 0
-                for (int64_t i = 0; i < mc; ++i) std::fill(c_tile + i * c_row_stride, c_tile + i * c_row_stride + nc, T(0));
+                for (int64_t i = row_begin; i < row_end; ++i) std::fill(c_strip + i * ldc, c_strip + i * ldc + nc, T(0));
                 continue;
             }
-            for (int64_t pc = 0; pc < K; pc += Blk::kKC) {
-                int64_t kc = std::min(Blk::kKC, K - pc);
-                pack_a(A.data + A.batch_offsets[bi] + ic * A.row_stride + pc * A.col_stride, A.row_stride,
-                       A.col_stride, mc, kc, a_packed.data());
+            for (int64_t pc = 0; pc < K; pc += blk.kc) {
+                int64_t kc = std::min(blk.kc, K - pc);
                 pack_b(B.data + B.batch_offsets[bi] + pc * B.row_stride + jc * B.col_stride, B.row_stride,
-                       B.col_stride, kc, nc, b_packed.data());
-                for (int64_t jr = 0; jr < nc; jr += Blk::kNR)
-                    for (int64_t ir = 0; ir < mc; ir += Blk::kMR)
-                        micro_kernel<T>(kc, a_packed.data() + ir * kc, b_packed.data() + jr * kc,
-                                        c_tile + ir * c_row_stride + jr, c_row_stride,
-                                        std::min<int64_t>(Blk::kMR, mc - ir), std::min<int64_t>(Blk::kNR, nc - jr),
-                                        /*accumulate=*/pc > 0);
+                       B.col_stride, kc, nc, nr, b_packed.data());
+                for (int64_t ic = row_begin; ic < row_end; ic += blk.mc) {
+                    int64_t mc = std::min(blk.mc, row_end - ic);
+                    pack_a(A.data + A.batch_offsets[bi] + ic * A.row_stride + pc * A.col_stride, A.row_stride,
+                           A.col_stride, mc, kc, mr, a_packed.data());
+                    for (int64_t jr = 0; jr < nc; jr += nr)
+                        for (int64_t ir = 0; ir < mc; ir += mr)
+                            kernel.run(kc, a_packed.data() + ir * kc, b_packed.data() + jr * kc,
+                                       c_strip + (ic + ir) * ldc + jr, ldc, (int)std::min<int64_t>(mr, mc - ir),
+                                       (int)std::min<int64_t>(nr, nc - jr), /*accumulate=*/pc > 0);
+                }
             }
         }
     }
+}
+
+}  // namespace
+
+void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa) {
+    if (!cpu_supports(isa))
+        throw Error(std::string("gemm: this CPU does not support the ") + simd_isa_name(isa) + " micro-kernel");
+    gemm_blocked(M, N, K, A, B, C, c_offsets, c_row_stride, micro_kernel_for(isa));
+}
+
+void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride) {
+    gemm_blocked(M, N, K, A, B, C, c_offsets, c_row_stride, kDoubleKernel);
 }
 
 template <typename T>
@@ -167,10 +184,6 @@ void gemm_reference(int64_t M, int64_t N, int64_t K, const T* A, int64_t a_rs, i
         }
 }
 
-template void gemm<float>(int64_t, int64_t, int64_t, const MatrixOperand<float>&, const MatrixOperand<float>&, float*,
-                          const std::vector<int64_t>&, int64_t);
-template void gemm<double>(int64_t, int64_t, int64_t, const MatrixOperand<double>&, const MatrixOperand<double>&,
-                           double*, const std::vector<int64_t>&, int64_t);
 template void gemm_reference<float>(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*, int64_t,
                                     int64_t, float*, int64_t);
 template void gemm_reference<double>(int64_t, int64_t, int64_t, const double*, int64_t, int64_t, const double*,

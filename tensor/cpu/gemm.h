@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/cpu/gemm_kernels.h"
+
 namespace nc {
 namespace cpu {
 
@@ -19,8 +21,11 @@ struct MatrixOperand {
     int64_t row_stride, col_stride;
 };
 
-template <typename T>
-void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<T>& A, const MatrixOperand<T>& B, T* C,
+// float32 runs the micro-kernel of `isa` (tests pass each one the CPU
+// supports; matmul passes best_simd_isa()); float64 always runs the plain one.
+void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa = best_simd_isa());
+void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
           const std::vector<int64_t>& c_offsets, int64_t c_row_stride);
 
 // The textbook triple loop, kept as the reference the fast kernel is tested

@@ -34,7 +34,7 @@ static void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
                        a.strides()[a.dim() - 1]};
     MatrixOperand<T> B{static_cast<const T*>(b.raw_data()), batch_offsets(b), b.strides()[b.dim() - 2],
                        b.strides()[b.dim() - 1]};
-    gemm<T>(M, N, K, A, B, static_cast<T*>(out.raw_data()), batch_offsets(out), N);
+    gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), batch_offsets(out), N);
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {

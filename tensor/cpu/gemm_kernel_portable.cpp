@@ -1,0 +1,46 @@
+// gemm_kernel_portable.cpp — the micro-kernel in plain C++, for any CPU, and
+// the only one for float64.
+//
+// Sizes are compile-time constants so the compiler can keep the accumulator
+// block in registers and vectorize the j loop with whatever the build's
+// -march allows (SSE2 at the very least on x86-64).
+#include "tensor/cpu/gemm_kernels.h"
+
+namespace nc {
+namespace cpu {
+
+namespace {
+template <typename T, int MR, int NR>
+void kernel_portable(int64_t kc, const T* __restrict a, const T* __restrict b, T* __restrict c, int64_t ldc, int m,
+                     int n, bool accumulate) {
+    T acc[MR][NR] = {};
+    for (int64_t p = 0; p < kc; ++p) {
+        for (int i = 0; i < MR; ++i) {
+            T ai = a[p * MR + i];
+            for (int j = 0; j < NR; ++j) acc[i][j] += ai * b[p * NR + j];
+        }
+    }
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+}  // namespace
+
+const MicroKernel kPortableKernel{SimdIsa::Portable, 8, 16, kernel_portable<float, 8, 16>};
+const MicroKernelDouble kDoubleKernel{8, 8, kernel_portable<double, 8, 8>};
+
+float fma_loop_portable(int64_t iterations) {
+    // 12 independent chains of 8 lanes, the same work shape as the AVX2 loop.
+    float acc[12][8];
+    for (int i = 0; i < 12; ++i)
+        for (int l = 0; l < 8; ++l) acc[i][l] = 0.001f * (float)(i + l);
+    for (int64_t it = 0; it < iterations; ++it)
+        for (int i = 0; i < 12; ++i)
+            for (int l = 0; l < 8; ++l) acc[i][l] = acc[i][l] * 0.9999f + 1e-5f;
+    float total = 0;
+    for (int i = 0; i < 12; ++i)
+        for (int l = 0; l < 8; ++l) total += acc[i][l];
+    return total;
+}
+
+}  // namespace cpu
+}  // namespace nc

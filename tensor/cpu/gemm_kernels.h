@@ -1,0 +1,59 @@
+// gemm_kernels.h — the register-blocked micro-kernels GEMM is built on, one
+// per instruction set, chosen at run time from what the CPU supports.
+//
+// A micro-kernel computes one MR x NR block of C from a packed A panel
+// (kc steps of MR values) and a packed B panel (kc steps of NR values):
+//
+//   C[i][j] (+)= sum_p a[p*MR + i] * b[p*NR + j]       0 <= i < MR, 0 <= j < NR
+//
+// i.e. kc rank-1 updates of an accumulator block that never leaves the
+// registers. Only rows < m and columns < n are written back (edge blocks).
+#pragma once
+
+#include <cstdint>
+
+namespace nc {
+namespace cpu {
+
+enum class SimdIsa { Portable, Avx2, Avx512 };
+const char* simd_isa_name(SimdIsa isa);
+// Whether this CPU (and this build) can run code for `isa`.
+bool cpu_supports(SimdIsa isa);
+// The widest instruction set this CPU supports; fixed for the process.
+SimdIsa best_simd_isa();
+
+using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
+                               bool accumulate);
+
+struct MicroKernel {
+    SimdIsa isa;
+    int mr, nr;  // register block: MR rows x NR columns of C
+    MicroKernelFn run;
+};
+const MicroKernel& micro_kernel_for(SimdIsa isa);
+
+// float64 (used by gradcheck and tests, not for speed) has one plain kernel.
+using MicroKernelDoubleFn = void (*)(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, int m,
+                                     int n, bool accumulate);
+struct MicroKernelDouble {
+    int mr, nr;
+    MicroKernelDoubleFn run;
+};
+extern const MicroKernelDouble kDoubleKernel;
+
+// The three implementations (gemm_kernel_*.cpp). The AVX ones are compiled
+// for their instruction set whatever the build's -march is, and are only
+// called after cpu_supports() said yes.
+extern const MicroKernel kPortableKernel, kAvx2Kernel, kAvx512Kernel;
+
+// The hardware's limit: GFLOP/s of a loop of independent FMAs on this many
+// threads (each thread runs `iterations` x 12 vector FMAs). 2 FLOPs per lane.
+double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations);
+// One thread's FMA loop, used by measure_fma_peak_gflops; returns a value
+// derived from the accumulators so the compiler cannot drop the work.
+float fma_loop_portable(int64_t iterations);
+float fma_loop_avx2(int64_t iterations);
+float fma_loop_avx512(int64_t iterations);
+
+}  // namespace cpu
+}  // namespace nc
