@@ -80,10 +80,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     if (q.dim() < 2) fail("attention", "q needs at least 2 dims [..., T, D], got " + shape_str(q.shape()));
     if (scale <= 0) scale = 1.0 / std::sqrt((double)q.size(-1));
     raw::AttentionForward f = raw::attention(q, k, v, causal, scale);
-    raw::AttentionForward saved{f.out.detach(), f.probs};  // a detached header: no cycle through the output
+    // Saved for backward: the inputs, the output (a detached header: no cycle
+    // through the node) and one log-sum-exp per query; no T x S matrix.
+    raw::AttentionForward saved{f.out.detach(), f.logsumexp};
     // dV = P^T dO; dZ = P (dP - rowsum(dP P)) with dP = dO V^T; dQ = s dZ K; dK = s dZ^T Q.
-    return record("Attention", f.out, {q, k, v}, [q, k, v, saved, scale](const Tensor& g) {
-        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, saved, scale);
+    return record("Attention", f.out, {q, k, v}, [q, k, v, saved, causal, scale](const Tensor& g) {
+        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, saved, causal, scale);
         return Grads{d.dq, d.dk, d.dv};
     });
 }

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "tensor/profile.h"
+#include "tensor/raw_nn.h"
+
 namespace nc {
 namespace optim {
 
@@ -52,6 +55,7 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, bool nester
 
 void SGD::step() {
     NoGradGuard no_grad;
+    ProfileScope scope(OpKind::Optimizer);
     ++step_;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
         const ParamGroup& group = groups_[gi];
@@ -97,28 +101,30 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double bet
 
 void AdamW::step() {
     NoGradGuard no_grad;
+    ProfileScope scope(OpKind::Optimizer);
     ++step_;
-    double correction1 = 1 - std::pow(beta1_, (double)step_), correction2 = 1 - std::pow(beta2_, (double)step_);
+    AdamWStep h{lr_, beta1_, beta2_, eps_, 1 - std::pow(beta1_, (double)step_), 1 - std::pow(beta2_, (double)step_)};
+    // Every parameter with a gradient goes into one fused update
+    // (tensor/cpu/optimizer_kernels.cpp has the formula).
+    std::vector<Tensor> params, grads, ms, vs;
+    std::vector<double> decays;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
         const ParamGroup& group = groups_[gi];
         for (size_t i = 0; i < group.params.size(); ++i) {
             const Tensor& p = group.params[i];
             if (!p.grad().defined()) continue;
-            const Tensor& g = p.grad();
-            Tensor& m = m_[gi][i];
-            Tensor& v = v_[gi][i];
-            if (!m.defined()) {
-                m = raw::zeros_like(p);
-                v = raw::zeros_like(p);
+            if (!m_[gi][i].defined()) {
+                m_[gi][i] = raw::zeros_like(p);
+                v_[gi][i] = raw::zeros_like(p);
             }
-            // Decoupled weight decay: shrink p directly, not through the gradient.
-            if (group.weight_decay != 0) raw::copy_(p, raw::mul(p, 1 - lr_ * group.weight_decay));
-            raw::copy_(m, raw::add(raw::mul(m, beta1_), raw::mul(g, 1 - beta1_)));
-            raw::copy_(v, raw::add(raw::mul(v, beta2_), raw::mul(raw::mul(g, g), 1 - beta2_)));
-            Tensor denom = raw::add(raw::sqrt(raw::mul(v, 1 / correction2)), eps_);
-            raw::copy_(p, raw::sub(p, raw::mul(raw::div(m, denom), lr_ / correction1)));
+            params.push_back(p);
+            grads.push_back(p.grad());
+            ms.push_back(m_[gi][i]);
+            vs.push_back(v_[gi][i]);
+            decays.push_back(group.weight_decay);
         }
     }
+    raw::adamw_update(params, grads, ms, vs, decays, h);
 }
 
 std::map<std::string, Tensor> AdamW::state() const {
@@ -155,6 +161,7 @@ std::vector<ParamGroup> decay_groups(const nn::Module& model, double weight_deca
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     NoGradGuard no_grad;
+    ProfileScope scope(OpKind::Optimizer);
     double total = 0;
     for (const Tensor& p : params)
         if (p.grad().defined()) total += raw::sum(raw::mul(p.grad(), p.grad())).item();

@@ -23,6 +23,12 @@ enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le,
 enum class ReduceOp { Sum, Max, Argmax };
 enum class RandomKind { Uniform, Normal, Bernoulli };
 
+// The scalars of one AdamW step (optim/optimizer.h has the formula).
+struct AdamWStep {
+    double lr, beta1, beta2, eps;
+    double correction1, correction2;  // 1 - beta^t, the bias corrections
+};
+
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
 
@@ -87,11 +93,22 @@ struct Backend {
     void (*geodesic_update_backward)(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                                      const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
     // q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous -> out [N, T, Dv]
-    // and probs [N, T, S] = softmax(scale q k^T, masked j > i when causal).
+    // = softmax(scale q k^T, keys j > i masked when causal) v, and logsumexp
+    // [N, T] = log of each softmax row's denominator (in units of the scaled
+    // scores), all backward needs to rebuild the probabilities tile by tile.
     void (*attention)(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-                      const Tensor& probs);
+                      const Tensor& logsumexp);
     void (*attention_backward)(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor& probs, double scale, const Tensor& dq, const Tensor& dk, const Tensor& dv);
+                               const Tensor& out, const Tensor& logsumexp, bool causal, double scale,
+                               const Tensor& dq, const Tensor& dk, const Tensor& dv);
+
+    // ---- the optimizer ------------------------------------------------------------
+    // One AdamW step over all parameters at once: params[i], m[i], v[i] are
+    // updated in place (contiguous, same shape as grads[i]); weight_decay[i]
+    // is parameter i's decoupled decay.
+    void (*adamw_update)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                         const std::vector<Tensor>& m, const std::vector<Tensor>& v,
+                         const std::vector<double>& weight_decay, const AdamWStep& step);
 };
 
 // The table for a device; throws if that backend is not built in.

@@ -4,6 +4,7 @@
 // (broadcasting binary ops), allocate the output, call one backend kernel.
 #include <cmath>
 
+#include "tensor/profile.h"
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -30,6 +31,7 @@ static void check_floating(const Tensor& t, const std::string& op) {
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
     Tensor t = empty(shape, dtype, device);
+    ProfileScope scope(OpKind::Elementwise);
     backend_for(device).fill(t, value);
     return t;
 }
@@ -74,6 +76,7 @@ static Tensor random_tensor(RandomKind kind, const Shape& shape, double p, Gener
     if (!is_floating(dtype)) fail(op, std::string("needs a floating dtype, got ") + dtype_name(dtype));
     Tensor t = empty(shape, dtype, device);
     uint64_t first = gen.advance((uint64_t)t.numel());
+    ProfileScope scope(OpKind::Elementwise);
     backend_for(device).random(kind, gen.seed(), first, p, t);
     return t;
 }
@@ -97,13 +100,18 @@ void copy_(const Tensor& dst, const Tensor& src) {
     if (shape != dst.shape())
         fail("copy_", "source shape " + shape_str(src.shape()) + " does not broadcast to destination shape " +
                           shape_str(dst.shape()));
+    ProfileScope scope(OpKind::Movement);
     backend_for(dst.device()).unary(UnaryOp::Copy, expand(src, dst.shape()), dst);
 }
 
-void fill_(const Tensor& dst, double value) { backend_for(dst.device()).fill(dst, value); }
+void fill_(const Tensor& dst, double value) {
+    ProfileScope scope(OpKind::Elementwise);
+    backend_for(dst.device()).fill(dst, value);
+}
 
 Tensor clone(const Tensor& t) {
     Tensor out = empty(t.shape(), t.dtype(), t.device());
+    ProfileScope scope(OpKind::Movement);
     backend_for(t.device()).unary(UnaryOp::Copy, t, out);
     return out;
 }
@@ -113,6 +121,7 @@ Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 Tensor to_dtype(const Tensor& t, DType dtype) {
     if (t.dtype() == dtype) return t;
     Tensor out = empty(t.shape(), dtype, t.device());
+    ProfileScope scope(OpKind::Movement);
     backend_for(t.device()).unary(UnaryOp::Copy, t, out);
     return out;
 }
@@ -128,6 +137,7 @@ Tensor to_device(const Tensor& t, Device device) {
 Tensor unary(UnaryOp op, const Tensor& x) {
     if (op != UnaryOp::Copy) check_floating(x, unary_op_name(op));
     Tensor out = empty(x.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Elementwise);
     backend_for(x.device()).unary(op, x, out);
     return out;
 }
@@ -152,6 +162,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
     check_ndim(shape, name);
     Tensor out = empty(shape, a.dtype(), a.device());
+    ProfileScope scope(OpKind::Elementwise);
     backend_for(a.device()).binary(op, expand(a, shape), expand(b, shape), out);
     return out;
 }
@@ -181,6 +192,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     Tensor out = empty(shape, a.dtype(), a.device());
     // The condition is read as the values' dtype, so any numeric mask works.
     Tensor c = to_dtype(cond, a.dtype());
+    ProfileScope scope(OpKind::Elementwise);
     backend_for(a.device()).where(expand(c, shape), expand(a, shape), expand(b, shape), out);
     return out;
 }

@@ -2,6 +2,7 @@
 // reverses), and joining (cat/stack).
 #include <algorithm>
 
+#include "tensor/profile.h"
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -34,6 +35,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     shape_out.insert(shape_out.end(), {M, N});
     check_ndim(shape_out, "matmul");
     Tensor out = empty(shape_out, a.dtype(), a.device());
+    ProfileScope scope(OpKind::Gemm, 2.0 * (double)out.numel() * (double)K);
     backend_for(a.device()).matmul(expand(a, shape_a), expand(b, shape_b), out);
     if (a_in.dim() == 1) out = squeeze(out, -2);
     if (b_in.dim() == 1) out = squeeze(out, -1);
@@ -51,6 +53,7 @@ static Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const std::st
     int64_t n = moved.size(-1);
     Tensor rows = view(moved, {n == 0 ? 0 : moved.numel() / n, n});
     Tensor out = empty(rows.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Elementwise);
     backend_for(x.device()).softmax_rows(rows, out, log);
     return contiguous(transpose(view(out, moved.shape()), dim, -1));
 }
@@ -90,6 +93,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     Shape shape = x.shape();
     shape[dim] = index.numel();
     Tensor out = empty(shape, x.dtype(), x.device());
+    ProfileScope scope(OpKind::Movement);
     backend_for(x.device()).index_select(as_3d(x, dim), contiguous(index), as_3d(out, dim));
     return out;
 }
@@ -103,6 +107,7 @@ Tensor index_add(const Shape& shape, int64_t dim, const Tensor& index, const Ten
         fail("index_add", "source shape " + shape_str(src.shape()) + " should be " + shape_str(expected));
     check_bounds(index, shape[dim], "index_add", dim);
     Tensor out = zeros(shape, src.dtype(), src.device());
+    ProfileScope scope(OpKind::Movement);
     backend_for(src.device()).index_add(as_3d(out, dim), contiguous(index), as_3d(src, dim));
     return out;
 }
@@ -125,6 +130,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     dim = normalize_dim(dim, x.dim(), "gather");
     check_gather_index(x.shape(), dim, index, "gather");
     Tensor out = empty(index.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Movement);
     backend_for(x.device()).gather(as_3d(x, dim), as_3d(index, dim), as_3d(out, dim));
     return out;
 }
@@ -136,6 +142,7 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const T
         fail("scatter_add", "source shape " + shape_str(src.shape()) + " must equal index shape " +
                                 shape_str(index.shape()));
     Tensor out = zeros(shape, src.dtype(), src.device());
+    ProfileScope scope(OpKind::Movement);
     backend_for(src.device()).scatter_add(as_3d(out, dim), as_3d(index, dim), as_3d(src, dim));
     return out;
 }

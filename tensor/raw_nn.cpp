@@ -1,5 +1,6 @@
 // raw_nn.cpp — argument checks for the fused kernels, then one backend call.
 #include "tensor/raw_nn.h"
+#include "tensor/profile.h"
 
 namespace nc {
 namespace raw {
@@ -47,6 +48,7 @@ NormForward layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
     check_feature_param(beta, x, "beta", "layer_norm");
     NormForward f{empty(x.shape(), x.dtype(), x.device()), empty({rows.size(0)}, x.dtype(), x.device()),
                   empty({rows.size(0)}, x.dtype(), x.device())};
+    ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).layer_norm(rows, gamma, beta, eps, view(f.out, rows.shape()), f.mean, f.rstd);
     return f;
 }
@@ -59,6 +61,7 @@ NormBackward layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor
     g.dx = empty(x.shape(), x.dtype(), x.device());
     if (gamma.defined()) g.dgamma = empty(gamma.shape(), x.dtype(), x.device());
     if (beta.defined()) g.dbeta = empty(beta.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).layer_norm_backward(as_rows(dy, "layer_norm_backward"), rows, gamma, saved.mean,
                                                 saved.rstd, view(g.dx, rows.shape()), g.dgamma, g.dbeta);
     return g;
@@ -68,6 +71,7 @@ NormForward rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
     Tensor rows = as_rows(x, "rms_norm");
     check_feature_param(gamma, x, "gamma", "rms_norm");
     NormForward f{empty(x.shape(), x.dtype(), x.device()), Tensor(), empty({rows.size(0)}, x.dtype(), x.device())};
+    ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).rms_norm(rows, gamma, eps, view(f.out, rows.shape()), f.rstd);
     return f;
 }
@@ -78,6 +82,7 @@ NormBackward rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& 
     NormBackward g;
     g.dx = empty(x.shape(), x.dtype(), x.device());
     if (gamma.defined()) g.dgamma = empty(gamma.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).rms_norm_backward(as_rows(dy, "rms_norm_backward"), rows, gamma, saved.rstd,
                                               view(g.dx, rows.shape()), g.dgamma);
     return g;
@@ -103,6 +108,7 @@ CrossEntropyForward cross_entropy(const Tensor& logits, const Tensor& targets, i
     Tensor rows = as_rows(logits, "cross_entropy");
     CrossEntropyForward f{empty({rows.size(0)}, logits.dtype(), logits.device()),
                           empty({rows.size(0)}, logits.dtype(), logits.device())};
+    ProfileScope scope(OpKind::Loss);
     backend_for(logits.device()).cross_entropy(rows, reshape(contiguous(targets), {rows.size(0)}), ignore_index,
                                                f.losses, f.logsumexp);
     return f;
@@ -115,6 +121,7 @@ Tensor cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const
         fail("cross_entropy_backward", "got " + std::to_string(dlosses.numel()) + " row gradients for " +
                                            std::to_string(rows.size(0)) + " rows");
     Tensor dlogits = empty(logits.shape(), logits.dtype(), logits.device());
+    ProfileScope scope(OpKind::Loss);
     backend_for(logits.device()).cross_entropy_backward(reshape(contiguous(dlosses), {rows.size(0)}), rows,
                                                         reshape(contiguous(targets), {rows.size(0)}), saved.logsumexp,
                                                         ignore_index, view(dlogits, rows.shape()));
@@ -133,6 +140,7 @@ Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
     check_geodesic(x, u, alpha);
     Tensor rows = as_rows(x, "geodesic_update");
     Tensor out = empty(x.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).geodesic_update(rows, as_rows(u, "geodesic_update"), contiguous(alpha),
                                             view(out, rows.shape()));
     return out;
@@ -144,6 +152,7 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
     Tensor rows = as_rows(x, "geodesic_update_backward");
     GeodesicBackward g{empty(x.shape(), x.dtype(), x.device()), empty(x.shape(), x.dtype(), x.device()), Tensor()};
     Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).geodesic_update_backward(as_rows(dy, "geodesic_update_backward"), rows,
                                                      as_rows(u, "geodesic_update_backward"), contiguous(alpha),
                                                      view(g.dx, rows.shape()), view(g.du, rows.shape()), dalpha_rows);
@@ -172,25 +181,52 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
     if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
         fail(op, "q, k, v must share a floating dtype");
     Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
-    int64_t N = qb.size(0), T = qb.size(1), S = kb.size(1);
+    int64_t N = qb.size(0), T = qb.size(1);
     Tensor out = empty({N, T, vb.size(2)}, q.dtype(), q.device());
-    Tensor probs = empty({N, T, S}, q.dtype(), q.device());
-    backend_for(q.device()).attention(qb, kb, vb, causal, scale, out, probs);
+    Tensor logsumexp = empty({N, T}, q.dtype(), q.device());
+    ProfileScope scope(OpKind::Attention);
+    backend_for(q.device()).attention(qb, kb, vb, causal, scale, out, logsumexp);
     Shape out_shape = lead_q;
     out_shape.insert(out_shape.end(), {T, vb.size(2)});
-    return {view(out, out_shape), probs};
+    return {view(out, out_shape), logsumexp};
 }
 
 AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionForward& saved, double scale) {
+                                     const AttentionForward& saved, bool causal, double scale) {
     if (dout.shape() != saved.out.shape())
         fail("attention_backward", "gradient " + shape_str(dout.shape()) + " does not match the output " +
                                        shape_str(saved.out.shape()));
     Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
     AttentionBackward g{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
                         empty(vb.shape(), q.dtype(), q.device())};
-    backend_for(q.device()).attention_backward(as_batch(dout), qb, kb, vb, saved.probs, scale, g.dq, g.dk, g.dv);
+    ProfileScope scope(OpKind::Attention);
+    backend_for(q.device()).attention_backward(as_batch(dout), qb, kb, vb, as_batch(saved.out), saved.logsumexp,
+                                               causal, scale, g.dq, g.dk, g.dv);
     return {view(g.dq, q.shape()), view(g.dk, k.shape()), view(g.dv, v.shape())};
+}
+
+void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
+                  const std::vector<Tensor>& v, const std::vector<double>& weight_decay, const AdamWStep& step) {
+    const std::string op = "adamw_update";
+    size_t n = params.size();
+    if (grads.size() != n || m.size() != n || v.size() != n || weight_decay.size() != n)
+        fail(op, "needs one gradient, m, v and weight decay per parameter, got " + std::to_string(n) + " parameters");
+    std::vector<Tensor> contiguous_grads;
+    for (size_t i = 0; i < n; ++i) {
+        const std::string which = "parameter " + std::to_string(i) + " " + shape_str(params[i].shape());
+        if (!is_floating(params[i].dtype()) || params[i].dtype() != params[0].dtype() ||
+            params[i].device() != params[0].device())
+            fail(op, which + ": all parameters must share one floating dtype and device");
+        if (!params[i].is_contiguous() || !m[i].is_contiguous() || !v[i].is_contiguous())
+            fail(op, which + ": parameter and optimizer state must be contiguous (updated in place)");
+        for (const Tensor* t : {&grads[i], &m[i], &v[i]})
+            if (t->shape() != params[i].shape() || t->dtype() != params[i].dtype() || t->device() != params[i].device())
+                fail(op, which + ": gradient/state " + shape_str(t->shape()) + " does not match it");
+        contiguous_grads.push_back(contiguous(grads[i]));
+    }
+    if (n == 0) return;
+    ProfileScope scope(OpKind::Optimizer);
+    backend_for(params[0].device()).adamw_update(params, contiguous_grads, m, v, weight_decay, step);
 }
 
 }  // namespace raw

@@ -6,6 +6,7 @@
 // flattened. Notation per row x in R^C, incoming gradient dy.
 #pragma once
 
+#include "tensor/backend.h"  // AdamWStep
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -72,16 +73,25 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
 // ---- scaled dot-product attention ------------------------------------------------
 // q: [..., T, D], k: [..., S, D], v: [..., S, Dv] with the same leading dims.
 // P = softmax(scale q k^T) over S, with keys j > i masked when causal;
-// out = P v: [..., T, Dv]. probs (P) is kept for backward.
+// out = P v: [..., T, Dv]. P itself is never stored (tiled kernel,
+// tensor/cpu/attention.cpp): backward rebuilds it from logsumexp [N, T],
+// N the leading dims flattened.
 struct AttentionForward {
-    Tensor out, probs;
+    Tensor out, logsumexp;
 };
 AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale);
 struct AttentionBackward {
     Tensor dq, dk, dv;
 };
 AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionForward& saved, double scale);
+                                     const AttentionForward& saved, bool causal, double scale);
+
+// ---- the AdamW update ------------------------------------------------------------
+// One fused step over all parameters (formula in tensor/cpu/optimizer_kernels.cpp):
+// params, m, v are updated in place and must be contiguous floating tensors
+// of one dtype and device; grads[i] has params[i]'s shape.
+void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
+                  const std::vector<Tensor>& v, const std::vector<double>& weight_decay, const AdamWStep& step);
 
 }  // namespace raw
 }  // namespace nc

@@ -5,6 +5,7 @@
 // let the backend reduce each row. Then give the result its final shape.
 #include <algorithm>
 
+#include "tensor/profile.h"
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -53,6 +54,7 @@ static Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bo
         fail(name, "cannot reduce over an empty dimension (shape " + shape_str(x.shape()) + ")");
     DType out_dtype = op == ReduceOp::Argmax ? kInt64 : x.dtype();
     Tensor out = empty({rows.shape()[0]}, out_dtype, x.device());
+    ProfileScope scope(OpKind::Elementwise);
     backend_for(x.device()).reduce_rows(op, rows, out);
     return view(out, reduced_shape(x, dims, keepdim));
 }

@@ -50,6 +50,7 @@ public:
     ScratchBuffer(const ScratchBuffer&) = delete;
     ScratchBuffer& operator=(const ScratchBuffer&) = delete;
     T* data() const { return data_; }
+    T& operator[](int64_t i) const { return data_[i]; }
 
 private:
     T* data_;

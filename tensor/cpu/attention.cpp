@@ -1,80 +1,226 @@
-// attention.cpp — scaled dot-product attention on the CPU, one forward and
-// one backward kernel. This version materializes the T x S probabilities
-// (memory grows with T^2); it is the simple reference a tiled
-// (flash-attention style) kernel will be checked against later.
+// attention.cpp — scaled dot-product attention in tiles with an online
+// softmax (the FlashAttention algorithm: Dao et al. 2022, and FlashAttention-2,
+// Dao 2023), forward and backward. The T x S probability matrix is never
+// stored: memory is O(T) per head (one log-sum-exp per query) instead of
+// O(T S). attention_reference.cpp is the simple version this is tested against.
 //
-//   forward:   P = softmax(scale Q K^T + mask),   O = P V
-//   backward:  dV = P^T dO,   dP = dO V^T,
-//              dZ = P * (dP - rowsum(dP * P))      (softmax backward, Z = scale Q K^T)
-//              dQ = scale dZ K,   dK = scale dZ^T Q
-// The products are batched GEMMs (gemm.cpp) over the N = batch x heads matrices.
+// Forward, for a block of Br queries, visiting keys Bc at a time (eq. numbers
+// from the FlashAttention-2 paper, Algorithm 1):
+//   s_ij   = scale <q_i, k_j>                      (masked: j > i when causal)
+//   m_i'   = max(m_i, max_j s_ij)                  running row maximum
+//   p_ij   = exp(s_ij - m_i')
+//   l_i'   = exp(m_i - m_i') l_i + sum_j p_ij      running denominator
+//   o_i'   = exp(m_i - m_i') o_i + sum_j p_ij v_j  running numerator
+// and at the end out_i = o_i / l_i, L_i = m_i + log l_i (the log-sum-exp).
+// Rescaling by exp(m_i - m_i') whenever the maximum grows keeps every
+// exponent <= 0 (no overflow) and makes the result exact, not approximate.
+//
+// Backward recomputes p_ij = exp(s_ij - L_i) tile by tile (Algorithm 2):
+//   D_i   = <dout_i, out_i>                        (= sum_j p_ij dp_ij)
+//   dv_j += p_ij dout_i
+//   dp_ij = <dout_i, v_j>
+//   ds_ij = p_ij (dp_ij - D_i)                     softmax backward
+//   dq_i += scale ds_ij k_j,    dk_j += scale ds_ij q_i
+//
+// Every small product below is written as "row += scalar * row" with the
+// row contiguous (keys are transposed into the tile first where needed), so
+// the compiler vectorizes the inner loops without -ffast-math.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "tensor/cpu/allocator.h"
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/cpu/fast_math.h"
 
 namespace nc {
 namespace cpu {
 
-// [N, R, C] -> the transposed view [N, C, R] (no copy; gemm reads strides).
-static Tensor transposed(const Tensor& t) {
-    return make_view(t, {t.size(0), t.size(2), t.size(1)}, {t.strides()[0], t.strides()[2], t.strides()[1]},
-                     t.offset());
+namespace {
+
+constexpr int64_t kBlockQ = 64;  // Br: queries per tile
+constexpr int64_t kBlockK = 64;  // Bc: keys per tile
+
+// dst[0:n] += a * src[0:n]
+template <typename T>
+inline void axpy(int64_t n, T a, const T* __restrict src, T* __restrict dst) {
+    for (int64_t i = 0; i < n; ++i) dst[i] += a * src[i];
+}
+
+// The keys a query block [i0, i1) can see end before this index.
+inline int64_t key_end(bool causal, int64_t i1, int64_t S) { return causal ? std::min(S, i1) : S; }
+// Within a tile, query i sees keys j <= i when causal.
+inline int64_t visible_in_tile(bool causal, int64_t i, int64_t j0, int64_t j1) {
+    return causal ? std::max<int64_t>(0, std::min(j1, i + 1) - j0) : j1 - j0;
+}
+
+// scores[r][c] = scale <q_{i0+r}, k_{j0+c}> for a tile, through kt = the
+// tile's keys transposed ([D][bc]) so the inner loop runs along c.
+template <typename T>
+void tile_scores(const T* q, int64_t i0, int64_t br, const T* k, int64_t j0, int64_t bc, int64_t D, T scale, T* kt,
+                 T* scores) {
+    for (int64_t c = 0; c < bc; ++c)
+        for (int64_t d = 0; d < D; ++d) kt[d * bc + c] = k[(j0 + c) * D + d];
+    for (int64_t r = 0; r < br; ++r) {
+        T* row = scores + r * bc;
+        std::fill(row, row + bc, T(0));
+        const T* qr = q + (i0 + r) * D;
+        for (int64_t d = 0; d < D; ++d) axpy(bc, qr[d], kt + d * bc, row);
+        for (int64_t c = 0; c < bc; ++c) row[c] *= scale;
+    }
 }
 
 template <typename T>
-static void softmax_rows_masked(const Tensor& scores, bool causal, double scale) {
-    int64_t N = scores.size(0), rows = scores.size(1), S = scores.size(2);
-    T* z = static_cast<T*>(scores.raw_data());
-#pragma omp parallel for schedule(static) if (N * rows * S >= 32768)
-    for (int64_t r = 0; r < N * rows; ++r) {
-        int64_t i = r % rows;                 // query position
-        int64_t allowed = causal ? i + 1 : S;  // keys 0..allowed-1 are visible
-        T* row = z + r * S;
-        double m = -INFINITY, total = 0;
-        for (int64_t j = 0; j < allowed; ++j) m = std::max(m, scale * row[j]);
-        for (int64_t j = 0; j < allowed; ++j) {
-            double e = std::exp(scale * row[j] - m);
-            row[j] = (T)e;
-            total += e;
-        }
-        for (int64_t j = 0; j < allowed; ++j) row[j] = (T)(row[j] / total);
-        for (int64_t j = allowed; j < S; ++j) row[j] = T(0);  // masked: probability exactly 0
+void attention_typed(const Tensor& q_t, const Tensor& k_t, const Tensor& v_t, bool causal, double scale_d,
+                     const Tensor& out_t, const Tensor& lse_t) {
+    const int64_t N = q_t.size(0), T_ = q_t.size(1), S = k_t.size(1), D = q_t.size(2), Dv = v_t.size(2);
+    const T* q_all = static_cast<const T*>(q_t.raw_data());
+    const T* k_all = static_cast<const T*>(k_t.raw_data());
+    const T* v_all = static_cast<const T*>(v_t.raw_data());
+    T* out_all = static_cast<T*>(out_t.raw_data());
+    T* lse_all = static_cast<T*>(lse_t.raw_data());
+    const T scale = (T)scale_d;
+    const int64_t q_blocks = (T_ + kBlockQ - 1) / kBlockQ;
+
+#pragma omp parallel if (N * T_ * S * D >= 32768)
+    {
+        ScratchBuffer<T> kt(D * kBlockK), scores(kBlockQ * kBlockK), acc(kBlockQ * Dv);
+        ScratchBuffer<T> row_max(kBlockQ), row_sum(kBlockQ);
+#pragma omp for schedule(dynamic) collapse(2)
+        for (int64_t n = 0; n < N; ++n)
+            for (int64_t qb = 0; qb < q_blocks; ++qb) {
+                const T* q = q_all + n * T_ * D;
+                const T* k = k_all + n * S * D;
+                const T* v = v_all + n * S * Dv;
+                const int64_t i0 = qb * kBlockQ, i1 = std::min(T_, i0 + kBlockQ), br = i1 - i0;
+                std::fill(acc.data(), acc.data() + br * Dv, T(0));
+                std::fill(row_max.data(), row_max.data() + br, -INFINITY);
+                std::fill(row_sum.data(), row_sum.data() + br, T(0));
+                for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
+                    const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
+                    tile_scores(q, i0, br, k, j0, bc, D, scale, kt.data(), scores.data());
+                    for (int64_t r = 0; r < br; ++r) {
+                        const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
+                        if (visible == 0) continue;  // every key of this tile is in this query's future
+                        T* s = scores.data() + r * bc;
+                        T m_new = row_max[r];
+                        for (int64_t c = 0; c < visible; ++c) m_new = std::max(m_new, s[c]);
+                        T rescale = exp_fast(row_max[r] - m_new);  // exp(-inf) = 0 on the first tile
+                        T total = 0;
+                        for (int64_t c = 0; c < visible; ++c) {
+                            s[c] = exp_fast(s[c] - m_new);  // s becomes p
+                            total += s[c];
+                        }
+                        row_sum[r] = rescale * row_sum[r] + total;
+                        row_max[r] = m_new;
+                        T* o = acc.data() + r * Dv;
+                        for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
+                        for (int64_t c = 0; c < visible; ++c) axpy(Dv, s[c], v + (j0 + c) * Dv, o);
+                    }
+                }
+                for (int64_t r = 0; r < br; ++r) {
+                    T* o = out_all + (n * T_ + i0 + r) * Dv;
+                    const T* a = acc.data() + r * Dv;
+                    // l = 0 only when a row sees no key at all (S = 0): out = 0.
+                    T inv = row_sum[r] > 0 ? T(1) / row_sum[r] : T(0);
+                    for (int64_t e = 0; e < Dv; ++e) o[e] = a[e] * inv;
+                    lse_all[n * T_ + i0 + r] = row_max[r] + std::log(row_sum[r]);
+                }
+            }
     }
 }
+
+template <typename T>
+void attention_backward_typed(const Tensor& dout_t, const Tensor& q_t, const Tensor& k_t, const Tensor& v_t,
+                              const Tensor& out_t, const Tensor& lse_t, bool causal, double scale_d,
+                              const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t) {
+    const int64_t N = q_t.size(0), T_ = q_t.size(1), S = k_t.size(1), D = q_t.size(2), Dv = v_t.size(2);
+    const T* dout_all = static_cast<const T*>(dout_t.raw_data());
+    const T* q_all = static_cast<const T*>(q_t.raw_data());
+    const T* k_all = static_cast<const T*>(k_t.raw_data());
+    const T* v_all = static_cast<const T*>(v_t.raw_data());
+    const T* out_all = static_cast<const T*>(out_t.raw_data());
+    const T* lse_all = static_cast<const T*>(lse_t.raw_data());
+    T* dq_all = static_cast<T*>(dq_t.raw_data());
+    T* dk_all = static_cast<T*>(dk_t.raw_data());
+    T* dv_all = static_cast<T*>(dv_t.raw_data());
+    const T scale = (T)scale_d;
+
+    // One thread per (batch, head): dk and dv of a head collect contributions
+    // from all its query blocks, so no two threads ever write the same row.
+#pragma omp parallel if (N * T_ * S * D >= 32768)
+    {
+        ScratchBuffer<T> kt(D * kBlockK), vt(Dv * kBlockK), p(kBlockQ * kBlockK), dp(kBlockQ * kBlockK);
+        ScratchBuffer<T> delta(kBlockQ);
+#pragma omp for schedule(dynamic)
+        for (int64_t n = 0; n < N; ++n) {
+            const T *q = q_all + n * T_ * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
+            const T *dout = dout_all + n * T_ * Dv, *out = out_all + n * T_ * Dv, *lse = lse_all + n * T_;
+            T *dq = dq_all + n * T_ * D, *dk = dk_all + n * S * D, *dv = dv_all + n * S * Dv;
+            std::fill(dq, dq + T_ * D, T(0));
+            std::fill(dk, dk + S * D, T(0));
+            std::fill(dv, dv + S * Dv, T(0));
+            for (int64_t i0 = 0; i0 < T_; i0 += kBlockQ) {
+                const int64_t i1 = std::min(T_, i0 + kBlockQ), br = i1 - i0;
+                for (int64_t r = 0; r < br; ++r) {
+                    T d = 0;
+                    for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * Dv + e] * out[(i0 + r) * Dv + e];
+                    delta[r] = d;
+                }
+                for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
+                    const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
+                    // p_ij = exp(s_ij - L_i), 0 where masked.
+                    tile_scores(q, i0, br, k, j0, bc, D, scale, kt.data(), p.data());
+                    for (int64_t r = 0; r < br; ++r) {
+                        const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
+                        T* pr = p.data() + r * bc;
+                        for (int64_t c = 0; c < visible; ++c) pr[c] = exp_fast(pr[c] - lse[i0 + r]);
+                        for (int64_t c = visible; c < bc; ++c) pr[c] = T(0);
+                    }
+                    // dp_ij = <dout_i, v_j>, through vt = the tile's values transposed.
+                    for (int64_t c = 0; c < bc; ++c)
+                        for (int64_t e = 0; e < Dv; ++e) vt[e * bc + c] = v[(j0 + c) * Dv + e];
+                    for (int64_t r = 0; r < br; ++r) {
+                        T* dpr = dp.data() + r * bc;
+                        std::fill(dpr, dpr + bc, T(0));
+                        const T* g = dout + (i0 + r) * Dv;
+                        for (int64_t e = 0; e < Dv; ++e) axpy(bc, g[e], vt.data() + e * bc, dpr);
+                    }
+                    for (int64_t r = 0; r < br; ++r) {
+                        const T* pr = p.data() + r * bc;
+                        T* dsr = dp.data() + r * bc;  // dp becomes scale * ds in place
+                        for (int64_t c = 0; c < bc; ++c) dsr[c] = scale * pr[c] * (dsr[c] - delta[r]);
+                        const T* g = dout + (i0 + r) * Dv;
+                        const T* qr = q + (i0 + r) * D;
+                        T* dqr = dq + (i0 + r) * D;
+                        for (int64_t c = 0; c < bc; ++c) {
+                            if (pr[c] == T(0)) continue;  // masked (or underflowed): contributes nothing
+                            axpy(Dv, pr[c], g, dv + (j0 + c) * Dv);
+                            axpy(D, dsr[c], k + (j0 + c) * D, dqr);
+                            axpy(D, dsr[c], qr, dk + (j0 + c) * D);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
 
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-               const Tensor& probs) {
-    matmul(q, transposed(k), probs);  // raw scores Q K^T
-    if (q.dtype() == kFloat32) softmax_rows_masked<float>(probs, causal, scale);
-    else softmax_rows_masked<double>(probs, causal, scale);
-    matmul(probs, v, out);
+               const Tensor& logsumexp) {
+    if (q.dtype() == kFloat32) attention_typed<float>(q, k, v, causal, scale, out, logsumexp);
+    else attention_typed<double>(q, k, v, causal, scale, out, logsumexp);
 }
 
-// dZ = P * (dP - rowsum(dP * P)) * scale, in place over dP.
-template <typename T>
-static void softmax_backward_rows(const Tensor& probs, const Tensor& dprobs, double scale) {
-    int64_t rows = probs.size(0) * probs.size(1), S = probs.size(2);
-    const T* p = static_cast<const T*>(probs.raw_data());
-    T* d = static_cast<T*>(dprobs.raw_data());
-#pragma omp parallel for schedule(static) if (rows * S >= 32768)
-    for (int64_t r = 0; r < rows; ++r) {
-        const T* pr = p + r * S;
-        T* dr = d + r * S;
-        double dot = 0;
-        for (int64_t j = 0; j < S; ++j) dot += (double)dr[j] * pr[j];
-        for (int64_t j = 0; j < S; ++j) dr[j] = (T)(scale * pr[j] * (dr[j] - dot));
-    }
-}
-
-void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
-                        double scale, const Tensor& dq, const Tensor& dk, const Tensor& dv) {
-    matmul(transposed(probs), dout, dv);  // dV = P^T dO
-    Tensor dscores = empty(probs.shape(), probs.dtype(), probs.device());
-    matmul(dout, transposed(v), dscores);  // dP = dO V^T
-    if (q.dtype() == kFloat32) softmax_backward_rows<float>(probs, dscores, scale);
-    else softmax_backward_rows<double>(probs, dscores, scale);
-    matmul(dscores, k, dq);              // dQ = dZ K
-    matmul(transposed(dscores), q, dk);  // dK = dZ^T Q
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv) {
+    if (q.dtype() == kFloat32)
+        attention_backward_typed<float>(dout, q, k, v, out, logsumexp, causal, scale, dq, dk, dv);
+    else
+        attention_backward_typed<double>(dout, q, k, v, out, logsumexp, causal, scale, dq, dk, dv);
 }
 
 }  // namespace cpu

@@ -29,6 +29,7 @@ const Backend& cpu_backend() {
         cpu::geodesic_update_backward,
         cpu::attention,
         cpu::attention_backward,
+        cpu::adamw_update,
     };
     return table;
 }

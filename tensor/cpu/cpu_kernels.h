@@ -33,9 +33,20 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_i
 void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
                             const Tensor& logsumexp, int64_t ignore_index, const Tensor& dlogits);
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-               const Tensor& probs);
-void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
-                        double scale, const Tensor& dq, const Tensor& dk, const Tensor& dv);
+               const Tensor& logsumexp);
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv);
+void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
+                  const std::vector<Tensor>& v, const std::vector<double>& weight_decay, const AdamWStep& step);
+
+// Not in the table: the T x S-materializing attention (attention_reference.cpp)
+// that tests compare the tiled kernel against. probs: [N, T, S].
+void attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                         const Tensor& out, const Tensor& probs);
+void attention_reference_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& probs, double scale, const Tensor& dq, const Tensor& dk,
+                                  const Tensor& dv);
 void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
 void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                               const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);

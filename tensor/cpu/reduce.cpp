@@ -4,6 +4,7 @@
 // row is a plain array and rows are split across threads.
 #include <cmath>
 
+#include "tensor/cpu/fast_math.h"
 #include "tensor/cpu/cpu_kernels.h"
 
 namespace nc {
@@ -55,7 +56,7 @@ static void softmax_typed(const Tensor& in, const Tensor& out, bool log) {
         for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
         double total = 0;
         for (int64_t i = 0; i < n; ++i) {
-            T e = std::exp(xr[i] - m);
+            T e = exp_fast(xr[i] - m);
             if (!log) yr[i] = e;
             total += e;
         }

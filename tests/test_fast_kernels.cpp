@@ -1,0 +1,150 @@
+// The fast CPU kernels against their simple references: the tiled attention
+// against the T x S-materializing one, the vectorizable exp/tanh against
+// libm, and the fused AdamW against the formula element by element.
+#include "helpers.h"
+#include "autograd/ops_nn.h"
+#include "optim/optimizer.h"
+#include "tensor/cpu/cpu_kernels.h"
+#include "tensor/cpu/fast_math.h"
+#include "tensor/raw_nn.h"
+
+using namespace nc;
+using nc_test::check_gradcheck;
+using nc_test::check_values;
+using nc_test::leaf;
+using V = std::vector<Tensor>;
+
+namespace {
+struct AttentionCase {
+    int64_t N, T, S, D, Dv;
+    bool causal;
+};
+
+// Runs the tiled kernel and the reference kernel on the same inputs and
+// compares outputs and all three gradients.
+void compare_with_reference(const AttentionCase& c, DType dtype, double tol) {
+    Generator gen(100 + c.T * 7 + c.S);
+    Tensor q = raw::randn({c.N, c.T, c.D}, gen, dtype), k = raw::randn({c.N, c.S, c.D}, gen, dtype);
+    Tensor v = raw::randn({c.N, c.S, c.Dv}, gen, dtype), dout = raw::randn({c.N, c.T, c.Dv}, gen, dtype);
+    double scale = 1.0 / std::sqrt((double)c.D);
+
+    Tensor out = raw::zeros({c.N, c.T, c.Dv}, dtype), lse = raw::zeros({c.N, c.T}, dtype);
+    cpu::attention(q, k, v, c.causal, scale, out, lse);
+    Tensor ref_out = raw::zeros({c.N, c.T, c.Dv}, dtype), probs = raw::zeros({c.N, c.T, c.S}, dtype);
+    cpu::attention_reference(q, k, v, c.causal, scale, ref_out, probs);
+    check_values(out, ref_out.to_vector(), tol);
+
+    Tensor dq = raw::zeros(q.shape(), dtype), dk = raw::zeros(k.shape(), dtype), dv = raw::zeros(v.shape(), dtype);
+    cpu::attention_backward(dout, q, k, v, out, lse, c.causal, scale, dq, dk, dv);
+    Tensor rdq = raw::zeros(q.shape(), dtype), rdk = raw::zeros(k.shape(), dtype), rdv = raw::zeros(v.shape(), dtype);
+    cpu::attention_reference_backward(dout, q, k, v, probs, scale, rdq, rdk, rdv);
+    check_values(dq, rdq.to_vector(), tol);
+    check_values(dk, rdk.to_vector(), tol);
+    check_values(dv, rdv.to_vector(), tol);
+}
+}  // namespace
+
+TEST_CASE("tiled attention equals the reference kernel, value and gradient", "[attention][fast]") {
+    // Sizes that are smaller than, equal to, and not multiples of the 64 x 64
+    // tile; S > T (keys beyond the queries); head sizes D != Dv.
+    for (AttentionCase c : {AttentionCase{3, 1, 1, 4, 4, true}, AttentionCase{2, 7, 7, 5, 3, true},
+                            AttentionCase{2, 64, 64, 16, 16, true}, AttentionCase{2, 65, 65, 8, 8, false},
+                            AttentionCase{1, 130, 130, 33, 7, true}, AttentionCase{1, 100, 201, 16, 16, false},
+                            AttentionCase{1, 70, 150, 8, 12, true}}) {
+        INFO("N=" << c.N << " T=" << c.T << " S=" << c.S << " D=" << c.D << " Dv=" << c.Dv << " causal=" << c.causal);
+        compare_with_reference(c, kFloat32, 2e-5);
+        compare_with_reference(c, kFloat64, 1e-12);
+    }
+}
+
+TEST_CASE("gradcheck: tiled attention across several tiles", "[attention][fast][gradcheck]") {
+    // T = 70 spans two query tiles and two key tiles (one partial).
+    Tensor q = leaf({1, 70, 3}, 71), k = leaf({1, 70, 3}, 72), v = leaf({1, 70, 2}, 73);
+    GradcheckOptions options;
+    options.max_elements_per_input = 40;
+    for (bool causal : {true, false}) {
+        INFO("causal " << causal);
+        GradcheckResult r = gradcheck(
+            [causal](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); }, {q, k, v},
+            options);
+        INFO(r.report());
+        CHECK(r.passed);
+    }
+}
+
+TEST_CASE("tiled attention keeps memory linear in T", "[attention][fast][memory]") {
+    // What forward saves for backward: out [N, T, Dv] and one float per query,
+    // never [N, T, T]. At T = 2048 the probabilities alone would be 16 MiB.
+    Generator gen(9);
+    Tensor q = raw::randn({1, 2048, 8}, gen);
+    raw::AttentionForward f = raw::attention(q, q, q, true, 0.35);
+    CHECK(f.logsumexp.shape() == Shape{1, 2048});
+    CHECK(f.out.shape() == Shape{1, 2048, 8});
+}
+
+TEST_CASE("exp_fast and tanh_fast agree with libm", "[fast][elementwise]") {
+    double worst_exp = 0, worst_tanh = 0;
+    for (int i = -200000; i <= 200000; ++i) {
+        float x = (float)i * 4.4e-4f;  // [-88, 88]
+        double e = std::exp((double)x);
+        if (e > 1.2e-38 && e < 3e38) worst_exp = std::max(worst_exp, std::abs(cpu::exp_fast(x) - e) / e);
+        float y = (float)i * 5e-5f;  // [-10, 10]
+        double t = std::tanh((double)y);
+        worst_tanh = std::max(worst_tanh, std::abs(cpu::tanh_fast(y) - t) / std::max(std::abs(t), 1e-30));
+    }
+    INFO("worst relative error: exp " << worst_exp << ", tanh " << worst_tanh);
+    CHECK(worst_exp < 5e-7);
+    CHECK(worst_tanh < 5e-7);
+    CHECK(cpu::exp_fast(-100.0f) == 0.0f);
+    CHECK(std::isinf(cpu::exp_fast(100.0f)));
+    CHECK(std::isnan(cpu::exp_fast(NAN)));
+    CHECK(cpu::exp_fast(0.0f) == 1.0f);
+    CHECK(cpu::tanh_fast(0.0f) == 0.0f);
+    CHECK(cpu::tanh_fast(30.0f) == 1.0f);
+    CHECK(cpu::tanh_fast(-30.0f) == -1.0f);
+}
+
+TEST_CASE("fused AdamW equals the formula on many tensors of odd sizes", "[optim][fast]") {
+    Generator gen(21);
+    std::vector<int64_t> sizes = {1, 7, 33, 40000};  // 40000 spans several chunks
+    std::vector<Tensor> params;
+    for (int64_t n : sizes) params.push_back(raw::randn({n}, gen));
+    for (Tensor& p : params) p.set_requires_grad(true);
+    double lr = 0.01, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+    optim::AdamW adam({{{params[0], params[2]}, 0.1}, {{params[1], params[3]}, 0.0}}, lr, b1, b2, eps);
+    std::vector<std::vector<double>> x, m, v;
+    for (Tensor& p : params) {
+        x.push_back(p.to_vector());
+        m.emplace_back(p.numel(), 0.0);
+        v.emplace_back(p.numel(), 0.0);
+    }
+    double decay[] = {0.1, 0.0, 0.1, 0.0};
+    for (int t = 1; t <= 3; ++t) {
+        std::vector<std::vector<double>> grads;
+        for (Tensor& p : params) {
+            Tensor g = raw::randn(p.shape(), gen);
+            p.set_grad(g);
+            grads.push_back(g.to_vector());
+        }
+        adam.step();
+        for (size_t i = 0; i < params.size(); ++i) {
+            for (size_t e = 0; e < x[i].size(); ++e) {
+                double g = grads[i][e];
+                x[i][e] *= 1 - lr * decay[i];
+                m[i][e] = b1 * m[i][e] + (1 - b1) * g;
+                v[i][e] = b2 * v[i][e] + (1 - b2) * g * g;
+                x[i][e] -= lr * (m[i][e] / (1 - std::pow(b1, t))) / (std::sqrt(v[i][e] / (1 - std::pow(b2, t))) + eps);
+            }
+            INFO("step " << t << ", tensor of " << sizes[i]);
+            check_values(params[i], x[i], 2e-6);
+        }
+    }
+}
+
+TEST_CASE("adamw_update refuses mismatched state", "[optim][fast][errors]") {
+    Tensor p = raw::zeros({3}), g = raw::zeros({3}), m = raw::zeros({3}), wrong = raw::zeros({4});
+    AdamWStep h{0.1, 0.9, 0.999, 1e-8, 0.1, 0.001};
+    nc_test::check_error([&] { raw::adamw_update({p}, {g}, {m}, {wrong}, {0.0}, h); },
+                         {"adamw_update", "parameter 0", "[4]"});
+    nc_test::check_error([&] { raw::adamw_update({p}, {g}, {m}, {m}, {}, h); }, {"adamw_update", "one gradient"});
+}
