@@ -7,7 +7,7 @@
 #   make run        setup, build, and the main job: normcore train (default GPT-2)
 #   make test-asan  the same suite under the sanitizers
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
-#   make bench      the matmul benchmark (GFLOP/s, 1 and 2 threads)
+#   make bench      normcore bench: FMA peak, GEMM GFLOP/s, training-step times (JSON in build/bench.json)
 #   make setup      install the Debian packages normcore needs (idempotent)
 #
 # Header dependencies are tracked (-MMD), so editing a .h rebuilds what uses it.
@@ -50,11 +50,10 @@ TEST_SRCS := $(wildcard tests/*.cpp)
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
 TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS))
 
-APP_SRCS := $(filter-out apps/bench_matmul.cpp,$(wildcard apps/*.cpp))
+APP_SRCS := $(wildcard apps/*.cpp)
 
 LIB := $(BUILD)/libnormcore.a
 TEST_BIN := $(BUILD)/tests/run_tests
-BENCH_BIN := $(BUILD)/bench_matmul
 APP_BIN := $(BUILD)/normcore
 
 # Parallel compilation inside the sub-makes below (one job per core).
@@ -64,7 +63,7 @@ obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
 .PHONY: all debug asan test test-asan test-gdb run bench setup clean
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
-all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_BIN)
+all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS)
 
 debug:
 	$(MAKE) -j$(JOBS) MODE=debug BUILD=build/debug all
@@ -97,9 +96,6 @@ $(BUILD)/tutorials/%: $(BUILD)/obj/tutorials/%.o $(LIB)
 $(APP_BIN): $(call obj,$(APP_SRCS)) $(LIB)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BENCH_BIN): $(BUILD)/obj/apps/bench_matmul.o $(LIB)
-	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
-
 # Setup first (packages), then the build, then the suite, then every tutorial
 # chapter's program (so the tutorials never rot). Catch2's summary closes it.
 test:
@@ -127,8 +123,8 @@ run:
 	$(APP_BIN) train
 
 bench:
-	@$(MAKE) --no-print-directory -j$(JOBS) $(BENCH_BIN)
-	$(BENCH_BIN)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(APP_BIN)
+	$(APP_BIN) bench --json $(BUILD)/bench.json
 
 # Debian packages: compiler, Catch2 (tests), gdb (tutorial 2), graphviz (to
 # render graph dumps), fortunes (the default training text), nlohmann-json

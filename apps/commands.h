@@ -7,6 +7,7 @@ namespace app {
 int train_command(int argc, char** argv);     // apps/train.cpp
 int generate_command(int argc, char** argv);  // apps/generate.cpp
 int eval_command(int argc, char** argv);      // apps/generate.cpp
+int bench_command(int argc, char** argv);     // apps/bench.cpp
 
 }  // namespace app
 }  // namespace nc

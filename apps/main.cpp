@@ -1,4 +1,4 @@
-// main.cpp — the `normcore` program: `normcore train | generate | eval`.
+// main.cpp — the `normcore` program: `normcore train | generate | eval | bench`.
 //
 // Every error a user can cause ends here as one clear line on stderr and a
 // non-zero exit status; nothing crashes.
@@ -16,6 +16,7 @@ static const char* kUsage =
     "  train     train a model (no flags: the default small GPT-2 on the fortunes corpus)\n"
     "  generate  sample text from trained weights\n"
     "  eval      loss and perplexity of trained weights on a data set\n"
+    "  bench     the machine's FMA peak, GEMM GFLOP/s, and training-step times by kind of op\n"
     "\n"
     "`normcore <command> --help` lists a command's flags.\n";
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
         if (!std::strcmp(argv[1], "train")) return nc::app::train_command(argc, argv);
         if (!std::strcmp(argv[1], "generate")) return nc::app::generate_command(argc, argv);
         if (!std::strcmp(argv[1], "eval")) return nc::app::eval_command(argc, argv);
+        if (!std::strcmp(argv[1], "bench")) return nc::app::bench_command(argc, argv);
         std::fprintf(stderr, "normcore: unknown command '%s'\n\n%s", argv[1], kUsage);
         return 2;
     } catch (const nc::Error& e) {

@@ -49,6 +49,9 @@ struct Backend {
     void (*where)(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
     // in: contiguous [rows, n] -> out: contiguous [rows] (Argmax writes int64).
     void (*reduce_rows)(ReduceOp op, const Tensor& in, const Tensor& out);
+    // in: contiguous [n, cols] -> out: contiguous [cols], out[j] = sum_i in[i, j]
+    // (a sum over leading dims, such as a bias gradient, without a transpose).
+    void (*sum_columns)(const Tensor& in, const Tensor& out);
     // a: [batch..., M, K], b: [batch..., K, N] (same batch dims, any strides)
     // -> out: contiguous [batch..., M, N].
     void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out);

@@ -3,6 +3,8 @@
 // Every reduction is done the same way: move the reduced dims to the end
 // (a permute, free), make that contiguous, view it as a [rows, n] matrix, and
 // let the backend reduce each row. Then give the result its final shape.
+// One shortcut: a sum over leading dims of a contiguous tensor is a column
+// sum, which needs no copy.
 #include <algorithm>
 
 #include "tensor/profile.h"
@@ -49,6 +51,17 @@ static Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bo
     if (!is_floating(x.dtype()))
         fail(name, std::string("needs a floating-point tensor, got ") + dtype_name(x.dtype()));
     dims = reduced_dims(x, dims, name);
+    // A sum over the leading dims of a contiguous tensor (a bias gradient:
+    // [B, T, C] -> [C]) is a column sum of [B*T, C]: no transpose, no copy.
+    bool leading = !dims.empty() && dims.back() == (int64_t)dims.size() - 1 && (int64_t)dims.size() < x.dim();
+    if (op == ReduceOp::Sum && leading && x.is_contiguous() && x.numel() > 0) {
+        int64_t n = 1;
+        for (int64_t d : dims) n *= x.shape()[d];
+        Tensor out = empty({x.numel() / n}, x.dtype(), x.device());
+        ProfileScope scope(OpKind::Elementwise);
+        backend_for(x.device()).sum_columns(view(x, {n, x.numel() / n}), out);
+        return view(out, reduced_shape(x, dims, keepdim));
+    }
     Tensor rows = as_rows(x, dims);
     if ((op != ReduceOp::Sum) && rows.shape()[1] == 0)
         fail(name, "cannot reduce over an empty dimension (shape " + shape_str(x.shape()) + ")");

@@ -68,3 +68,26 @@ TEST_CASE("reductions report bad dims", "[reduce][errors]") {
     check_error([] { raw::sum(raw::zeros({2, 3}), {1, -1}); }, {"sum", "twice"});
     check_error([] { raw::var(raw::zeros({1})); }, {"var"});
 }
+
+TEST_CASE("sums over leading dims (the column-sum path) equal an explicit loop", "[reduce]") {
+    // Shapes around the 128-column block: fewer, exactly, more, not a multiple.
+    Generator gen(31);
+    for (auto [a, b, c] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {3, 5, 7}, {4, 33, 128}, {2, 50, 300}}) {
+        Tensor x = raw::randn({a, b, c}, gen);
+        std::vector<float> v(x.data<float>(), x.data<float>() + x.numel());
+        std::vector<double> over_ab(c, 0.0), over_a(b * c, 0.0);
+        for (int64_t i = 0; i < a; ++i)
+            for (int64_t j = 0; j < b; ++j)
+                for (int64_t k = 0; k < c; ++k) {
+                    over_ab[k] += v[(i * b + j) * c + k];
+                    over_a[j * c + k] += v[(i * b + j) * c + k];
+                }
+        INFO(a << " x " << b << " x " << c);
+        check_values(raw::sum(x, {0, 1}), over_ab, 1e-4);
+        check_values(raw::sum(x, {0}), over_a, 1e-4);
+        CHECK(raw::sum(x, {0, 1}, true).shape() == Shape{1, 1, c});
+        // Not contiguous: the general path must give the same numbers.
+        Tensor xt = raw::transpose(raw::contiguous(raw::transpose(x, 0, 1)), 0, 1);
+        check_values(raw::sum(xt, {0, 1}), over_ab, 1e-4);
+    }
+}

@@ -12,6 +12,7 @@ const Backend& cpu_backend() {
         cpu::binary,
         cpu::where,
         cpu::reduce_rows,
+        cpu::sum_columns,
         cpu::matmul,
         cpu::softmax_rows,
         cpu::index_select,

@@ -20,12 +20,16 @@
 namespace nc {
 namespace cpu {
 
-// e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln(2)/2; e^r from a
-// degree-7 polynomial, 2^n by writing n straight into the float's exponent.
+// e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln(2)/2 (a little more
+// after rounding ties); e^r from a degree-7 polynomial, 2^n by writing n straight into the float's exponent.
 inline float exp_fast(float x) {
     const float hi = 88.3762626647949f, lo = -87.3365447505531f;  // e^hi ~ FLT_MAX, e^lo ~ FLT_MIN
     float xc = x > hi ? hi : (x < lo ? lo : x);
-    float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+    // Round to the nearest integer by adding and subtracting 1.5 * 2^23: the
+    // float adder rounds away the fraction. (std::floor would be a library
+    // call GCC does not vectorize unless -fno-trapping-math.)
+    const float round_magic = 12582912.0f;
+    float n = (xc * 1.44269504088896341f + round_magic) - round_magic;
     // r = x - n ln2, with ln2 split in a short and a tiny part (Cody-Waite)
     // so n * 0.693359375 is exact and no accuracy is lost for large n.
     float r = xc - n * 0.693359375f + n * 2.12194440e-4f;

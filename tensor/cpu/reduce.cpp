@@ -2,6 +2,7 @@
 //
 // Both receive contiguous [rows, n] tensors (raw ops arrange that), so each
 // row is a plain array and rows are split across threads.
+#include <algorithm>
 #include <cmath>
 
 #include "tensor/cpu/fast_math.h"
@@ -38,6 +39,32 @@ static void reduce_typed(ReduceOp op, const Tensor& in, const Tensor& out) {
 void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
     if (in.dtype() == kFloat32) reduce_typed<float>(op, in, out);
     else reduce_typed<double>(op, in, out);
+}
+
+// out[j] = sum_i in[i, j]. Threads take blocks of columns (so no two write
+// the same output); each keeps the block's running sums in double and walks
+// the rows in order, reading every row's block contiguously.
+template <typename T>
+static void sum_columns_typed(const Tensor& in, const Tensor& out) {
+    int64_t n = in.shape()[0], cols = in.shape()[1];
+    const T* x = static_cast<const T*>(in.raw_data());
+    T* y = static_cast<T*>(out.raw_data());
+    const int64_t block = 128;
+#pragma omp parallel for schedule(static) if (n * cols >= 32768)
+    for (int64_t c0 = 0; c0 < cols; c0 += block) {
+        int64_t width = std::min(block, cols - c0);
+        double total[block] = {};
+        for (int64_t i = 0; i < n; ++i) {
+            const T* row = x + i * cols + c0;
+            for (int64_t j = 0; j < width; ++j) total[j] += row[j];
+        }
+        for (int64_t j = 0; j < width; ++j) y[c0 + j] = (T)total[j];
+    }
+}
+
+void sum_columns(const Tensor& in, const Tensor& out) {
+    if (in.dtype() == kFloat32) sum_columns_typed<float>(in, out);
+    else sum_columns_typed<double>(in, out);
 }
 
 // softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m) with m = max(x): subtracting

@@ -1,0 +1,280 @@
+// bench.cpp — `normcore bench`: how fast normcore is on this machine, in one
+// run: the FMA peak of the CPU, GEMM throughput as a fraction of it, and the
+// training step of GPT-2 and Llama at two sizes, with the time split by kind
+// of op. `--json FILE` writes the same numbers for scripts
+// (bench/compare_pytorch.py measures PyTorch on the same steps).
+//
+// Throughput numbers are the best of several runs (other processes only
+// ever slow a run down); step times are the median of the timed steps.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/commands.h"
+#include "apps/flags.h"
+#include "apps/lm.h"
+#include "autograd/engine.h"
+#include "autograd/ops_nn.h"
+#include "optim/optimizer.h"
+#include "tensor/cpu/allocator.h"
+#include "tensor/cpu/gemm_kernels.h"
+#include "tensor/profile.h"
+
+namespace nc {
+namespace app {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+// ---- the machine's peak ------------------------------------------------------------
+
+double fma_peak(cpu::SimdIsa isa, int threads) {
+    cpu::measure_fma_peak_gflops(isa, threads, 2000000);  // warm up the clocks and the thread pool
+    double best = 0;
+    for (int r = 0; r < 5; ++r) best = std::max(best, cpu::measure_fma_peak_gflops(isa, threads, 30000000));
+    return best;
+}
+
+// ---- GEMM --------------------------------------------------------------------------
+
+struct GemmShape {
+    int64_t M, K, N;
+    const char* layout;  // NN: A B, NT: A B^T (x W^T, a Linear forward), TN: A^T B (a weight gradient)
+    const char* label;
+};
+
+double gemm_gflops(const GemmShape& s, int repeats) {
+    Generator gen(1);
+    std::string layout = s.layout;
+    // Stored the way a training step stores them; the transposes are views.
+    Tensor a = layout == "TN" ? raw::transpose(raw::randn({s.K, s.M}, gen), 0, 1) : raw::randn({s.M, s.K}, gen);
+    Tensor b = layout == "NT" ? raw::transpose(raw::randn({s.N, s.K}, gen), 0, 1) : raw::randn({s.K, s.N}, gen);
+    raw::matmul(a, b);
+    double best = 1e30;
+    for (int r = 0; r < repeats; ++r) {
+        auto start = Clock::now();
+        Tensor c = raw::matmul(a, b);
+        best = std::min(best, seconds_since(start));
+    }
+    return 2.0 * (double)s.M * (double)s.N * (double)s.K / best / 1e9;
+}
+
+// ---- training steps ----------------------------------------------------------------
+
+struct StepResult {
+    std::string model, size;
+    int64_t params = 0, batch = 0, seq = 0;
+    double ms_per_step = 0, tokens_per_s = 0;
+    size_t peak_bytes = 0;
+    ProfileTotals profile;
+    double profiled_seconds = 0;  // wall time of the profiled steps
+};
+
+// The configurations of the speed comparison (issue: CPU speed):
+// tiny  L=4 C=256 H=4 T=128 B=8;  small  L=6 C=384 H=6 T=256 B=8; vocab 256.
+nn::TransformerConfig bench_config(const std::string& model, const std::string& size, int64_t& batch) {
+    nn::TransformerConfig c = model == "gpt2" ? nn::gpt2_config() : nn::llama_config();
+    if (size == "tiny") {
+        c.n_layer = 4, c.n_embd = 256, c.n_head = 4, c.block_size = 128;
+    } else {
+        c.n_layer = 6, c.n_embd = 384, c.n_head = 6, c.block_size = 256;
+    }
+    c.vocab_size = 256;
+    batch = 8;
+    return c;
+}
+
+StepResult time_training_step(const std::string& model, const std::string& size, int steps) {
+    StepResult r;
+    r.model = model;
+    r.size = size;
+    nn::TransformerConfig cfg = bench_config(model, size, r.batch);
+    r.seq = cfg.block_size;
+    Generator gen(1234);
+    LanguageModel lm = build_language_model(cfg, gen);
+    r.params = lm.module->num_parameters();
+    optim::AdamW opt(optim::decay_groups(*lm.module, 0.1), 3e-4);
+    // Random tokens: the speed of a step does not depend on the text.
+    std::vector<int64_t> tokens(r.batch * (r.seq + 1));
+    std::vector<double> uniform = raw::rand({(int64_t)tokens.size()}, gen, kFloat64).to_vector();
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = std::min<int64_t>(255, (int64_t)(uniform[i] * 256));
+    Tensor window = raw::from_indices(tokens, {r.batch, r.seq + 1});
+    Tensor ids = raw::contiguous(raw::narrow(window, 1, 0, r.seq));
+    Tensor targets = raw::contiguous(raw::narrow(window, 1, 1, r.seq));
+    auto step = [&] {
+        opt.zero_grad();
+        Tensor loss = cross_entropy(lm.forward(ids), targets);
+        backward(loss);
+        opt.step();
+    };
+    step();  // warm-up: the optimizer state, the allocator's cache, the thread pool
+    step();
+    cpu::reset_peak_bytes();
+    reset_profile();
+    set_profiling(true);
+    std::vector<double> times;
+    for (int i = 0; i < steps; ++i) {
+        auto start = Clock::now();
+        step();
+        times.push_back(seconds_since(start));
+    }
+    set_profiling(false);
+    r.profile = profile_totals();
+    for (double t : times) r.profiled_seconds += t;
+    std::sort(times.begin(), times.end());
+    double median = times[times.size() / 2];
+    r.ms_per_step = median * 1e3;
+    r.tokens_per_s = (double)(r.batch * r.seq) / median;
+    r.peak_bytes = cpu::allocator_stats().peak_bytes_in_use;
+    return r;
+}
+
+double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+}  // namespace
+
+int bench_command(int argc, char** argv) {
+    Flags flags("bench", {
+        {"models", "gpt2,llama", "models to time (gpt2, llama)"},
+        {"sizes", "tiny,small", "sizes to time: tiny (L4 C256 T128 B8), small (L6 C384 T256 B8)"},
+        {"steps", "5", "timed training steps per model (after 2 warm-up steps)"},
+        {"repeats", "5", "runs per GEMM shape (the best is reported)"},
+        {"threads", "0", "OpenMP threads (0: all cores)"},
+        {"skip-gemm", "false", "skip the GEMM table", true},
+        {"skip-training", "false", "skip the training steps", true},
+        {"json", "", "also write the results to this JSON file"},
+    });
+    flags.parse(argc, argv, 2);
+    if (flags.help_requested()) {
+        std::fputs(flags.usage().c_str(), stdout);
+        return 0;
+    }
+    std::vector<std::string> models = split_list(flags.str("models")), sizes = split_list(flags.str("sizes"));
+    for (const std::string& m : models)
+        if (m != "gpt2" && m != "llama") throw Error("flag --models: unknown model '" + m + "' (choose gpt2, llama)");
+    for (const std::string& s : sizes)
+        if (s != "tiny" && s != "small") throw Error("flag --sizes: unknown size '" + s + "' (choose tiny, small)");
+    int64_t steps = flags.integer("steps"), repeats = flags.integer("repeats"), threads = flags.integer("threads");
+    if (steps < 1) throw Error("flag --steps: needs at least 1 timed step, got " + std::to_string(steps));
+    if (repeats < 1) throw Error("flag --repeats: needs at least 1, got " + std::to_string(repeats));
+    if (threads < 0) throw Error("flag --threads: must be 0 (all cores) or more, got " + std::to_string(threads));
+    if (threads > 0) omp_set_num_threads((int)threads);
+    const int nthreads = omp_get_max_threads();
+    const cpu::SimdIsa isa = cpu::best_simd_isa();
+    json out;
+
+    // 1. The machine.
+    double peak = fma_peak(isa, nthreads);
+    std::printf("normcore bench: %d threads, %s micro-kernel\n", nthreads, cpu::simd_isa_name(isa));
+    std::printf("FMA peak (float32, %s, %d threads): %.1f GFLOP/s\n\n", cpu::simd_isa_name(isa), nthreads, peak);
+    out["machine"] = {{"threads", nthreads}, {"simd", cpu::simd_isa_name(isa)}, {"fma_peak_gflops", peak}};
+
+    // 2. GEMM on the shapes of the two configurations (M = B T tokens).
+    std::vector<std::pair<GemmShape, double>> gemm_rows;
+    if (!flags.on("skip-gemm")) {
+        const GemmShape shapes[] = {
+            {1024, 1024, 1024, "NN", "square"},
+            {1024, 768, 3072, "NN", "C=768 MLP up"},
+            {1024, 3072, 768, "NN", "C=768 MLP down"},
+            {1024, 256, 768, "NT", "tiny: x W^T, qkv"},
+            {1024, 256, 1024, "NT", "tiny: x W^T, MLP up"},
+            {1024, 1024, 256, "NN", "tiny: dy W, MLP up"},
+            {1024, 1024, 256, "TN", "tiny: dW, MLP up"},
+            {2048, 384, 1152, "NT", "small: x W^T, qkv"},
+            {2048, 1536, 384, "NT", "small: x W^T, MLP down"},
+            {2048, 1536, 384, "NN", "small: dy W, MLP up"},
+            {1536, 2048, 384, "TN", "small: dW, MLP up"},
+        };
+        std::printf("GEMM (float32, best of %lld runs)\n", (long long)repeats);
+        std::printf("  %-20s %-6s %-24s %10s %8s\n", "M x K x N", "layout", "what", "GFLOP/s", "of peak");
+        for (const GemmShape& s : shapes) {
+            double g = gemm_gflops(s, (int)repeats);
+            gemm_rows.push_back({s, g});
+            char dims[64];
+            std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)s.M, (long long)s.K, (long long)s.N);
+            std::printf("  %-20s %-6s %-24s %10.1f %7.1f%%\n", dims, s.layout, s.label, g, percent(g, peak));
+            out["gemm"].push_back({{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"what", s.label},
+                                   {"gflops", g}, {"percent_of_peak", percent(g, peak)}});
+        }
+        std::printf("\n");
+    }
+
+    // 3. Training steps.
+    std::vector<StepResult> results;
+    if (!flags.on("skip-training")) {
+        for (const std::string& size : sizes)
+            for (const std::string& model : models) {
+                std::printf("timing %s %s ...\n", model.c_str(), size.c_str());
+                std::fflush(stdout);
+                results.push_back(time_training_step(model, size, (int)steps));
+            }
+        std::printf("\nTraining step (forward + backward + AdamW), median of %lld steps; time by kind of op:\n",
+                    (long long)steps);
+        std::printf("  %-12s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
+                    "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
+                    "gemm GF/s");
+        for (const StepResult& r : results) {
+            const ProfileTotals& p = r.profile;
+            double timed = 0;
+            for (double s : p.seconds) timed += s;
+            double other = std::max(0.0, r.profiled_seconds - timed);
+            double gemm_rate = p.seconds[(int)OpKind::Gemm] > 0 ? p.gemm_flops / p.seconds[(int)OpKind::Gemm] / 1e9 : 0;
+            std::string name = r.model + " " + r.size;
+            std::printf("  %-12s %7.2fM %10.1f %9.0f %9.1f", name.c_str(), (double)r.params / 1e6, r.ms_per_step,
+                        r.tokens_per_s, (double)r.peak_bytes / 1048576.0);
+            json split;
+            for (int k = 0; k < kOpKinds; ++k) {
+                std::printf(" %5.1f%%", percent(p.seconds[k], r.profiled_seconds));
+                split[op_kind_name((OpKind)k)] = percent(p.seconds[k], r.profiled_seconds);
+            }
+            split["other"] = percent(other, r.profiled_seconds);
+            std::printf(" %5.1f%% %11.1f\n", percent(other, r.profiled_seconds), gemm_rate);
+            out["training"].push_back({{"model", r.model}, {"size", r.size}, {"params", r.params},
+                                       {"batch", r.batch}, {"seq", r.seq}, {"ms_per_step", r.ms_per_step},
+                                       {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
+                                       {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
+        }
+        std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
+    }
+
+    // 4. The summary table.
+    std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, peak);
+    std::printf("%-34s %12s %10s\n", "what", "value", "of peak");
+    for (const auto& [s, g] : gemm_rows) {
+        char what[80];
+        std::snprintf(what, sizeof what, "gemm %lldx%lldx%lld %s", (long long)s.M, (long long)s.K, (long long)s.N,
+                      s.layout);
+        std::printf("%-34s %7.1f GF/s %9.1f%%\n", what, g, percent(g, peak));
+    }
+    for (const StepResult& r : results) {
+        std::string what = r.model + " " + r.size + " step";
+        std::printf("%-34s %9.1f ms %10s\n", what.c_str(), r.ms_per_step, "");
+    }
+    if (!flags.str("json").empty()) {
+        std::ofstream f(flags.str("json"));
+        if (!f) throw Error("bench: cannot write --json file '" + flags.str("json") + "'");
+        f << out.dump(2) << "\n";
+        std::printf("results written to %s\n", flags.str("json").c_str());
+    }
+    return 0;
+}
+
+}  // namespace app
+}  // namespace nc
