@@ -22,9 +22,10 @@
 //   ds_ij = p_ij (dp_ij - D_i)                     softmax backward
 //   dq_i += scale ds_ij k_j,    dk_j += scale ds_ij q_i
 //
-// Every small product below is written as "row += scalar * row" with the
-// row contiguous (keys are transposed into the tile first where needed), so
-// the compiler vectorizes the inner loops without -ffast-math.
+// Every product of two tiles (Q K^T, P V, and the five of backward) is a
+// small GEMM on the calling thread (gemm_single_thread, gemm.cpp): the same
+// packed AVX-512 micro-kernel as the big matrix multiplies. Threads split
+// the (batch x head, query block) pairs forward and the batch x heads backward.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
+#include "tensor/cpu/gemm.h"
 
 namespace nc {
 namespace cpu {
@@ -41,12 +43,6 @@ namespace {
 constexpr int64_t kBlockQ = 64;  // Br: queries per tile
 constexpr int64_t kBlockK = 64;  // Bc: keys per tile
 
-// dst[0:n] += a * src[0:n]
-template <typename T>
-inline void axpy(int64_t n, T a, const T* __restrict src, T* __restrict dst) {
-    for (int64_t i = 0; i < n; ++i) dst[i] += a * src[i];
-}
-
 // The keys a query block [i0, i1) can see end before this index.
 inline int64_t key_end(bool causal, int64_t i1, int64_t S) { return causal ? std::min(S, i1) : S; }
 // Within a tile, query i sees keys j <= i when causal.
@@ -54,20 +50,11 @@ inline int64_t visible_in_tile(bool causal, int64_t i, int64_t j0, int64_t j1) {
     return causal ? std::max<int64_t>(0, std::min(j1, i + 1) - j0) : j1 - j0;
 }
 
-// scores[r][c] = scale <q_{i0+r}, k_{j0+c}> for a tile, through kt = the
-// tile's keys transposed ([D][bc]) so the inner loop runs along c.
+// scores[r][c] = <q_{i0+r}, k_{j0+c}> for a br x bc tile (unscaled): Q_tile K_tile^T,
+// with K^T read through strides (B(d, c) = k[(j0 + c) D + d]).
 template <typename T>
-void tile_scores(const T* q, int64_t i0, int64_t br, const T* k, int64_t j0, int64_t bc, int64_t D, T scale, T* kt,
-                 T* scores) {
-    for (int64_t c = 0; c < bc; ++c)
-        for (int64_t d = 0; d < D; ++d) kt[d * bc + c] = k[(j0 + c) * D + d];
-    for (int64_t r = 0; r < br; ++r) {
-        T* row = scores + r * bc;
-        std::fill(row, row + bc, T(0));
-        const T* qr = q + (i0 + r) * D;
-        for (int64_t d = 0; d < D; ++d) axpy(bc, qr[d], kt + d * bc, row);
-        for (int64_t c = 0; c < bc; ++c) row[c] *= scale;
-    }
+void tile_scores(const T* q, int64_t i0, int64_t br, const T* k, int64_t j0, int64_t bc, int64_t D, T* scores) {
+    gemm_single_thread(br, bc, D, q + i0 * D, D, 1, k + j0 * D, 1, D, scores, bc, /*accumulate=*/false);
 }
 
 template <typename T>
@@ -84,7 +71,7 @@ void attention_typed(const Tensor& q_t, const Tensor& k_t, const Tensor& v_t, bo
 
 #pragma omp parallel if (N * T_ * S * D >= 32768)
     {
-        ScratchBuffer<T> kt(D * kBlockK), scores(kBlockQ * kBlockK), acc(kBlockQ * Dv);
+        ScratchBuffer<T> scores(kBlockQ * kBlockK), acc(kBlockQ * Dv);
         ScratchBuffer<T> row_max(kBlockQ), row_sum(kBlockQ);
 #pragma omp for schedule(dynamic) collapse(2)
         for (int64_t n = 0; n < N; ++n)
@@ -98,25 +85,28 @@ void attention_typed(const Tensor& q_t, const Tensor& k_t, const Tensor& v_t, bo
                 std::fill(row_sum.data(), row_sum.data() + br, T(0));
                 for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
                     const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
-                    tile_scores(q, i0, br, k, j0, bc, D, scale, kt.data(), scores.data());
+                    tile_scores(q, i0, br, k, j0, bc, D, scores.data());
                     for (int64_t r = 0; r < br; ++r) {
                         const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
+                        T* s = scores.data() + r * bc;  // scores, then probabilities (unnormalized)
+                        std::fill(s + visible, s + bc, T(0));
                         if (visible == 0) continue;  // every key of this tile is in this query's future
-                        T* s = scores.data() + r * bc;
                         T m_new = row_max[r];
-                        for (int64_t c = 0; c < visible; ++c) m_new = std::max(m_new, s[c]);
+                        for (int64_t c = 0; c < visible; ++c) m_new = std::max(m_new, scale * s[c]);
                         T rescale = exp_fast(row_max[r] - m_new);  // exp(-inf) = 0 on the first tile
                         T total = 0;
                         for (int64_t c = 0; c < visible; ++c) {
-                            s[c] = exp_fast(s[c] - m_new);  // s becomes p
+                            s[c] = exp_fast(scale * s[c] - m_new);
                             total += s[c];
                         }
                         row_sum[r] = rescale * row_sum[r] + total;
                         row_max[r] = m_new;
                         T* o = acc.data() + r * Dv;
                         for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
-                        for (int64_t c = 0; c < visible; ++c) axpy(Dv, s[c], v + (j0 + c) * Dv, o);
                     }
+                    // o += P_tile V_tile for all rows of the block at once.
+                    gemm_single_thread(br, Dv, bc, scores.data(), bc, 1, v + j0 * Dv, Dv, 1, acc.data(), Dv,
+                                       /*accumulate=*/true);
                 }
                 for (int64_t r = 0; r < br; ++r) {
                     T* o = out_all + (n * T_ + i0 + r) * Dv;
@@ -150,8 +140,7 @@ void attention_backward_typed(const Tensor& dout_t, const Tensor& q_t, const Ten
     // from all its query blocks, so no two threads ever write the same row.
 #pragma omp parallel if (N * T_ * S * D >= 32768)
     {
-        ScratchBuffer<T> kt(D * kBlockK), vt(Dv * kBlockK), p(kBlockQ * kBlockK), dp(kBlockQ * kBlockK);
-        ScratchBuffer<T> delta(kBlockQ);
+        ScratchBuffer<T> p(kBlockQ * kBlockK), dp(kBlockQ * kBlockK), delta(kBlockQ);
 #pragma omp for schedule(dynamic)
         for (int64_t n = 0; n < N; ++n) {
             const T *q = q_all + n * T_ * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
@@ -169,37 +158,26 @@ void attention_backward_typed(const Tensor& dout_t, const Tensor& q_t, const Ten
                 }
                 for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
                     const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
-                    // p_ij = exp(s_ij - L_i), 0 where masked.
-                    tile_scores(q, i0, br, k, j0, bc, D, scale, kt.data(), p.data());
+                    // p_ij = exp(scale s_ij - L_i), 0 where masked.
+                    tile_scores(q, i0, br, k, j0, bc, D, p.data());
                     for (int64_t r = 0; r < br; ++r) {
                         const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
                         T* pr = p.data() + r * bc;
-                        for (int64_t c = 0; c < visible; ++c) pr[c] = exp_fast(pr[c] - lse[i0 + r]);
-                        for (int64_t c = visible; c < bc; ++c) pr[c] = T(0);
+                        for (int64_t c = 0; c < visible; ++c) pr[c] = exp_fast(scale * pr[c] - lse[i0 + r]);
+                        std::fill(pr + visible, pr + bc, T(0));
                     }
-                    // dp_ij = <dout_i, v_j>, through vt = the tile's values transposed.
-                    for (int64_t c = 0; c < bc; ++c)
-                        for (int64_t e = 0; e < Dv; ++e) vt[e * bc + c] = v[(j0 + c) * Dv + e];
-                    for (int64_t r = 0; r < br; ++r) {
-                        T* dpr = dp.data() + r * bc;
-                        std::fill(dpr, dpr + bc, T(0));
-                        const T* g = dout + (i0 + r) * Dv;
-                        for (int64_t e = 0; e < Dv; ++e) axpy(bc, g[e], vt.data() + e * bc, dpr);
-                    }
+                    // dp = dout_tile V_tile^T
+                    gemm_single_thread(br, bc, Dv, dout + i0 * Dv, Dv, 1, v + j0 * Dv, 1, Dv, dp.data(), bc, false);
+                    // ds = scale p (dp - D), in place of dp (the scale of s = scale q.k folded in)
                     for (int64_t r = 0; r < br; ++r) {
                         const T* pr = p.data() + r * bc;
-                        T* dsr = dp.data() + r * bc;  // dp becomes scale * ds in place
+                        T* dsr = dp.data() + r * bc;
                         for (int64_t c = 0; c < bc; ++c) dsr[c] = scale * pr[c] * (dsr[c] - delta[r]);
-                        const T* g = dout + (i0 + r) * Dv;
-                        const T* qr = q + (i0 + r) * D;
-                        T* dqr = dq + (i0 + r) * D;
-                        for (int64_t c = 0; c < bc; ++c) {
-                            if (pr[c] == T(0)) continue;  // masked (or underflowed): contributes nothing
-                            axpy(Dv, pr[c], g, dv + (j0 + c) * Dv);
-                            axpy(D, dsr[c], k + (j0 + c) * D, dqr);
-                            axpy(D, dsr[c], qr, dk + (j0 + c) * D);
-                        }
                     }
+                    // dv_tile += P^T dout_tile;  dq_tile += dS k_tile;  dk_tile += dS^T q_tile
+                    gemm_single_thread(bc, Dv, br, p.data(), 1, bc, dout + i0 * Dv, Dv, 1, dv + j0 * Dv, Dv, true);
+                    gemm_single_thread(br, D, bc, dp.data(), bc, 1, k + j0 * D, D, 1, dq + i0 * D, D, true);
+                    gemm_single_thread(bc, D, br, dp.data(), 1, bc, q + i0 * D, D, 1, dk + j0 * D, D, true);
                 }
             }
         }

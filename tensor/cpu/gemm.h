@@ -28,6 +28,14 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const 
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
           const std::vector<int64_t>& c_offsets, int64_t c_row_stride);
 
+// C = A B, or C += A B when `accumulate`, for one matrix, on the calling
+// thread only, with the fastest micro-kernel: for the small products inside
+// an already parallel loop (the tiles of attention.cpp).
+void gemm_single_thread(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,
+                        int64_t b_rs, int64_t b_cs, float* C, int64_t ldc, bool accumulate);
+void gemm_single_thread(int64_t M, int64_t N, int64_t K, const double* A, int64_t a_rs, int64_t a_cs,
+                        const double* B, int64_t b_rs, int64_t b_cs, double* C, int64_t ldc, bool accumulate);
+
 // The textbook triple loop, kept as the reference the fast kernel is tested
 // against (tests/test_matmul.cpp) and for reading.
 template <typename T>
