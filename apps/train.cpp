@@ -20,6 +20,7 @@
 #include "data/images.h"
 #include "data/text.h"
 #include "optim/optimizer.h"
+#include "tensor/cpu/allocator.h"
 
 namespace nc {
 namespace app {
@@ -351,6 +352,12 @@ int train_command(int argc, char** argv) {
 
     task.finish();
     double ms_per_step = 1000 * train_seconds / (double)(stop - first_step);
+    // The caching allocator's high-water mark: parameters, optimizer state,
+    // activations and gradients at their largest (tensor/cpu/allocator.h).
+    cpu::AllocatorStats memory = cpu::allocator_stats();
+    std::printf("memory: peak %.1f MiB in tensors, %lld blocks from the system, %lld reused\n",
+                (double)memory.peak_bytes_in_use / 1048576.0, (long long)memory.system_allocations,
+                (long long)memory.cache_hits);
     std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)stop,
                 last_loss, last_val, ms_per_step, (double)(task.tokens_per_batch * accum) / (ms_per_step / 1000));
     return 0;

@@ -21,6 +21,7 @@ for model in gpt2 llama; do
   [ $status -eq 0 ] || fail "train --model $model exited $status: $out"
   grep -qE '^summary: steps=6 train_loss=[0-9.]+ val_loss=[0-9.]+ ms_per_step=[0-9.]+ tok_per_s=[0-9]+$' <<<"$out" \
     || fail "train --model $model: no summary line in: $out"
+  grep -qE '^memory: peak [0-9.]+ MiB in tensors' <<<"$out" || fail "train --model $model: no peak-memory line in: $out"
   [ "$(wc -l < "$work/run-$model/train_log.csv")" -eq 7 ] || fail "train --model $model: the CSV log should have a header and 6 rows"
   [ "$(head -1 "$work/run-$model/train_log.csv")" == "step,loss,val_loss,lr,grad_norm,time_s" ] || fail "CSV header"
 done
@@ -108,6 +109,16 @@ expect_error "not a normcore training checkpoint" train --resume "$work/w.safete
 expect_error "config.json" generate --init "$work"
 expect_error "give the weights" generate
 expect_error "cannot open" eval --init "$work/nothing.safetensors" --data "$work/tiny.txt"
+expect_error "unknown model 'gpt3'" bench --models gpt3
+expect_error "needs at least 1 timed step" bench --steps 0
+
+# 6. bench: one small run prints the peak, the GEMM table and a step time, and writes JSON.
+out=$("$bin" bench --models gpt2 --sizes tiny --steps 1 --repeats 1 --json "$work/bench.json" 2>&1) || fail "bench: $out"
+grep -qE '^FMA peak \(float32, [a-z0-9]+, [0-9]+ threads\): [0-9.]+ GFLOP/s' <<<"$out" || fail "bench: no FMA peak line: $out"
+grep -qE 'gemm 1024x1024x1024 NN +[0-9.]+ GF/s +[0-9.]+%' <<<"$out" || fail "bench: no GEMM row in the summary: $out"
+grep -qE 'gpt2 tiny step +[0-9.]+ ms' <<<"$out" || fail "bench: no step time in the summary: $out"
+grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work/bench.json" || fail "bench --json"
+
 # (capture first: grep -q may exit before the writer finishes, and pipefail would count the SIGPIPE)
 help=$("$bin" train --help 2>&1)
 grep -q -- "--placement" <<<"$help" || fail "train --help should list --placement"
