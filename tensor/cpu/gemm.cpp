@@ -113,6 +113,8 @@ void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T
 //
 // The operands are described by pointers, so the single-matrix entry below
 // needs no vectors: matrix b of the batch starts at data + batch_offsets[b].
+int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
 template <typename T>
 struct Operand {
     const T* data;
@@ -141,7 +143,10 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, const Operand<T>& A, const Op
     {
         // Each thread packs into its own buffers (from the caching allocator,
         // so a training step does not go back to malloc for them).
-        ScratchBuffer<T> a_packed(blk.mc * blk.kc), b_packed(blk.kc * blk.nc);
+        // Sized for this product, not the largest block (a 64 x 64 attention
+        // tile needs 16 KiB, not 1 MiB).
+        ScratchBuffer<T> a_packed(std::min(blk.mc, round_up(M, mr)) * std::min(blk.kc, K)),
+            b_packed(std::min(blk.kc, K) * std::min(blk.nc, round_up(N, nr)));
 #pragma omp for schedule(dynamic)
         for (int64_t item = 0; item < items; ++item) {
             int64_t bi = item / (strips * row_groups);

@@ -15,9 +15,14 @@ void kernel_portable(int64_t kc, const T* __restrict a, const T* __restrict b, T
                      int n, bool accumulate) {
     T acc[MR][NR] = {};
     for (int64_t p = 0; p < kc; ++p) {
+        const T* bp = b + p * NR;
         for (int i = 0; i < MR; ++i) {
             T ai = a[p * MR + i];
-            for (int j = 0; j < NR; ++j) acc[i][j] += ai * b[p * NR + j];
+            // `omp simd` asks for the vector loop here, along a row of the
+            // block (left alone, GCC vectorizes across rows instead, with
+            // strided accesses that make the kernel 10x slower).
+#pragma omp simd
+            for (int j = 0; j < NR; ++j) acc[i][j] += ai * bp[j];
         }
     }
     for (int i = 0; i < m; ++i)
