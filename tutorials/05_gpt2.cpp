@@ -68,7 +68,7 @@ int main() {
         Tensor l = cross_entropy(model.forward(ids), targets);
         backward(l);
         NoGradGuard no_grad;
-        for (const Tensor& p : model.parameters()) raw::copy_(p, raw::sub(p, raw::mul(p.grad(), 0.5)));
+        for (const Tensor& p : model.parameters()) raw::copy_(p, raw::sub(p, raw::mul(p.grad(), 0.3)));
         last = l.item();
         if (step % 20 == 0) std::printf("step %2d  loss %.4f\n", step, last);
     }
