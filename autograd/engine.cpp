@@ -109,6 +109,16 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     if (root.is_leaf()) add_to_leaf(root, seed);
 
     std::vector<Node*> order = topological_order(root);
+    // Own every node for the length of the pass: once a node's step is done
+    // we drop its links to its inputs (below), and those links are what
+    // otherwise keeps the nodes further down the order alive.
+    std::vector<std::shared_ptr<Node>> keep_alive;
+    if (!retain_graph) {
+        keep_alive.push_back(root.grad_fn());
+        for (Node* node : order)
+            for (const Tensor& input : node->inputs)
+                if (input.defined() && input.grad_fn()) keep_alive.push_back(input.grad_fn());
+    }
     std::unordered_map<Node*, Tensor> grads;  // gradient of each node's output
     if (!order.empty()) grads[order.front()] = seed;
 
@@ -135,7 +145,12 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
             else add_to_leaf(input, g);
         }
         if (!retain_graph) {
-            node->backward = nullptr;  // frees the saved tensors
+            // Free what this node held as soon as backward is done with it:
+            // the tensors its backward function saved, and its references to
+            // its inputs (activations of the forward pass). Peak memory then
+            // falls during backward instead of staying at its forward maximum.
+            node->backward = nullptr;
+            node->inputs.clear();
             node->released = true;
         }
     }
