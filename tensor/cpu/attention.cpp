@@ -94,11 +94,11 @@ void attention_typed(const Tensor& q_t, const Tensor& k_t, const Tensor& v_t, bo
                         T m_new = row_max[r];
                         for (int64_t c = 0; c < visible; ++c) m_new = std::max(m_new, scale * s[c]);
                         T rescale = exp_fast(row_max[r] - m_new);  // exp(-inf) = 0 on the first tile
+                        // Two loops, not one: a running float sum would keep GCC from
+                        // vectorizing the exponentials (it may not reorder float adds).
+                        for (int64_t c = 0; c < visible; ++c) s[c] = exp_fast(scale * s[c] - m_new);
                         T total = 0;
-                        for (int64_t c = 0; c < visible; ++c) {
-                            s[c] = exp_fast(scale * s[c] - m_new);
-                            total += s[c];
-                        }
+                        for (int64_t c = 0; c < visible; ++c) total += s[c];
                         row_sum[r] = rescale * row_sum[r] + total;
                         row_max[r] = m_new;
                         T* o = acc.data() + r * Dv;

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include <omp.h>
 
@@ -54,12 +55,19 @@ Blocking blocking_for(int mr, int nr) { return {256, (144 + mr - 1) / mr * mr, (
 // sequential; the reads are mr streams (A row-major) or one contiguous run
 // of mr values per p (A transposed, rs == 1).
 template <typename T>
-void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T* packed) {
+void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T* packed, Transpose16Fn transpose) {
     for (int64_t r = 0; r < m; r += mr) {
         T* panel = packed + r * kc;
         const T* block = A + r * rs;
         int64_t rows = std::min<int64_t>(mr, m - r);
-        for (int64_t p = 0; p < kc; ++p) {
+        int64_t p = 0;
+        if constexpr (std::is_same_v<T, float>) {
+            // Row-major A: the panel is the block transposed, 16 values of p
+            // at a time through the kernel's in-register transpose.
+            if (transpose && cs == 1 && mr <= 16)
+                for (; p + 16 <= kc; p += 16) transpose(block + p, rs, (int)rows, panel + p * mr, mr, mr);
+        }
+        for (; p < kc; ++p) {
             T* out = panel + p * mr;
             for (int64_t i = 0; i < rows; ++i) out[i] = block[i * rs + p * cs];
             for (int64_t i = rows; i < mr; ++i) out[i] = T(0);
@@ -70,10 +78,25 @@ void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T
 // Packs rows [0, kc) x cols [0, n) of B into panels of nr columns:
 // panel c holds B(p, c*nr + j) at [c][p][j], zero-padded past n.
 template <typename T>
-void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T* packed) {
+void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T* packed, Transpose16Fn transpose) {
     for (int64_t c = 0; c < n; c += nr) {
         T* panel = packed + c * kc;
         int64_t cols = std::min<int64_t>(nr, n - c);
+        if constexpr (std::is_same_v<T, float>) {
+            if (transpose && rs == 1 && cs != 1 && nr % 16 == 0) {
+                // x W^T: 16 rows of W (columns j of B) by 16 values of p at a
+                // time, transposed in registers; columns past n come out 0.
+                int64_t full = kc / 16 * 16;
+                for (int64_t j0 = 0; j0 < nr; j0 += 16) {
+                    int rows = (int)std::max<int64_t>(0, std::min<int64_t>(16, cols - j0));
+                    for (int64_t p = 0; p < full; p += 16)
+                        transpose(B + (c + j0) * cs + p, cs, rows, panel + p * nr + j0, nr, 16);
+                }
+                for (int64_t p = full; p < kc; ++p)
+                    for (int64_t j = 0; j < nr; ++j) panel[p * nr + j] = j < cols ? B[(c + j) * cs + p] : T(0);
+                continue;
+            }
+        }
         if (rs == 1 && cs != 1) {
             // B is a transposed row-major matrix (x W^T in a Linear layer):
             // B(p, j) = W[j][p]. Walk W's rows 16 values (a cache line) at a
@@ -101,6 +124,9 @@ void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T
         }
     }
 }
+
+Transpose16Fn transpose_of(const MicroKernel& kernel) { return kernel.transpose16; }
+Transpose16Fn transpose_of(const MicroKernelDouble&) { return nullptr; }
 
 // The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
 //
@@ -163,11 +189,11 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, const Operand<T>& A, const Op
             for (int64_t pc = 0; pc < K; pc += blk.kc) {
                 int64_t kc = std::min(blk.kc, K - pc);
                 pack_b(B.data + B.batch_offsets[bi] + pc * B.row_stride + jc * B.col_stride, B.row_stride,
-                       B.col_stride, kc, nc, nr, b_packed.data());
+                       B.col_stride, kc, nc, nr, b_packed.data(), transpose_of(kernel));
                 for (int64_t ic = row_begin; ic < row_end; ic += blk.mc) {
                     int64_t mc = std::min(blk.mc, row_end - ic);
                     pack_a(A.data + A.batch_offsets[bi] + ic * A.row_stride + pc * A.col_stride, A.row_stride,
-                           A.col_stride, mc, kc, mr, a_packed.data());
+                           A.col_stride, mc, kc, mr, a_packed.data(), transpose_of(kernel));
                     for (int64_t jr = 0; jr < nc; jr += nr)
                         for (int64_t ir = 0; ir < mc; ir += mr)
                             kernel.run(kc, a_packed.data() + ir * kc, b_packed.data() + jr * kc,

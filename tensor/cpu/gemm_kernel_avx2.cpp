@@ -55,7 +55,7 @@ void kernel_avx2(int64_t kc, const float* __restrict a, const float* __restrict 
 }
 }  // namespace
 
-const MicroKernel kAvx2Kernel{SimdIsa::Avx2, MR, NR, kernel_avx2};
+const MicroKernel kAvx2Kernel{SimdIsa::Avx2, MR, NR, kernel_avx2, nullptr};
 
 float fma_loop_avx2(int64_t iterations) {
     __m256 acc[12];

@@ -18,6 +18,9 @@
 // std:: function instantiated here would be compiled for this instruction
 // set and could be picked by the linker for the whole program.
 #pragma GCC target("avx512f,fma")
+// GCC 12's own intrinsic headers trip -Wuninitialized (their "undefined"
+// placeholder vectors); nothing in this file reads an uninitialized value.
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace nc {
 namespace cpu {
@@ -65,9 +68,48 @@ void kernel_avx512(int64_t kc, const float* __restrict a, const float* __restric
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + block[i][j] : block[i][j];
 }
+// A 16 x 16 transpose in registers: four rounds of shuffles, each swapping
+// ever larger sub-blocks (1 float, 2 floats, 4 floats, 8 floats) between
+// pairs of rows. Rows past `rows` read as zero; only `width` floats of each
+// output row are stored (a masked store).
+void transpose16_avx512(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride, int width) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * src_stride) : _mm512_setzero_ps();
+    // Round 1: interleave floats of row pairs (0,1), (2,3), ...
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // Round 2: interleave pairs of floats of rows (0,2), (1,3), (4,6), ...
+    for (int i = 0; i < 16; i += 4)
+        for (int k = 0; k < 2; ++k) {
+            __m512d a = _mm512_castps_pd(t[i + k]), b = _mm512_castps_pd(t[i + k + 2]);
+            r[i + k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            r[i + k + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    // Round 3: 128-bit lanes between rows (0,4), (1,5), ... (lanes 0,2 of a | 0,2 of b; 1,3 | 1,3).
+    for (int i = 0; i < 16; i += 8)
+        for (int k = 0; k < 4; ++k) {
+            t[i + k] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0x88);
+            t[i + k + 4] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0xdd);
+        }
+    // Round 4: the same between rows (0,8), (1,9), ...
+    for (int k = 0; k < 8; ++k) {
+        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
+    }
+    // r[j] now holds a whole column of the input: column j with bits 0 and 1
+    // of j swapped (round 2 pairs rows 0,2 and 1,3), i.e. 0, 2, 1, 3, 4, 6, 5, 7, ...
+    const __mmask16 mask = (__mmask16)((1u << width) - 1);
+    for (int j = 0; j < 16; ++j) {
+        int column = (j & ~3) | ((j & 1) << 1) | ((j >> 1) & 1);
+        _mm512_mask_storeu_ps(dst + column * dst_stride, mask, r[j]);
+    }
+}
+
 }  // namespace
 
-const MicroKernel kAvx512Kernel{SimdIsa::Avx512, MR, NR, kernel_avx512};
+const MicroKernel kAvx512Kernel{SimdIsa::Avx512, MR, NR, kernel_avx512, transpose16_avx512};
 
 float fma_loop_avx512(int64_t iterations) {
     __m512 acc[12];

@@ -30,7 +30,7 @@ void kernel_portable(int64_t kc, const T* __restrict a, const T* __restrict b, T
 }
 }  // namespace
 
-const MicroKernel kPortableKernel{SimdIsa::Portable, 8, 16, kernel_portable<float, 8, 16>};
+const MicroKernel kPortableKernel{SimdIsa::Portable, 8, 16, kernel_portable<float, 8, 16>, nullptr};
 const MicroKernelDouble kDoubleKernel{8, 8, kernel_portable<double, 8, 8>};
 
 float fma_loop_portable(int64_t iterations) {

@@ -25,10 +25,18 @@ SimdIsa best_simd_isa();
 using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
                                bool accumulate);
 
+// Packing helper: copies a block of `rows` x 16 floats (rows <= 16, rows
+// src_stride apart) transposed, dst[p * dst_stride + i] = src[i * src_stride + p]
+// for p < 16 and i < width, writing zeros for rows <= i < width (width <= 16).
+// Packing a row-major A, or the W of x W^T, is exactly this transpose.
+using Transpose16Fn = void (*)(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride,
+                               int width);
+
 struct MicroKernel {
     SimdIsa isa;
     int mr, nr;  // register block: MR rows x NR columns of C
     MicroKernelFn run;
+    Transpose16Fn transpose16;  // nullptr: packing uses plain loops
 };
 const MicroKernel& micro_kernel_for(SimdIsa isa);
 
