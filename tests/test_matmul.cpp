@@ -138,3 +138,24 @@ TEST_CASE("matmul reports mismatched shapes", "[matmul][errors]") {
     check_error([] { raw::matmul(raw::zeros({2, 3}), raw::zeros({3, 2}, kFloat64)); }, {"matmul", "float32", "float64"});
     check_error([] { raw::matmul(raw::scalar(1), raw::zeros({3})); }, {"matmul", "at least 1 dim"});
 }
+
+TEST_CASE("the AVX-512 packing transpose equals the plain loop", "[matmul][simd]") {
+    const cpu::MicroKernel& k = cpu::micro_kernel_for(cpu::SimdIsa::Avx512);
+    if (!cpu::cpu_supports(cpu::SimdIsa::Avx512) || !k.transpose16) {
+        WARN("skipping the AVX-512 transpose: this CPU does not support AVX-512");
+        return;
+    }
+    std::vector<float> src(16 * 21);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = (float)i + 0.5f;
+    for (int rows : {0, 1, 5, 12, 16})
+        for (int width : {1, 12, 16}) {
+            std::vector<float> dst(16 * 17, -7.0f);
+            k.transpose16(src.data(), 21, rows, dst.data(), 17, width);
+            for (int p = 0; p < 16; ++p)
+                for (int i = 0; i < 17; ++i) {
+                    float expected = i >= width ? -7.0f : (i < rows ? src[i * 21 + p] : 0.0f);  // untouched past width
+                    INFO("rows " << rows << " width " << width << " p " << p << " i " << i);
+                    REQUIRE(dst[p * 17 + i] == expected);
+                }
+        }
+}
