@@ -9,7 +9,7 @@ using Grads = std::vector<Tensor>;
 
 Tensor relu(const Tensor& x) {
     return record("Relu", raw::relu(x), {x},
-                  [x](const Tensor& g) { return Grads{raw::mul(g, raw::relu_derivative(x))}; });
+                  [x](const Tensor& g) { return Grads{raw::relu_backward(x, g)}; });
 }
 
 Tensor sigmoid(const Tensor& x) {
@@ -22,14 +22,23 @@ Tensor sigmoid(const Tensor& x) {
 
 Tensor silu(const Tensor& x) {
     return record("Silu", raw::silu(x), {x},
-                  [x](const Tensor& g) { return Grads{raw::mul(g, raw::silu_derivative(x))}; });
+                  [x](const Tensor& g) { return Grads{raw::silu_backward(x, g)}; });
 }
 
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
     return record(tanh_approximation ? "GeluTanh" : "Gelu", raw::gelu(x, tanh_approximation), {x},
                   [x, tanh_approximation](const Tensor& g) {
-                      return Grads{raw::mul(g, raw::gelu_derivative(x, tanh_approximation))};
+                      return Grads{raw::gelu_backward(x, g, tanh_approximation)};
                   });
+}
+
+Tensor swiglu(const Tensor& gate, const Tensor& up) {
+    // y = silu(a) b  =>  dy/db = silu(a) and dy/da = b silu'(a):
+    //   d_up = g silu(gate) (the forward op again, on g), d_gate = silu_backward(gate, g up).
+    return record("SwiGLU", raw::swiglu(gate, up), {gate, up}, [gate, up](const Tensor& g) {
+        return Grads{raw::sum_to(raw::silu_backward(gate, raw::mul(g, up)), gate.shape()),
+                     raw::sum_to(raw::swiglu(gate, g), up.shape())};
+    });
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {

@@ -11,6 +11,7 @@ namespace nc {
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor silu(const Tensor& x);  // x * sigmoid(x), Llama's SwiGLU gate
+Tensor swiglu(const Tensor& gate, const Tensor& up);  // silu(gate) * up in one op (fused forward and backward)
 // GELU; tanh_approximation = true is GPT-2's 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).
 Tensor gelu(const Tensor& x, bool tanh_approximation = true);
 

@@ -6,7 +6,7 @@ namespace nc {
 namespace nn {
 
 Tensor MlpLayers::forward(const Tensor& x) const {
-    if (swiglu) return proj->forward(silu(fc->forward(x)) * up->forward(x));
+    if (swiglu) return proj->forward(nc::swiglu(fc->forward(x), up->forward(x)));
     return proj->forward(gelu(fc->forward(x), gelu_tanh));
 }
 

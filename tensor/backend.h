@@ -13,13 +13,18 @@
 
 namespace nc {
 
-// The activations come with their derivatives (f'(x), named ...Deriv), so
-// an activation's backward is one kernel for f'(x) and one multiply.
+// The activations' backward passes are BinaryOps below (one pass: g f'(x)).
 enum class UnaryOp {
     Copy, Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Sin, Cos, Abs, Sign,
-    Relu, ReluDeriv, Sigmoid, Silu, SiluDeriv, Gelu, GeluDeriv, GeluTanh, GeluTanhDeriv
+    Relu, Sigmoid, Silu, Gelu, GeluTanh
 };
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
+// The ...Backward ops are an activation's backward in one pass: a = the
+// activation's input x, b = the incoming gradient g, out = g f'(x). SwiGLU
+// is silu(a) * b (Llama's gated MLP) in one pass.
+enum class BinaryOp {
+    Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge,
+    ReluBackward, SiluBackward, GeluBackward, GeluTanhBackward, SwiGLU
+};
 enum class ReduceOp { Sum, Max, Argmax };
 enum class RandomKind { Uniform, Normal, Bernoulli };
 

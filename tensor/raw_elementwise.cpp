@@ -157,7 +157,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     const char* name = binary_op_name(op);
     check_same_device(a, b, name);
     check_same_dtype(a, b, name);
-    bool integer_ok = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op >= BinaryOp::Maximum;
+    bool integer_ok = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
+                      (op >= BinaryOp::Maximum && op <= BinaryOp::Ge);
     if (!integer_ok) check_floating(a, name);
     Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
     check_ndim(shape, name);

@@ -11,11 +11,12 @@ Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
     return unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
 }
-Tensor relu_derivative(const Tensor& x) { return unary(UnaryOp::ReluDeriv, x); }
-Tensor silu_derivative(const Tensor& x) { return unary(UnaryOp::SiluDeriv, x); }
-Tensor gelu_derivative(const Tensor& x, bool tanh_approximation) {
-    return unary(tanh_approximation ? UnaryOp::GeluTanhDeriv : UnaryOp::GeluDeriv, x);
+Tensor relu_backward(const Tensor& x, const Tensor& grad) { return binary(BinaryOp::ReluBackward, x, grad); }
+Tensor silu_backward(const Tensor& x, const Tensor& grad) { return binary(BinaryOp::SiluBackward, x, grad); }
+Tensor gelu_backward(const Tensor& x, const Tensor& grad, bool tanh_approximation) {
+    return binary(tanh_approximation ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward, x, grad);
 }
+Tensor swiglu(const Tensor& gate, const Tensor& up) { return binary(BinaryOp::SwiGLU, gate, up); }
 
 // x as a contiguous [rows, C] matrix, C = the last dim.
 static Tensor as_rows(const Tensor& x, const std::string& op) {

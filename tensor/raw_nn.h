@@ -17,10 +17,12 @@ Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor silu(const Tensor& x);
 Tensor gelu(const Tensor& x, bool tanh_approximation);
-// f'(x) for the activations above.
-Tensor relu_derivative(const Tensor& x);
-Tensor silu_derivative(const Tensor& x);
-Tensor gelu_derivative(const Tensor& x, bool tanh_approximation);
+// grad * f'(x) for the activations above, in one pass (their backward).
+Tensor relu_backward(const Tensor& x, const Tensor& grad);
+Tensor silu_backward(const Tensor& x, const Tensor& grad);
+Tensor gelu_backward(const Tensor& x, const Tensor& grad, bool tanh_approximation);
+// silu(gate) * up in one pass: Llama's gated MLP.
+Tensor swiglu(const Tensor& gate, const Tensor& up);
 
 // ---- LayerNorm -------------------------------------------------------------------
 // mu = mean(x), var = mean((x - mu)^2), rstd = 1/sqrt(var + eps),

@@ -28,15 +28,6 @@ TEST_CASE("activations match their formulas", "[nn][activations]") {
     check_values(sigmoid(raw::from_vector(std::vector<double>{0}, {1})), {0.5});
 }
 
-TEST_CASE("gradcheck: activations", "[nn][gradcheck]") {
-    Tensor x = leaf({3, 4}, 31, 2.0);
-    check_gradcheck([](const V& v) { return relu(v[0]); }, {x});
-    check_gradcheck([](const V& v) { return sigmoid(v[0]); }, {x});
-    check_gradcheck([](const V& v) { return silu(v[0]); }, {x});
-    check_gradcheck([](const V& v) { return gelu(v[0], false); }, {x});
-    check_gradcheck([](const V& v) { return gelu(v[0], true); }, {x});
-}
-
 // The unfused compositions the fused kernels must agree with.
 static Tensor layer_norm_reference(const Tensor& x, const Tensor& g, const Tensor& b, double eps) {
     Tensor mu = mean(x, {-1}, true);
@@ -72,6 +63,23 @@ static void check_same_function(const std::function<Tensor(const V&)>& f, const 
         inputs[i].zero_grad();
     }
 }
+
+TEST_CASE("gradcheck: activations", "[nn][gradcheck]") {
+    Tensor x = leaf({3, 4}, 31, 2.0);
+    check_gradcheck([](const V& v) { return relu(v[0]); }, {x});
+    check_gradcheck([](const V& v) { return sigmoid(v[0]); }, {x});
+    check_gradcheck([](const V& v) { return silu(v[0]); }, {x});
+    check_gradcheck([](const V& v) { return gelu(v[0], false); }, {x});
+    check_gradcheck([](const V& v) { return gelu(v[0], true); }, {x});
+    // The fused SwiGLU equals silu(gate) * up, and its gradient checks out,
+    // also when `up` is broadcast along the rows.
+    Tensor up = leaf({3, 4}, 32), row = leaf({4}, 33);
+    check_same_function([](const V& v) { return swiglu(v[0], v[1]); }, [](const V& v) { return silu(v[0]) * v[1]; },
+                        {x, up}, 1e-12);
+    check_gradcheck([](const V& v) { return swiglu(v[0], v[1]); }, {x, up});
+    check_gradcheck([](const V& v) { return swiglu(v[0], v[1]); }, {x, row});
+}
+
 
 TEST_CASE("fused LayerNorm and RMSNorm equal their compositions", "[nn][fused]") {
     Tensor x = leaf({2, 3, 8}, 32, 3.0, 1.0), g = leaf({8}, 33), b = leaf({8}, 34);

@@ -3,6 +3,7 @@
 // Each op is a small function object (a lambda) handed to a generic loop over
 // strided operands (strided_loop.h); the loop is written once, the math once.
 #include <cmath>
+#include <type_traits>
 
 #include "tensor/backend.h"
 #include "tensor/cpu/fast_math.h"
@@ -133,14 +134,10 @@ static void unary_math(UnaryOp op, const Tensor& in, const Tensor& out) {
         case UnaryOp::Abs: unary_loop<T, T>(in, out, [](T x) { return std::abs(x); }); break;
         case UnaryOp::Sign: unary_loop<T, T>(in, out, [](T x) { return T((x > 0) - (x < 0)); }); break;
         case UnaryOp::Relu: unary_loop<T, T>(in, out, [](T x) { return x > 0 ? x : T(0); }); break;
-        case UnaryOp::ReluDeriv: unary_loop<T, T>(in, out, [](T x) { return x > 0 ? T(1) : T(0); }); break;
         case UnaryOp::Sigmoid: unary_loop<T, T>(in, out, [](T x) { return sigmoid(x); }); break;
         case UnaryOp::Silu: unary_loop<T, T>(in, out, [](T x) { return x * sigmoid(x); }); break;
-        case UnaryOp::SiluDeriv: unary_loop<T, T>(in, out, [](T x) { return silu_deriv(x); }); break;
         case UnaryOp::Gelu: unary_loop<T, T>(in, out, [](T x) { return gelu(x); }); break;
-        case UnaryOp::GeluDeriv: unary_loop<T, T>(in, out, [](T x) { return gelu_deriv(x); }); break;
         case UnaryOp::GeluTanh: unary_loop<T, T>(in, out, [](T x) { return gelu_tanh(x); }); break;
-        case UnaryOp::GeluTanhDeriv: unary_loop<T, T>(in, out, [](T x) { return gelu_tanh_deriv(x); }); break;
     }
 }
 
@@ -159,6 +156,22 @@ void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
 
 // ---- binary --------------------------------------------------------------------
 
+// The fused activation ops (float only; raw ops refuse integer tensors):
+// x is the activation's input, g the incoming gradient.
+template <typename T>
+static void activation_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+    switch (op) {
+        case BinaryOp::ReluBackward: binary_loop<T>(a, b, out, [](T x, T g) { return x > 0 ? g : T(0); }); break;
+        case BinaryOp::SiluBackward: binary_loop<T>(a, b, out, [](T x, T g) { return g * silu_deriv(x); }); break;
+        case BinaryOp::GeluBackward: binary_loop<T>(a, b, out, [](T x, T g) { return g * gelu_deriv(x); }); break;
+        case BinaryOp::GeluTanhBackward:
+            binary_loop<T>(a, b, out, [](T x, T g) { return g * gelu_tanh_deriv(x); });
+            break;
+        case BinaryOp::SwiGLU: binary_loop<T>(a, b, out, [](T x, T y) { return x * sigmoid(x) * y; }); break;
+        default: break;
+    }
+}
+
 template <typename T>
 static void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     switch (op) {
@@ -176,6 +189,9 @@ static void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Te
         case BinaryOp::Le: binary_loop<T>(a, b, out, [](T x, T y) { return T(x <= y); }); break;
         case BinaryOp::Gt: binary_loop<T>(a, b, out, [](T x, T y) { return T(x > y); }); break;
         case BinaryOp::Ge: binary_loop<T>(a, b, out, [](T x, T y) { return T(x >= y); }); break;
+        default:
+            if constexpr (std::is_floating_point_v<T>) activation_binary<T>(op, a, b, out);
+            break;
     }
 }
 
