@@ -154,7 +154,7 @@ int bench_command(int argc, char** argv) {
     Flags flags("bench", {
         {"models", "gpt2,llama", "models to time (gpt2, llama)"},
         {"sizes", "tiny,small", "sizes to time: tiny (L4 C256 T128 B8), small (L6 C384 T256 B8)"},
-        {"steps", "5", "timed training steps per model (after 2 warm-up steps)"},
+        {"steps", "10", "timed training steps per model (after 2 warm-up steps)"},
         {"repeats", "5", "runs per GEMM shape (the best is reported)"},
         {"threads", "0", "OpenMP threads (0: all cores)"},
         {"skip-gemm", "false", "skip the GEMM table", true},

@@ -33,7 +33,7 @@ import sys
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--steps", type=int, default=10)
     p.add_argument("--models", default="gpt2,llama")
     p.add_argument("--sizes", default="tiny,small")
     p.add_argument("--json", default="")
