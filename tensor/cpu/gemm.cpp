@@ -67,6 +67,11 @@ void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T
             if (transpose && cs == 1 && mr <= 16)
                 for (; p + 16 <= kc; p += 16) transpose(block + p, rs, (int)rows, panel + p * mr, mr, mr);
         }
+        if (rs == 1 && rows == mr) {
+            // A transposed (a weight gradient dY^T X): each step is mr
+            // contiguous values, a straight copy.
+            for (; p < kc; ++p) std::copy_n(block + p * cs, mr, panel + p * mr);
+        }
         for (; p < kc; ++p) {
             T* out = panel + p * mr;
             for (int64_t i = 0; i < rows; ++i) out[i] = block[i * rs + p * cs];
