@@ -20,11 +20,25 @@ BUILD ?= build
 # ARCH=-march=x86-64 (plain SSE2) build a binary for older CPUs.
 ARCH ?= -march=native
 
-# The CUDA backend does not exist yet; the switch is here so the build knows
-# where it will go. `make CUDA=1` says so clearly instead of building nothing.
-CUDA ?= 0
+# The CUDA backend (cuda/) is built when nvcc is found, in release mode; the
+# debug and sanitizer builds stay CPU-only unless CUDA=1 is given. CUDA=0
+# forces a CPU-only build. CUDA_ARCHS: the GPUs the fat binary runs on
+# natively (compute capability x10), plus PTX for the newest, which newer
+# GPUs compile at load time.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCHS ?= 75 80 86 89 90
+ifeq ($(origin CUDA),undefined)
+  ifeq ($(MODE)$(if $(NVCC),yes,no),releaseyes)
+    CUDA := 1
+  else
+    CUDA := 0
+  endif
+endif
 ifeq ($(CUDA),1)
-$(error CUDA=1: the CUDA backend (cuda/) is not written yet; build without CUDA=1)
+  ifeq ($(NVCC),)
+    $(error CUDA=1 but nvcc was not found: install the CUDA toolkit or set NVCC=/path/to/nvcc)
+  endif
 endif
 
 # IEEE-safe flags only: no -ffast-math (it changes results and once broke a GELU
@@ -44,6 +58,16 @@ endif
 CXXFLAGS += $(COMMON_FLAGS) $(MODE_FLAGS)
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(MODE_FLAGS))
 LDLIBS := -lz
+
+CU_SRCS :=
+ifeq ($(CUDA),1)
+  CU_SRCS := $(wildcard cuda/*.cu)
+  CXXFLAGS += -DNORMCORE_CUDA
+  NVCCFLAGS := -std=c++17 -O3 -I. -DNORMCORE_CUDA -MMD -MP -Xcompiler -Wall \
+               $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
+endif
 
 LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp optim/*.cpp data/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp)
@@ -80,7 +104,11 @@ $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(LIB): $(call obj,$(LIB_SRCS))
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(call obj,$(LIB_SRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRCS))
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^

@@ -2,10 +2,46 @@
 
 namespace nc {
 
+#ifdef NORMCORE_CUDA
+const Backend& cuda_backend();        // cuda/cuda_backend.cu
+bool cuda_device_usable(std::string* why);  // cuda/cuda_backend.cu
+#endif
+
+bool cuda_available(std::string* why) {
+#ifdef NORMCORE_CUDA
+    return cuda_device_usable(why);
+#else
+    if (why) *why = "normcore was built without the CUDA backend (no nvcc found at build time; see the README)";
+    return false;
+#endif
+}
+
 const Backend& backend_for(Device device) {
     if (device.type == DeviceType::CPU) return cpu_backend();
-    // The CUDA backend (cuda/) is not part of this build yet.
-    throw Error("device " + device.str() + ": normcore was built without the CUDA backend");
+    std::string why;
+    if (!cuda_available(&why)) throw Error("device " + device.str() + ": " + why);
+    if (device.index != 0) throw Error("device " + device.str() + ": only cuda:0 is supported");
+#ifdef NORMCORE_CUDA
+    return cuda_backend();
+#else
+    throw Error("device " + device.str() + ": " + why);
+#endif
+}
+
+std::vector<int64_t> matrix_batch_offsets(const Tensor& t) {
+    int64_t nbatch = t.dim() - 2;
+    int64_t count = 1;
+    for (int64_t d = 0; d < nbatch; ++d) count *= t.shape()[d];
+    std::vector<int64_t> offsets(count);
+    for (int64_t b = 0; b < count; ++b) {
+        int64_t rest = b, offset = 0;
+        for (int64_t d = nbatch - 1; d >= 0; --d) {
+            offset += (rest % t.shape()[d]) * t.strides()[d];
+            rest /= t.shape()[d];
+        }
+        offsets[b] = offset;
+    }
+    return offsets;
 }
 
 const char* unary_op_name(UnaryOp op) {

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "tensor/philox.h"  // RandomKind
 #include "tensor/tensor.h"
 
 namespace nc {
@@ -26,7 +29,6 @@ enum class BinaryOp {
     ReluBackward, SiluBackward, GeluBackward, GeluTanhBackward, SwiGLU
 };
 enum class ReduceOp { Sum, Max, Argmax };
-enum class RandomKind { Uniform, Normal, Bernoulli };
 
 // The scalars of one AdamW step (optim/optimizer.h has the formula).
 struct AdamWStep {
@@ -42,6 +44,10 @@ struct Backend {
 
     void* (*allocate)(size_t nbytes);
     void (*deallocate)(void* data);
+    // Moves nbytes between this device's memory and the host's (for the CPU
+    // backend both are host memory). Returns when the copy is complete.
+    void (*copy_to_host)(const void* device_src, void* host_dst, size_t nbytes);
+    void (*copy_from_host)(const void* host_src, void* device_dst, size_t nbytes);
 
     // out[...] = value. `out` may be any strided view.
     void (*fill)(const Tensor& out, double value);
@@ -119,8 +125,17 @@ struct Backend {
                          const std::vector<double>& weight_decay, const AdamWStep& step);
 };
 
-// The table for a device; throws if that backend is not built in.
+// For matmul kernels: the element offset of every matrix in the batch dims
+// of t (all dims but the last two), row-major over those dims.
+std::vector<int64_t> matrix_batch_offsets(const Tensor& t);
+
+// The table for a device; throws if that backend is not built in (or, for
+// CUDA, if no GPU can be used: the message says why).
 const Backend& backend_for(Device device);
 const Backend& cpu_backend();  // tensor/cpu/cpu_backend.cpp
+
+// Whether this build has the CUDA backend and a GPU it can use; when not,
+// `why` (if given) says which of the two is missing.
+bool cuda_available(std::string* why = nullptr);
 
 }  // namespace nc

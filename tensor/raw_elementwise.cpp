@@ -126,10 +126,21 @@ Tensor to_dtype(const Tensor& t, DType dtype) {
     return out;
 }
 
+// Host <-> device: the source made contiguous on its own device, then one
+// copy of its bytes through the non-CPU side's backend.
 Tensor to_device(const Tensor& t, Device device) {
     if (t.device() == device) return t;
-    backend_for(device);  // throws a clear error if that backend is not built in
-    fail("to_device", "copies between " + t.device().str() + " and " + device.str() + " are not supported yet");
+    if (t.device().type != DeviceType::CPU && device.type != DeviceType::CPU)
+        fail("to_device", "copies between " + t.device().str() + " and " + device.str() + " go through the CPU");
+    Tensor src = contiguous(t);
+    Tensor dst = empty(t.shape(), t.dtype(), device);
+    size_t nbytes = (size_t)t.numel() * dtype_size(t.dtype());
+    ProfileScope scope(OpKind::Movement);
+    if (device.type == DeviceType::CPU)
+        backend_for(src.device()).copy_to_host(src.raw_data(), dst.raw_data(), nbytes);
+    else
+        backend_for(device).copy_from_host(src.raw_data(), dst.raw_data(), nbytes);
+    return dst;
 }
 
 // ---- elementwise ---------------------------------------------------------------

@@ -40,16 +40,19 @@ void* Tensor::raw_data() const {
 template <>
 float* Tensor::data<float>() const {
     if (dtype() != kFloat32) fail("data<float>", std::string("tensor has dtype ") + dtype_name(dtype()));
+    if (device() != kCPU) fail("data<float>", "tensor is on " + device().str() + ": host code cannot read it (use to_device(t, kCPU) or to_vector())");
     return static_cast<float*>(raw_data());
 }
 template <>
 double* Tensor::data<double>() const {
     if (dtype() != kFloat64) fail("data<double>", std::string("tensor has dtype ") + dtype_name(dtype()));
+    if (device() != kCPU) fail("data<double>", "tensor is on " + device().str() + ": host code cannot read it (use to_device(t, kCPU) or to_vector())");
     return static_cast<double*>(raw_data());
 }
 template <>
 int64_t* Tensor::data<int64_t>() const {
     if (dtype() != kInt64) fail("data<int64_t>", std::string("tensor has dtype ") + dtype_name(dtype()));
+    if (device() != kCPU) fail("data<int64_t>", "tensor is on " + device().str() + ": host code cannot read it (use to_device(t, kCPU) or to_vector())");
     return static_cast<int64_t*>(raw_data());
 }
 

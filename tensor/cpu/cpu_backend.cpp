@@ -1,12 +1,21 @@
 // cpu_backend.cpp — the CPU kernel table (memory comes from allocator.cpp).
+#include <cstring>
+
 #include "tensor/cpu/cpu_kernels.h"
 
 namespace nc {
+
+void cpu::copy_bytes(const void* src, void* dst, size_t nbytes) {
+    if (nbytes > 0) std::memcpy(dst, src, nbytes);
+}
+
 const Backend& cpu_backend() {
     static const Backend table = {
         "cpu",
         cpu::allocate,
         cpu::deallocate,
+        cpu::copy_bytes,
+        cpu::copy_bytes,
         cpu::fill,
         cpu::unary,
         cpu::binary,

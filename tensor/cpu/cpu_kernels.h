@@ -9,6 +9,8 @@
 namespace nc {
 namespace cpu {
 
+// Host to host: a memcpy (the CPU's copy_to_host and copy_from_host).
+void copy_bytes(const void* src, void* dst, size_t nbytes);
 void fill(const Tensor& out, double value);
 void unary(UnaryOp op, const Tensor& in, const Tensor& out);
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);

@@ -232,30 +232,14 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
 }
 
 // ---- random --------------------------------------------------------------------
-
-// One value from the Philox words of its counter. Normal uses Box-Muller:
-// z = sqrt(-2 ln u1) cos(2 pi u2) with u1 in (0, 1] so the log is finite.
-template <typename T>
-static T random_value(RandomKind kind, const std::array<uint32_t, 4>& w, double p) {
-    double u = std::is_same<T, float>::value ? (double)(w[0] >> 8) * (1.0 / 16777216.0) : uniform_from_bits(w[0], w[1]);
-    switch (kind) {
-        case RandomKind::Uniform: return (T)u;
-        case RandomKind::Bernoulli: return u < p ? T(1) : T(0);
-        case RandomKind::Normal: {
-            double u1 = 1.0 - u;
-            double u2 = uniform_from_bits(w[2], w[3]);
-            return (T)(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
-        }
-    }
-    return T(0);
-}
+// Element e uses counter offset + e (tensor/philox.h has the draw itself).
 
 template <typename T>
 static void random_typed(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {
     T* y = static_cast<T*>(out.raw_data());
     int64_t n = out.numel();
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t e = 0; e < n; ++e) y[e] = random_value<T>(kind, philox4x32(offset + (uint64_t)e, seed), p);
+    for (int64_t e = 0; e < n; ++e) y[e] = random_value<T>(kind, philox_words(offset + (uint64_t)e, seed), p);
 }
 
 void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {

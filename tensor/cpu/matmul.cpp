@@ -10,31 +10,14 @@
 namespace nc {
 namespace cpu {
 
-// Element offsets of every matrix in the batch dims of t (all but the last two).
-static std::vector<int64_t> batch_offsets(const Tensor& t) {
-    int64_t nbatch = t.dim() - 2;
-    int64_t count = 1;
-    for (int64_t d = 0; d < nbatch; ++d) count *= t.shape()[d];
-    std::vector<int64_t> offsets(count);
-    for (int64_t b = 0; b < count; ++b) {
-        int64_t rest = b, offset = 0;
-        for (int64_t d = nbatch - 1; d >= 0; --d) {
-            offset += (rest % t.shape()[d]) * t.strides()[d];
-            rest /= t.shape()[d];
-        }
-        offsets[b] = offset;
-    }
-    return offsets;
-}
-
 template <typename T>
 static void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
     int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
-    MatrixOperand<T> A{static_cast<const T*>(a.raw_data()), batch_offsets(a), a.strides()[a.dim() - 2],
+    MatrixOperand<T> A{static_cast<const T*>(a.raw_data()), matrix_batch_offsets(a), a.strides()[a.dim() - 2],
                        a.strides()[a.dim() - 1]};
-    MatrixOperand<T> B{static_cast<const T*>(b.raw_data()), batch_offsets(b), b.strides()[b.dim() - 2],
+    MatrixOperand<T> B{static_cast<const T*>(b.raw_data()), matrix_batch_offsets(b), b.strides()[b.dim() - 2],
                        b.strides()[b.dim() - 1]};
-    gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), batch_offsets(out), N);
+    gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), matrix_batch_offsets(out), N);
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/sphere.h"
 
 namespace nc {
 namespace cpu {
@@ -224,26 +225,7 @@ void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const T
 
 // ---- the geodesic update ------------------------------------------------------------
 //
-// C(q) = cos(sqrt q) and S(q) = sin(sqrt q)/sqrt q with S' = dS/dq. Both are
-// entire functions of q = theta^2; near q = 0 the closed forms lose accuracy
-// (0/0 in S, cancellation in S' = (C - S)/(2q)), so below q = 0.1 we use
-// their Taylor series, whose terms up to q^5 are exact to double rounding.
-
-struct SphereCoefficients {
-    double C, S, dS;
-};
-
-static SphereCoefficients sphere_coefficients(double q) {
-    if (q < 0.1) {
-        double C = 1 - q / 2 * (1 - q / 12 * (1 - q / 30 * (1 - q / 56 * (1 - q / 90))));
-        double S = 1 - q / 6 * (1 - q / 20 * (1 - q / 42 * (1 - q / 72 * (1 - q / 110))));
-        double dS = -1.0 / 6 + q / 60 - q * q / 1680 + q * q * q / 90720 - q * q * q * q / 7983360;
-        return {C, S, dS};
-    }
-    double theta = std::sqrt(q);
-    double C = std::cos(theta), S = std::sin(theta) / theta;
-    return {C, S, (C - S) / (2 * q)};
-}
+// The coefficients C(q), S(q), S'(q) are in tensor/sphere.h (shared with CUDA).
 
 template <typename T>
 static void geodesic_typed(const Tensor& x_t, const Tensor& u_t, const Tensor& alpha_t, const Tensor& out_t) {

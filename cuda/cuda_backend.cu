@@ -1,0 +1,189 @@
+// cuda_backend.cu — the CUDA backend's table, its stream and cuBLAS handle,
+// error checking, host <-> device copies, and device memory.
+//
+// Memory: cudaMalloc is slow (it may synchronize the device), so freed blocks
+// are cached by size class exactly like the CPU allocator does
+// (tensor/cpu/allocator.h), and handed out again. Never managed memory.
+// Because all work runs in order on one stream, a block freed by the host
+// can be reused by the next kernel at once: any kernel still reading it was
+// queued earlier and finishes first.
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_kernels.h"
+#include "tensor/cpu/allocator.h"  // size_class
+
+namespace nc {
+
+namespace cuda {
+
+void check(cudaError_t status, const char* call) {
+    if (status != cudaSuccess)
+        throw Error(std::string("CUDA: ") + call + " failed: " + cudaGetErrorString(status) + " (" +
+                    cudaGetErrorName(status) + ")");
+}
+
+void check_cublas(cublasStatus_t status, const char* call) {
+    if (status != CUBLAS_STATUS_SUCCESS)
+        throw Error(std::string("cuBLAS: ") + call + " failed with status " + std::to_string((int)status));
+}
+
+void check_launch(const char* kernel) {
+    cudaError_t status = cudaGetLastError();
+    if (status != cudaSuccess)
+        throw Error(std::string("CUDA: launching ") + kernel + " failed: " + cudaGetErrorString(status));
+}
+
+cudaStream_t stream() {
+    static cudaStream_t s = [] {
+        cudaStream_t created;
+        check(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        return created;
+    }();
+    return s;
+}
+
+cublasHandle_t cublas() {
+    static cublasHandle_t handle = [] {
+        cublasHandle_t created;
+        check_cublas(cublasCreate(&created), "cublasCreate");
+        check_cublas(cublasSetStream(created, stream()), "cublasSetStream");
+        // Exact float32 products by default (TF32 would round the inputs to
+        // 10 mantissa bits on Ampere and later).
+        check_cublas(cublasSetMathMode(created, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+        return created;
+    }();
+    return handle;
+}
+
+// ---- memory ----------------------------------------------------------------------
+
+namespace {
+struct DeviceCache {
+    std::mutex mutex;
+    std::map<size_t, std::vector<void*>> free_blocks;  // size class -> blocks
+    std::map<void*, size_t> live;                      // block -> its size class
+};
+DeviceCache& device_cache() {
+    static DeviceCache* c = new DeviceCache;  // never destroyed (tensors may die during exit)
+    return *c;
+}
+}  // namespace
+
+void* allocate(size_t nbytes) {
+    size_t cls = cpu::size_class(nbytes);
+    DeviceCache& c = device_cache();
+    {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        auto it = c.free_blocks.find(cls);
+        if (it != c.free_blocks.end() && !it->second.empty()) {
+            void* p = it->second.back();
+            it->second.pop_back();
+            c.live[p] = cls;
+            return p;
+        }
+    }
+    void* p = nullptr;
+    cudaError_t status = cudaMalloc(&p, cls);
+    if (status == cudaErrorMemoryAllocation) {
+        // Give the cached blocks back and try once more before failing.
+        cudaGetLastError();
+        std::lock_guard<std::mutex> lock(c.mutex);
+        for (auto& [size, blocks] : c.free_blocks)
+            for (void* b : blocks) cudaFree(b);
+        c.free_blocks.clear();
+        status = cudaMalloc(&p, cls);
+    }
+    if (status != cudaSuccess)
+        throw Error("cuda allocate: cudaMalloc of " + std::to_string(nbytes) + " bytes failed: " +
+                    cudaGetErrorString(status));
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.live[p] = cls;
+    return p;
+}
+
+void deallocate(void* data) {
+    if (!data) return;
+    DeviceCache& c = device_cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.live.find(data);
+    if (it == c.live.end()) return;  // not ours (cannot happen through Storage)
+    c.free_blocks[it->second].push_back(data);
+    c.live.erase(it);
+}
+
+void copy_to_host(const void* device_src, void* host_dst, size_t nbytes) {
+    if (nbytes == 0) return;
+    check(cudaMemcpyAsync(host_dst, device_src, nbytes, cudaMemcpyDeviceToHost, stream()), "cudaMemcpyAsync (to host)");
+    // The host reads the values next: this is where the device is waited for.
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+}
+
+void copy_from_host(const void* host_src, void* device_dst, size_t nbytes) {
+    if (nbytes == 0) return;
+    check(cudaMemcpyAsync(device_dst, host_src, nbytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (to device)");
+    // The host buffer may be freed as soon as we return.
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+}
+
+}  // namespace cuda
+
+bool cuda_device_usable(std::string* why) {
+    static std::string reason;
+    static const bool usable = [] {
+        int count = 0;
+        cudaError_t status = cudaGetDeviceCount(&count);
+        if (status != cudaSuccess) {
+            reason = std::string("no usable GPU: cudaGetDeviceCount says ") + cudaGetErrorString(status);
+            cudaGetLastError();  // clear it
+            return false;
+        }
+        if (count == 0) {
+            reason = "no GPU found";
+            return false;
+        }
+        return true;
+    }();
+    if (!usable && why) *why = reason;
+    return usable;
+}
+
+const Backend& cuda_backend() {
+    static const Backend table = {
+        "cuda",
+        cuda::allocate,
+        cuda::deallocate,
+        cuda::copy_to_host,
+        cuda::copy_from_host,
+        cuda::fill,
+        cuda::unary,
+        cuda::binary,
+        cuda::where,
+        cuda::reduce_rows,
+        cuda::sum_columns,
+        cuda::matmul,
+        cuda::softmax_rows,
+        cuda::index_select,
+        cuda::index_add,
+        cuda::gather,
+        cuda::scatter_add,
+        cuda::random,
+        cuda::layer_norm,
+        cuda::layer_norm_backward,
+        cuda::rms_norm,
+        cuda::rms_norm_backward,
+        cuda::cross_entropy,
+        cuda::cross_entropy_backward,
+        cuda::geodesic_update,
+        cuda::geodesic_update_backward,
+        cuda::attention,
+        cuda::attention_backward,
+        cuda::adamw_update,
+    };
+    return table;
+}
+
+}  // namespace nc

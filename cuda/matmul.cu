@@ -1,0 +1,115 @@
+// matmul.cu — matrix products through cuBLAS.
+//
+// cuBLAS is column-major (Fortran's convention): a matrix with leading
+// dimension ld has element (i, j) at i + j * ld. Our matrices are row-major
+// views with any strides. The trick every row-major caller uses: memory
+// holding a row-major X is, read column-major, X^T. So instead of C = A B we
+// ask cuBLAS for C^T = B^T A^T, which it writes column-major — and that is
+// exactly C row-major:
+//
+//   row-major B (col stride 1, row stride ldb) read column-major = B^T  -> op N, ld = ldb
+//   transposed B (row stride 1, col stride ldb) read column-major = B   -> op T, ld = ldb
+//
+// (the same for A). Operands with neither stride 1 are copied contiguous
+// first. Batches whose matrices are evenly spaced (the usual case, also
+// broadcast with stride 0) go to one strided-batched call; others loop.
+#include <vector>
+
+#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_kernels.h"
+#include "tensor/raw_ops.h"
+
+namespace nc {
+namespace cuda {
+
+namespace {
+
+// How cuBLAS should read one operand: op and leading dimension, for the
+// column-major matrix of `rows_cm` rows that the memory holds.
+struct OperandLayout {
+    cublasOperation_t op;
+    int64_t ld;
+    bool ok;  // false: neither stride is 1 (or ld too small): copy first
+};
+
+// `t` is [batch..., R, C] row-major-ish; we need it as the column-major
+// (C x R) matrix X^T, i.e. op N when the column stride is 1.
+OperandLayout layout_of(const Tensor& t) {
+    int64_t R = t.size(-2), C = t.size(-1);
+    int64_t rs = t.strides()[t.dim() - 2], cs = t.strides()[t.dim() - 1];
+    if (cs == 1 && rs >= std::max<int64_t>(1, C)) return {CUBLAS_OP_N, std::max<int64_t>(rs, 1), true};
+    if (rs == 1 && cs >= std::max<int64_t>(1, R)) return {CUBLAS_OP_T, std::max<int64_t>(cs, 1), true};
+    if (R == 1 && cs == 1) return {CUBLAS_OP_N, std::max<int64_t>(C, 1), true};  // one row: any row stride works
+    if (C == 1 && rs == 1) return {CUBLAS_OP_T, std::max<int64_t>(R, 1), true};  // one column
+    return {CUBLAS_OP_N, 0, false};
+}
+
+// The offsets as (first, step) when they are evenly spaced.
+bool evenly_spaced(const std::vector<int64_t>& offsets, int64_t& step) {
+    step = offsets.size() > 1 ? offsets[1] - offsets[0] : 0;
+    for (size_t i = 1; i < offsets.size(); ++i)
+        if (offsets[i] - offsets[i - 1] != step) return false;
+    return true;
+}
+
+void gemm_call(bool f32, cublasOperation_t op_b, cublasOperation_t op_a, int64_t N, int64_t M, int64_t K,
+               const void* b, int64_t ldb, const void* a, int64_t lda, void* c, int64_t ldc) {
+    if (f32) {
+        const float one = 1, zero = 0;
+        check_cublas(cublasSgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const float*)b, (int)ldb,
+                                 (const float*)a, (int)lda, &zero, (float*)c, (int)ldc),
+                     "cublasSgemm");
+    } else {
+        const double one = 1, zero = 0;
+        check_cublas(cublasDgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const double*)b, (int)ldb,
+                                 (const double*)a, (int)lda, &zero, (double*)c, (int)ldc),
+                     "cublasDgemm");
+    }
+}
+
+}  // namespace
+
+void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
+    if (out.numel() == 0) return;
+    int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
+    if (K == 0) {  // an empty sum
+        fill(out, 0.0);
+        return;
+    }
+    OperandLayout la = layout_of(a_in), lb = layout_of(b_in);
+    Tensor a = la.ok ? a_in : raw::contiguous(a_in);
+    Tensor b = lb.ok ? b_in : raw::contiguous(b_in);
+    if (!la.ok) la = layout_of(a);
+    if (!lb.ok) lb = layout_of(b);
+    bool f32 = out.dtype() == kFloat32;
+    size_t elem = f32 ? 4 : 8;
+    std::vector<int64_t> oa = matrix_batch_offsets(a), ob = matrix_batch_offsets(b), oc = matrix_batch_offsets(out);
+    const char* pa = static_cast<const char*>(a.raw_data());
+    const char* pb = static_cast<const char*>(b.raw_data());
+    char* pc = static_cast<char*>(out.raw_data());
+    int64_t step_a, step_b, step_c;
+    if (oc.size() > 1 && evenly_spaced(oa, step_a) && evenly_spaced(ob, step_b) && evenly_spaced(oc, step_c)) {
+        int count = (int)oc.size();
+        if (f32) {
+            const float one = 1, zero = 0;
+            check_cublas(cublasSgemmStridedBatched(cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one,
+                                                   (const float*)(pb + ob[0] * elem), (int)lb.ld, step_b,
+                                                   (const float*)(pa + oa[0] * elem), (int)la.ld, step_a, &zero,
+                                                   (float*)(pc + oc[0] * elem), (int)N, step_c, count),
+                         "cublasSgemmStridedBatched");
+        } else {
+            const double one = 1, zero = 0;
+            check_cublas(cublasDgemmStridedBatched(cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one,
+                                                   (const double*)(pb + ob[0] * elem), (int)lb.ld, step_b,
+                                                   (const double*)(pa + oa[0] * elem), (int)la.ld, step_a, &zero,
+                                                   (double*)(pc + oc[0] * elem), (int)N, step_c, count),
+                         "cublasDgemmStridedBatched");
+        }
+        return;
+    }
+    for (size_t i = 0; i < oc.size(); ++i)
+        gemm_call(f32, lb.op, la.op, N, M, K, pb + ob[i] * elem, lb.ld, pa + oa[i] * elem, la.ld, pc + oc[i] * elem, N);
+}
+
+}  // namespace cuda
+}  // namespace nc
