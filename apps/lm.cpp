@@ -1,5 +1,7 @@
 #include "apps/lm.h"
 
+#include "tensor/backend.h"
+
 #include "apps/checkpoint.h"
 #include "data/bpe.h"
 #include "data/text.h"
@@ -112,16 +114,26 @@ std::string describe(const TransformerConfig& c) {
            " attention=" + to_string(c.attention) + " mlp=" + to_string(c.mlp) + " positions=" + to_string(c.positions);
 }
 
+Device parse_device(const std::string& name) {
+    Device device;
+    if (name == "cpu") return kCPU;
+    if (name == "cuda" || name == "cuda:0") device = Device{DeviceType::CUDA, 0};
+    else throw Error("flag --device: unknown device '" + name + "' (choose cpu or cuda)");
+    std::string why;
+    if (!cuda_available(&why)) throw Error("flag --device: cuda is not available: " + why);
+    return device;
+}
+
 LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen) {
     LanguageModel lm;
     if (cfg.family == Family::GPT2) {
         auto m = std::make_shared<GPT2>(cfg, gen);
         lm.module = m;
-        lm.forward = [m](const Tensor& ids) { return m->forward(ids); };
+        lm.forward = [m](const Tensor& ids) { return m->forward(raw::to_device(ids, m->device())); };
     } else if (cfg.family == Family::Llama) {
         auto m = std::make_shared<Llama>(cfg, gen);
         lm.module = m;
-        lm.forward = [m](const Tensor& ids) { return m->forward(ids); };
+        lm.forward = [m](const Tensor& ids) { return m->forward(raw::to_device(ids, m->device())); };
     } else {
         throw Error("the vit model classifies images; it has no text forward");
     }

@@ -34,7 +34,12 @@ struct TextCodec {
 // directory holding GPT-2's vocab.json and merges.txt.
 TextCodec make_codec(const Flags& flags, const std::string& training_text);
 
-// A language model (GPT-2 or Llama family) behind one call: ids -> logits.
+// "cpu", "cuda" or "cuda:0" as a Device; throws a clear error for anything
+// else and for a CUDA device this build or machine cannot use.
+Device parse_device(const std::string& name);
+
+// A language model (GPT-2 or Llama family) behind one call: ids -> logits
+// (the ids are moved to the model's device first).
 struct LanguageModel {
     std::shared_ptr<nn::TransformerModel> module;
     std::function<Tensor(const Tensor&)> forward;  // [B, T] -> [B, T, V]

@@ -127,13 +127,15 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
     task.tokens_per_batch = B * T;
     task.train_loss = [lm, train] {
         data::Batch b = train->next();
-        return cross_entropy(lm.forward(b.inputs), b.targets);
+        Tensor logits = lm.forward(b.inputs);
+        return cross_entropy(logits, raw::to_device(b.targets, logits.device()));
     };
     task.validate = [lm, val, eval_batches] {
         if (!val) return (double)NAN;
         return mean_loss(*lm.module, eval_batches, [&](int64_t i) {
             data::Batch b = val->at(i);
-            return cross_entropy(lm.forward(b.inputs), b.targets);
+            Tensor logits = lm.forward(b.inputs);
+            return cross_entropy(logits, raw::to_device(b.targets, logits.device()));
         });
     };
     task.finish = [lm, &flags, seed, codec] {
@@ -200,14 +202,16 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
     task.tokens_per_batch = B * tokens;
     task.train_loss = [model, batches, train] {
         data::ImageBatch b = batches->next();
-        return cross_entropy(model->forward(b.images), b.labels);
+        return cross_entropy(model->forward(raw::to_device(b.images, model->device())),
+                             raw::to_device(b.labels, model->device()));
     };
     int64_t val_count = std::min<int64_t>((int64_t)val->labels.size() / std::max<int64_t>(1, B), eval_batches);
     task.validate = [model, val_batches, val_count, val] {
         if (!val_batches || val_count == 0) return (double)NAN;
         return mean_loss(*model, val_count, [&](int64_t i) {
             data::ImageBatch b = val_batches->at(i);
-            return cross_entropy(model->forward(b.images), b.labels);
+            return cross_entropy(model->forward(raw::to_device(b.images, model->device())),
+                                 raw::to_device(b.labels, model->device()));
         });
     };
     task.finish = [model, val, B] {
@@ -217,7 +221,7 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
         int64_t correct = 0, n = (int64_t)val->labels.size();
         for (int64_t start = 0; start < n; start += B) {
             int64_t count = std::min(B, n - start);
-            Tensor logits = model->forward(raw::narrow(val->images, 0, start, count));
+            Tensor logits = model->forward(raw::to_device(raw::narrow(val->images, 0, start, count), model->device()));
             std::vector<int64_t> guess = raw::argmax(logits, 1).to_int_vector();
             for (int64_t i = 0; i < count; ++i) correct += guess[i] == val->labels[start + i];
         }
@@ -238,8 +242,7 @@ int train_command(int argc, char** argv) {
         std::cout << "Trains a model. With no flags: the default small GPT-2 on the fortunes corpus.\n\n" << flags.usage();
         return 0;
     }
-    if (flags.str("device") != "cpu")
-        throw Error("flag --device: '" + flags.str("device") + "' is not available: this build has only the cpu backend");
+    Device device = parse_device(flags.str("device"));
     nn::TransformerConfig cfg = resolve_config(flags);
     std::string run_dir = flags.given("run-dir") ? flags.str("run-dir") : default_run_dir(flags.str("model"));
     bool vision = cfg.family == nn::Family::ViT;
@@ -253,6 +256,9 @@ int train_command(int argc, char** argv) {
     Task task = vision ? image_task(flags, cfg, seed) : text_task(flags, cfg, seed);
     nn::TransformerModel& model = *task.model;
     if (flags.given("init") && !flags.given("resume")) load_weights(model, flags.str("init"));
+    // Parameters move in place, so the optimizer below (and checkpoint
+    // loading, which copies across devices) sees them on `device`.
+    model.to(device);
 
     // Optimizer.
     std::vector<optim::ParamGroup> groups = optim::decay_groups(model, flags.number("weight-decay"));

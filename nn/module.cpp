@@ -95,6 +95,17 @@ int64_t Module::num_parameters() const {
     return n;
 }
 
+Module& Module::to(Device device) {
+    for (auto& entry : named_parameters()) entry.second.move_to_(device);
+    for (auto& entry : named_buffers()) entry.second.move_to_(device);
+    return *this;
+}
+
+Device Module::device() const {
+    NamedTensors params = named_parameters();
+    return params.empty() ? kCPU : params.front().second.device();
+}
+
 void Module::zero_grad() {
     for (auto& entry : named_parameters()) entry.second.zero_grad();
 }

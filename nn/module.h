@@ -43,6 +43,12 @@ public:
     // unexpected names are all listed in one error, and nothing is copied.
     void load_state_dict(const std::map<std::string, Tensor>& state, bool strict = true);
 
+    // Moves every parameter and buffer (of this module and all below it) to
+    // `device`, in place, so the layers' handles and any optimizer built
+    // afterwards see them there. Returns *this for chaining.
+    Module& to(Device device);
+    Device device() const;  // of the first parameter (kCPU when there is none)
+
     int64_t num_parameters() const;  // elements, tied weights counted once
     void zero_grad();
     void train(bool on = true);      // also sets every submodule

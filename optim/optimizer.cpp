@@ -36,7 +36,8 @@ static void load_into(std::vector<std::vector<Tensor>>& slots, const std::vector
             if (it->second.shape() != groups[g].params[i].shape())
                 fail("optimizer state", key(kind, g, i) + " has shape " + shape_str(it->second.shape()) +
                                             ", the parameter " + shape_str(groups[g].params[i].shape()));
-            slots[g][i] = raw::clone(it->second);
+            // A fresh copy on the parameter's device (a checkpoint is read on the CPU).
+            slots[g][i] = raw::clone(raw::to_device(it->second, groups[g].params[i].device()));
         }
 }
 

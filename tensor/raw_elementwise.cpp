@@ -94,8 +94,10 @@ Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype, Devi
 
 // ---- copies ------------------------------------------------------------------
 
-void copy_(const Tensor& dst, const Tensor& src) {
-    check_same_device(dst, src, "copy_");
+void copy_(const Tensor& dst, const Tensor& src_in) {
+    // Across devices (loading CPU weights into a model on the GPU) the source
+    // travels first; then it is an ordinary copy on the destination's device.
+    Tensor src = src_in.device() == dst.device() ? src_in : to_device(src_in, dst.device());
     Shape shape = broadcast_shapes(dst.shape(), src.shape(), "copy_");
     if (shape != dst.shape())
         fail("copy_", "source shape " + shape_str(src.shape()) + " does not broadcast to destination shape " +

@@ -44,7 +44,7 @@ Tensor clone(const Tensor& t);       // a contiguous deep copy
 Tensor contiguous(const Tensor& t);  // t itself if already contiguous
 Tensor to_dtype(const Tensor& t, DType dtype);
 Tensor to_device(const Tensor& t, Device device);
-void copy_(const Tensor& dst, const Tensor& src);  // src broadcast to dst
+void copy_(const Tensor& dst, const Tensor& src);  // src broadcast to dst (and moved, if on another device)
 void fill_(const Tensor& dst, double value);
 
 // ---- views (share storage; no data is copied) ---------------------------------

@@ -56,6 +56,19 @@ int64_t* Tensor::data<int64_t>() const {
     return static_cast<int64_t*>(raw_data());
 }
 
+void Tensor::move_to_(Device device) const {
+    const TensorImpl& t = checked();
+    if (t.device == device) return;
+    if (t.grad_fn) fail("move_to_", "only leaf tensors (parameters, buffers) can move in place; use to_device(t, device)");
+    Tensor moved = raw::to_device(raw::contiguous(*this), device);
+    TensorImpl& impl = *impl_;
+    impl.storage = moved.impl()->storage;
+    impl.strides = moved.strides();
+    impl.offset = 0;
+    impl.device = device;
+    impl.grad = Tensor();
+}
+
 double Tensor::item() const {
     if (numel() != 1) fail("item", "needs a tensor with exactly one element, got shape " + shape_str(shape()));
     return to_vector()[0];

@@ -59,6 +59,11 @@ public:
     template <typename T>
     T* data() const;
 
+    // Moves this tensor's values to `device` in place: every handle to it
+    // (a layer's member and its module's registry, tied weights) then sees
+    // them there. Its gradient is dropped. A leaf only (parameters, buffers).
+    void move_to_(Device device) const;
+
     // --- values to the host -------------------------------------------------
     double item() const;                   // one-element tensor -> number
     std::vector<double> to_vector() const;  // all elements in row-major order

@@ -109,6 +109,11 @@ expect_error "not a normcore training checkpoint" train --resume "$work/w.safete
 expect_error "config.json" generate --init "$work"
 expect_error "give the weights" generate
 expect_error "cannot open" eval --init "$work/nothing.safetensors" --data "$work/tiny.txt"
+expect_error "unknown device 'tpu'" train --device tpu
+# Without a usable GPU (or without the CUDA backend) --device cuda says why.
+if ! "$bin" train --device cuda --steps 0 >/dev/null 2>&1; then
+  expect_error "cuda is not available" train --device cuda --data "$work/tiny.txt"
+fi
 expect_error "unknown model 'gpt3'" bench --models gpt3
 expect_error "needs at least 1 timed step" bench --steps 0
 
