@@ -1,0 +1,229 @@
+// The CUDA backend against the CPU backend: every raw op, every fused op with
+// its gradient, the optimizer, and a training step of each model, on the
+// same random inputs. Without a usable GPU (or without the CUDA backend in
+// this build) every case returns at once and one line says why.
+#include "helpers.h"
+#include "autograd/ops_nn.h"
+#include "nn/models.h"
+#include "optim/optimizer.h"
+#include "tensor/raw_nn.h"
+
+using namespace nc;
+using nc_test::check_values;
+
+namespace {
+
+const Device kCuda{DeviceType::CUDA, 0};
+
+bool gpu_or_skip() {
+    static bool warned = false;
+    std::string why;
+    if (cuda_available(&why)) return true;
+    if (!warned) WARN("skipping the CUDA parity tests: " << why);
+    warned = true;
+    return false;
+}
+
+Tensor on_gpu(const Tensor& t) { return raw::to_device(t, kCuda); }
+
+// The GPU result equals the CPU result within a tolerance relative to the
+// values' scale (float32 sums in a different order differ in the last bits).
+void same(const Tensor& cpu, const Tensor& gpu, double tol = 1e-5) {
+    REQUIRE(gpu.device() == kCuda);
+    REQUIRE(cpu.shape() == gpu.shape());
+    std::vector<double> expected = cpu.to_vector();
+    double scale = 1;
+    for (double v : expected) scale = std::max(scale, std::abs(v));
+    check_values(gpu, expected, tol * scale);
+}
+
+Tensor randn(const Shape& shape, uint64_t seed) {
+    Generator gen(seed);
+    return raw::randn(shape, gen);
+}
+
+}  // namespace
+
+TEST_CASE("cuda: copies round-trip and random numbers equal the CPU's", "[cuda]") {
+    if (!gpu_or_skip()) return;
+    Tensor x = randn({3, 5}, 1);
+    Tensor back = raw::to_device(on_gpu(x), kCPU);
+    CHECK(back.to_vector() == x.to_vector());
+    CHECK(raw::to_device(on_gpu(raw::transpose(x, 0, 1)), kCPU).to_vector() == raw::transpose(x, 0, 1).to_vector());
+    for (DType dtype : {kFloat32, kFloat64}) {
+        Generator a(7), b(7);
+        same(raw::rand({1000}, a, dtype), raw::rand({1000}, b, dtype, kCuda), 0);
+        same(raw::randn({1000}, a, dtype), raw::randn({1000}, b, dtype, kCuda), 1e-12);
+        same(raw::bernoulli({1000}, 0.3, a, dtype), raw::bernoulli({1000}, 0.3, b, dtype, kCuda), 0);
+    }
+}
+
+TEST_CASE("cuda: elementwise ops, broadcasting and strided views", "[cuda]") {
+    if (!gpu_or_skip()) return;
+    Tensor x = randn({4, 6}, 2), y = randn({6}, 3), pos = raw::add(raw::abs(x), 0.1);
+    Tensor gx = on_gpu(x), gy = on_gpu(y), gpos = on_gpu(pos);
+    for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Sin, UnaryOp::Cos, UnaryOp::Abs,
+                       UnaryOp::Sign, UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::Gelu, UnaryOp::GeluTanh}) {
+        INFO(unary_op_name(op));
+        same(raw::unary(op, x), raw::unary(op, gx));
+    }
+    same(raw::log(pos), raw::log(gpos));
+    same(raw::sqrt(pos), raw::sqrt(gpos));
+    same(raw::rsqrt(pos), raw::rsqrt(gpos));
+    for (int op = (int)BinaryOp::Add; op <= (int)BinaryOp::SwiGLU; ++op) {
+        BinaryOp b = (BinaryOp)op;
+        INFO(binary_op_name(b));
+        if (b == BinaryOp::Pow) same(raw::binary(b, pos, y), raw::binary(b, gpos, gy));
+        else same(raw::binary(b, x, y), raw::binary(b, gx, gy));  // y broadcast along the rows
+    }
+    same(raw::add(raw::transpose(x, 0, 1), 1.0), raw::add(raw::transpose(gx, 0, 1), 1.0));
+    Tensor zero = raw::full({}, 0.0), gzero = on_gpu(zero);
+    same(raw::where(raw::gt(x, zero), x, y), raw::where(raw::gt(gx, gzero), gx, gy));
+    same(raw::to_dtype(x, kFloat64), raw::to_dtype(gx, kFloat64));
+    Tensor ids = raw::from_indices({1, 2, 3}, {3});
+    same(raw::to_dtype(raw::add(ids, ids), kFloat32), raw::to_dtype(raw::add(on_gpu(ids), on_gpu(ids)), kFloat32), 0);
+}
+
+TEST_CASE("cuda: reductions, softmax and indexing", "[cuda]") {
+    if (!gpu_or_skip()) return;
+    Tensor x = randn({5, 7, 9}, 4), gx = on_gpu(x);
+    same(raw::sum(x, {2}), raw::sum(gx, {2}));
+    same(raw::sum(x, {0, 1}), raw::sum(gx, {0, 1}));  // the column-sum path
+    same(raw::sum(x, {1}), raw::sum(gx, {1}));
+    same(raw::max(x, {2}), raw::max(gx, {2}));
+    CHECK(raw::argmax(x, 2).to_int_vector() == raw::argmax(gx, 2).to_int_vector());
+    same(raw::softmax(x, -1), raw::softmax(gx, -1));
+    same(raw::log_softmax(x, 1), raw::log_softmax(gx, 1));
+    Tensor index = raw::from_indices({2, 0, 2, 4}, {4}), gindex = on_gpu(index);
+    same(raw::index_select(x, 0, index), raw::index_select(gx, 0, gindex));
+    same(raw::index_add({5, 7, 9}, 0, index, raw::index_select(x, 0, index)),
+         raw::index_add({5, 7, 9}, 0, gindex, raw::index_select(gx, 0, gindex)));
+    Tensor gather_index = raw::from_indices({0, 3, 3, 8, 1, 2}, {1, 1, 6});
+    Tensor g_cpu = raw::gather(raw::narrow(raw::narrow(x, 0, 0, 1), 1, 0, 1), 2, gather_index);
+    Tensor g_gpu = raw::gather(raw::narrow(raw::narrow(gx, 0, 0, 1), 1, 0, 1), 2, on_gpu(gather_index));
+    same(g_cpu, g_gpu);
+}
+
+TEST_CASE("cuda: matmul in every layout, batched and broadcast (cuBLAS)", "[cuda]") {
+    if (!gpu_or_skip()) return;
+    Tensor a = randn({33, 17}, 5), b = randn({17, 20}, 6);
+    Tensor ga = on_gpu(a), gb = on_gpu(b);
+    same(raw::matmul(a, b), raw::matmul(ga, gb));
+    Tensor at = raw::transpose(raw::contiguous(raw::transpose(a, 0, 1)), 0, 1);  // column-major storage
+    Tensor bt = raw::transpose(raw::contiguous(raw::transpose(b, 0, 1)), 0, 1);
+    same(raw::matmul(at, bt), raw::matmul(on_gpu(at), on_gpu(bt)));
+    same(raw::matmul(a, bt), raw::matmul(ga, on_gpu(bt)));
+    Tensor batch = randn({3, 4, 5, 17}, 7), weight = randn({17, 6}, 8);
+    same(raw::matmul(batch, weight), raw::matmul(on_gpu(batch), on_gpu(weight)));  // broadcast weight
+    Tensor v = randn({17}, 9);
+    same(raw::matmul(a, v), raw::matmul(ga, on_gpu(v)));
+    same(raw::matmul(raw::narrow(a, 1, 2, 10), raw::narrow(b, 0, 3, 10)),
+         raw::matmul(raw::narrow(ga, 1, 2, 10), raw::narrow(gb, 0, 3, 10)));
+}
+
+// f on both devices: the outputs and the gradients of sum(f(x) * r) agree.
+static void same_with_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                const std::vector<Tensor>& inputs, double tol = 1e-4) {
+    std::vector<Tensor> cpu, gpu;
+    for (const Tensor& x : inputs) {
+        cpu.push_back(raw::clone(x).set_requires_grad(is_floating(x.dtype())));
+        gpu.push_back(raw::clone(on_gpu(x)).set_requires_grad(is_floating(x.dtype())));
+    }
+    Tensor out_cpu = f(cpu), out_gpu = f(gpu);
+    same(out_cpu, out_gpu, tol);
+    Tensor r = randn(out_cpu.shape(), 99);
+    backward(sum(out_cpu * r));
+    backward(sum(out_gpu * on_gpu(r)));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!cpu[i].requires_grad()) continue;
+        INFO("gradient of input " << i);
+        same(cpu[i].grad(), gpu[i].grad(), tol);
+    }
+}
+
+TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
+    if (!gpu_or_skip()) return;
+    using V = std::vector<Tensor>;
+    Tensor x = randn({6, 40}, 10), g = randn({40}, 11), b = randn({40}, 12);
+    same_with_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {x, g, b});
+    same_with_gradients([](const V& v) { return rms_norm(v[0], v[1], 1e-5); }, {x, g});
+    same_with_gradients([](const V& v) { return gelu(v[0], true); }, {x});
+    same_with_gradients([](const V& v) { return swiglu(v[0], v[1]); }, {x, randn({6, 40}, 13)});
+    Tensor targets = raw::from_indices({1, 0, 39, 5, -100, 7}, {6});
+    same_with_gradients([targets](const V& v) { return cross_entropy(v[0], raw::to_device(targets, v[0].device())); },
+                        {x});
+    Tensor u = randn({6, 40}, 14), alpha = raw::full({1}, 0.7);
+    same_with_gradients([](const V& v) { return geodesic_update(v[0], v[1], v[2]); }, {x, u, alpha});
+    for (bool causal : {true, false}) {
+        INFO("causal " << causal);
+        Tensor q = randn({2, 3, 70, 16}, 15), k = randn({2, 3, 70, 16}, 16), vv = randn({2, 3, 70, 8}, 17);
+        same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
+                            {q, k, vv});
+    }
+}
+
+TEST_CASE("cuda: the fused AdamW step", "[cuda][optim]") {
+    if (!gpu_or_skip()) return;
+    Tensor p = randn({40000}, 20), grad = randn({40000}, 21);
+    Tensor m = raw::zeros({40000}), v = raw::zeros({40000});
+    Tensor gp = on_gpu(p), gg = on_gpu(grad), gm = on_gpu(m), gv = on_gpu(v);
+    AdamWStep h{1e-2, 0.9, 0.95, 1e-8, 0.1, 0.05};
+    raw::adamw_update({p}, {grad}, {m}, {v}, {0.1}, h);
+    raw::adamw_update({gp}, {gg}, {gm}, {gv}, {0.1}, h);
+    same(p, gp);
+    same(m, gm);
+    same(v, gv);
+}
+
+TEST_CASE("cuda: a training step of each model equals the CPU's", "[cuda][training]") {
+    if (!gpu_or_skip()) return;
+    for (nn::Family family : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
+        nn::TransformerConfig c = family == nn::Family::GPT2    ? nn::gpt2_config()
+                                  : family == nn::Family::Llama ? nn::llama_config()
+                                                                : nn::vit_config();
+        c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.vocab_size = 16, c.block_size = 8, c.swiglu_multiple = 8;
+        c.image_size = 8, c.patch_size = 4, c.channels = 1, c.num_classes = 4;
+        struct Built {
+            std::shared_ptr<nn::TransformerModel> model;
+            std::function<Tensor(const Tensor&)> forward;
+        };
+        auto build = [&](Generator& gen) -> Built {
+            if (family == nn::Family::GPT2) {
+                auto m = std::make_shared<nn::GPT2>(c, gen);
+                return {m, [m](const Tensor& x) { return m->forward(x); }};
+            }
+            if (family == nn::Family::Llama) {
+                auto m = std::make_shared<nn::Llama>(c, gen);
+                return {m, [m](const Tensor& x) { return m->forward(x); }};
+            }
+            auto m = std::make_shared<nn::ViT>(c, gen);
+            return {m, [m](const Tensor& x) { return m->forward(x); }};
+        };
+        Generator g1(3), g2(3);
+        Built cpu = build(g1), gpu = build(g2);
+        auto cpu_model = cpu.model, gpu_model = gpu.model;
+        gpu_model->to(kCuda);
+        Tensor input = family == nn::Family::ViT ? randn({4, 1, 8, 8}, 30)
+                                                 : raw::from_indices({1, 2, 3, 4, 5, 6, 7, 8, 9, 8, 7, 6, 5, 4, 3, 2}, {2, 8});
+        Tensor targets = family == nn::Family::ViT ? raw::from_indices({0, 1, 2, 3}, {4})
+                                                   : raw::from_indices({2, 3, 4, 5, 6, 7, 8, 9, 8, 7, 6, 5, 4, 3, 2, 1}, {2, 8});
+        optim::AdamW cpu_opt(optim::decay_groups(*cpu_model, 0.1), 1e-2), gpu_opt(optim::decay_groups(*gpu_model, 0.1), 1e-2);
+        for (int step = 0; step < 2; ++step) {
+            cpu_opt.zero_grad();
+            gpu_opt.zero_grad();
+            Tensor cpu_loss = cross_entropy(cpu.forward(input), targets);
+            Tensor gpu_loss = cross_entropy(gpu.forward(on_gpu(input)), on_gpu(targets));
+            INFO("model family " << (int)family << " step " << step);
+            CHECK(gpu_loss.item() == Approx(cpu_loss.item()).epsilon(1e-4));
+            backward(cpu_loss);
+            backward(gpu_loss);
+            cpu_opt.step();
+            gpu_opt.step();
+        }
+        auto cpu_params = cpu_model->named_parameters(), gpu_params = gpu_model->named_parameters();
+        for (size_t i = 0; i < cpu_params.size(); ++i) {
+            INFO(cpu_params[i].first);
+            same(cpu_params[i].second, gpu_params[i].second, 1e-3);
+        }
+    }
+}
