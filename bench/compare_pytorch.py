@@ -39,6 +39,7 @@ def parse_args():
     p.add_argument("--json", default="")
     p.add_argument("--as-is", action="store_true", help="keep the environment's thread settings")
     p.add_argument("--coretype", default="auto", help="OPENBLAS_CORETYPE (auto: probe SkylakeX, Cooperlake, Haswell)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (PyTorch eager on the GPU; no BLAS tuning then)")
     return p.parse_args()
 
 
@@ -71,7 +72,7 @@ def probe_coretype(threads):
 
 
 args = parse_args()
-if not args.as_is:
+if not args.as_is and args.device == "cpu":
     for k in list(os.environ):
         if k.startswith("OPENBLAS_"):
             del os.environ[k]
@@ -112,7 +113,8 @@ class Block(nn.Module):
     def __init__(self, c, h, llama):
         super().__init__()
         self.h, self.llama = h, llama
-        self.mask = torch.triu(torch.ones(1024, 1024, dtype=torch.bool), diagonal=1)
+        self.register_buffer("mask", torch.triu(torch.ones(1024, 1024, dtype=torch.bool), diagonal=1),
+                             persistent=False)
         norm = (lambda: RMSNorm(c)) if llama else (lambda: nn.LayerNorm(c))
         self.ln1, self.ln2 = norm(), norm()
         self.qkv = nn.Linear(c, 3 * c, bias=not llama)
@@ -170,24 +172,27 @@ class Model(nn.Module):
         return self.head(self.ln_f(x))
 
 
-SIZES = {"tiny": (4, 256, 4, 128, 8), "small": (6, 384, 6, 256, 8)}
+# layers, width, heads, sequence, batch, vocabulary (as `normcore bench --sizes`)
+SIZES = {"tiny": (4, 256, 4, 128, 8, 256), "small": (6, 384, 6, 256, 8, 256), "124m": (12, 768, 12, 1024, 8, 50257)}
 
 
 def time_step(model_name, size, steps):
-    layers, c, h, t, b = SIZES[size]
+    layers, c, h, t, b, vocab = SIZES[size]
     torch.manual_seed(0)
-    model = Model(layers, c, h, t, 256, model_name == "llama")
+    device = torch.device(args.device)
+    model = Model(layers, c, h, t, vocab, model_name == "llama").to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}], lr=3e-4)
-    data = torch.randint(0, 256, (b, t + 1))
+    data = torch.randint(0, vocab, (b, t + 1), device=device)
     ids, targets = data[:, :-1].contiguous(), data[:, 1:].contiguous()
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(ids).view(-1, 256), targets.view(-1))
+        loss = F.cross_entropy(model(ids).view(-1, vocab), targets.view(-1))
         loss.backward()
         opt.step()
+        loss.item()  # waits for the GPU, as normcore bench does
 
     step()
     step()
