@@ -9,6 +9,7 @@
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
 #   make bench      normcore bench: FMA peak, GEMM GFLOP/s, training-step times (JSON in build/bench.json)
 #   make setup      install the Debian packages normcore needs (idempotent)
+#   make CUDA=0     a CPU-only build (the CUDA backend is built when nvcc is found)
 #
 # Header dependencies are tracked (-MMD), so editing a .h rebuilds what uses it.
 
