@@ -56,6 +56,22 @@ Blocking blocking_for(int mr, int nr) { return {256, (144 + mr - 1) / mr * mr, (
 // of mr values per p (A transposed, rs == 1).
 template <typename T>
 void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T* packed, Transpose16Fn transpose) {
+    if (rs == 1 && cs != 1) {
+        // A transposed (a weight gradient dY^T X): step p of every panel is a
+        // piece of row p of the stored matrix. Walking p outermost reads each
+        // stored row once, contiguously, for the whole block (panel by panel
+        // it would touch kc rows, often in kc different pages, per panel).
+        for (int64_t p = 0; p < kc; ++p) {
+            const T* row = A + p * cs;
+            for (int64_t r = 0; r < m; r += mr) {
+                int64_t rows = std::min<int64_t>(mr, m - r);
+                T* out = packed + r * kc + p * mr;
+                std::copy_n(row + r, rows, out);
+                std::fill(out + rows, out + mr, T(0));
+            }
+        }
+        return;
+    }
     for (int64_t r = 0; r < m; r += mr) {
         T* panel = packed + r * kc;
         const T* block = A + r * rs;
@@ -66,11 +82,6 @@ void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T
             // at a time through the kernel's in-register transpose.
             if (transpose && cs == 1 && mr <= 16)
                 for (; p + 16 <= kc; p += 16) transpose(block + p, rs, (int)rows, panel + p * mr, mr, mr);
-        }
-        if (rs == 1 && rows == mr) {
-            // A transposed (a weight gradient dY^T X): each step is mr
-            // contiguous values, a straight copy.
-            for (; p < kc; ++p) std::copy_n(block + p * cs, mr, panel + p * mr);
         }
         for (; p < kc; ++p) {
             T* out = panel + p * mr;
