@@ -19,6 +19,7 @@
 #include "apps/lm.h"
 #include "data/images.h"
 #include "data/text.h"
+#include "nn/diagnostics.h"
 #include "optim/optimizer.h"
 #include "tensor/cpu/allocator.h"
 
@@ -46,6 +47,9 @@ static std::vector<FlagSpec> train_flags() {
         {"beta2", "0.99", "AdamW beta2"},
         {"eps", "1e-8", "AdamW epsilon"},
         {"grad-clip", "1.0", "clip the global gradient norm to this (0 = off)"},
+        {"diagnostics", "false", "also log per-block gradient norms and loss spikes to RUN_DIR/diagnostics.csv", true},
+        {"spike-factor", "2.0", "a loss above this times the running median is a spike (with --diagnostics)"},
+        {"spike-window", "50", "steps in the running median for spike detection"},
         {"schedule", "cosine", "constant | cosine | linear"},
         {"warmup", "100", "linear warm-up steps"},
         {"min-lr-ratio", "0.1", "cosine/linear decay ends at this fraction of --lr"},
@@ -304,6 +308,20 @@ int train_command(int argc, char** argv) {
     int64_t eval_every = flags.integer("eval-every");
     int64_t report_every = std::max<int64_t>(1, steps / 20);
     double last_loss = 0, last_val = NAN, train_seconds = 0;
+    // Diagnostics (nn/diagnostics.h): the gradient norm of each block before
+    // clipping (pre-norm stacks show an imbalance across depth) and spikes.
+    bool diagnostics = flags.on("diagnostics");
+    diag::SpikeDetector spikes(flags.integer("spike-window"), flags.number("spike-factor"));
+    std::ofstream diag_csv;
+    if (diagnostics) {
+        diag_csv.open(run_dir + "/diagnostics.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
+        if (!diag_csv) throw Error("--run-dir: cannot write '" + run_dir + "/diagnostics.csv'");
+        if (first_step == 0) {
+            diag_csv << "step,loss,spike";
+            for (int64_t b = 0; b < cfg.n_layer; ++b) diag_csv << ",grad_norm_block_" << b;
+            diag_csv << "\n";
+        }
+    }
     int64_t stop = flags.integer("stop-after") > 0 ? std::min(steps, flags.integer("stop-after")) : steps;
     for (int64_t step = first_step; step < stop; ++step) {
         auto start = std::chrono::steady_clock::now();
@@ -316,9 +334,15 @@ int train_command(int argc, char** argv) {
             loss_sum += loss.item();
             backward(accum > 1 ? loss * (1.0 / (double)accum) : loss);  // the mean over micro-batches
         }
+        last_loss = loss_sum / (double)accum;
+        if (diagnostics) {
+            std::vector<double> norms = diag::block_grad_norms(model, cfg.n_layer);
+            diag_csv << step + 1 << "," << last_loss << "," << (spikes.observe(last_loss) ? 1 : 0);
+            for (double n : norms) diag_csv << "," << n;
+            diag_csv << "\n";
+        }
         double grad_norm = optim::clip_grad_norm(params, flags.number("grad-clip"));
         opt->step();
-        last_loss = loss_sum / (double)accum;
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         train_seconds += seconds;
 
@@ -361,6 +385,10 @@ int train_command(int argc, char** argv) {
     // The caching allocator's high-water mark: parameters, optimizer state,
     // activations and gradients at their largest (tensor/cpu/allocator.h).
     cpu::AllocatorStats memory = cpu::allocator_stats();
+    if (diagnostics)
+        std::printf("diagnostics: %lld loss spikes (factor %.2f, window %lld), per-block gradient norms in %s/diagnostics.csv\n",
+                    (long long)spikes.spikes(), flags.number("spike-factor"), (long long)flags.integer("spike-window"),
+                    run_dir.c_str());
     std::printf("memory: peak %.1f MiB in tensors, %lld blocks from the system, %lld reused\n",
                 (double)memory.peak_bytes_in_use / 1048576.0, (long long)memory.system_allocations,
                 (long long)memory.cache_hits);

@@ -26,6 +26,14 @@ for model in gpt2 llama; do
   [ "$(head -1 "$work/run-$model/train_log.csv")" == "step,loss,val_loss,lr,grad_norm,time_s" ] || fail "CSV header"
 done
 
+# 1a. --diagnostics logs per-block gradient norms and spikes.
+out=$("$bin" train --data "$work/tiny.txt" --steps 4 --batch 2 --seq 16 --layers 3 --width 16 --heads 2 --eval-every 0 \
+      --eval-batches 1 --sample-tokens 0 --diagnostics --spike-window 2 --run-dir "$work/run-diag" 2>&1) || fail "train --diagnostics: $out"
+grep -qE '^diagnostics: [0-9]+ loss spikes' <<<"$out" || fail "train --diagnostics: no summary line in: $out"
+[ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2" ] \
+  || fail "diagnostics.csv header: $(head -1 "$work/run-diag/diagnostics.csv")"
+[ "$(wc -l < "$work/run-diag/diagnostics.csv")" -eq 5 ] || fail "diagnostics.csv should have a header and 4 rows"
+
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
 out=$("$bin" train --model vit --train-images 256 --steps 3 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 2 \
       --run-dir "$work/run-vit" 2>&1) || fail "train --model vit: $out"

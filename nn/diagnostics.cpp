@@ -1,0 +1,204 @@
+#include "nn/diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "nn/eigen.h"
+#include "tensor/error.h"
+
+namespace nc {
+namespace diag {
+
+namespace {
+
+// The values of a 2-D tensor as float64 rows [r][c] on the host.
+std::vector<double> host_matrix(const Tensor& t, const std::string& op, int64_t& rows, int64_t& cols) {
+    if (t.dim() != 2) fail(op, "needs a 2-D matrix, got shape " + shape_str(t.shape()));
+    rows = t.size(0);
+    cols = t.size(1);
+    return t.to_vector();
+}
+
+// G = X X^T for X [r, c] given row-major (r x r).
+std::vector<double> gram_rows(const std::vector<double>& x, int64_t r, int64_t c) {
+    std::vector<double> g(r * r, 0.0);
+    for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = i; j < r; ++j) {
+            double total = 0;
+            for (int64_t k = 0; k < c; ++k) total += x[i * c + k] * x[j * c + k];
+            g[i * r + j] = g[j * r + i] = total;
+        }
+    return g;
+}
+
+std::vector<double> transposed(const std::vector<double>& x, int64_t r, int64_t c) {
+    std::vector<double> t(r * c);
+    for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < c; ++j) t[j * r + i] = x[i * c + j];
+    return t;
+}
+
+// Eigenvalues of the smaller Gram matrix of X (equal to the squared
+// singular values), clamped at 0 (rounding can make tiny ones negative).
+std::vector<double> gram_eigenvalues(const Tensor& t, const std::string& op) {
+    int64_t r, c;
+    std::vector<double> x = host_matrix(t, op, r, c);
+    if (c < r) {
+        x = transposed(x, r, c);
+        std::swap(r, c);
+    }
+    std::vector<double> values = symmetric_eigen(gram_rows(x, r, c), r).values;
+    for (double& v : values) v = std::max(v, 0.0);
+    return values;
+}
+
+}  // namespace
+
+std::vector<double> singular_values(const Tensor& matrix) {
+    std::vector<double> values = gram_eigenvalues(matrix, "singular_values");
+    std::vector<double> s;
+    for (auto it = values.rbegin(); it != values.rend(); ++it) s.push_back(std::sqrt(*it));
+    return s;
+}
+
+double effective_rank(const Tensor& matrix) {
+    std::vector<double> s = singular_values(matrix);
+    double total = 0;
+    for (double v : s) total += v;
+    if (total == 0) return 0;  // the zero matrix has no directions at all
+    double entropy = 0;
+    for (double v : s) {
+        double p = v / total;
+        if (p > 0) entropy -= p * std::log(p);
+    }
+    return std::exp(entropy);
+}
+
+PowerLawFit fit_power_law(std::vector<double> samples) {
+    samples.erase(std::remove_if(samples.begin(), samples.end(), [](double x) { return !(x > 1e-5); }), samples.end());
+    std::sort(samples.begin(), samples.end());
+    int64_t n = (int64_t)samples.size();
+    if (n < 2) fail("fit_power_law", "needs at least 2 positive samples above 1e-5, got " + std::to_string(n));
+    PowerLawFit best;
+    best.ks_distance = INFINITY;
+    // Suffix sums of ln x make each candidate's MLE O(1); the KS scan is O(tail).
+    std::vector<double> suffix_log(n + 1, 0.0);
+    for (int64_t i = n - 1; i >= 0; --i) suffix_log[i] = suffix_log[i + 1] + std::log(samples[i]);
+    for (int64_t j = 0; j + 1 < n; ++j) {
+        double xmin = samples[j];
+        if (j > 0 && samples[j - 1] == xmin) continue;  // the same candidate again
+        int64_t tail = n - j;
+        double log_sum = suffix_log[j] - (double)tail * std::log(xmin);  // sum_{i>=j} ln(x_i / xmin)
+        if (log_sum <= 0) continue;
+        double alpha = 1 + (double)tail / log_sum;
+        double d = 0;
+        for (int64_t i = j; i < n; ++i) {
+            double model_cdf = 1 - std::pow(samples[i] / xmin, 1 - alpha);
+            double data_cdf = (double)(i - j) / (double)tail;
+            d = std::max(d, std::fabs(model_cdf - data_cdf));
+        }
+        if (d < best.ks_distance) {
+            best.alpha = alpha;
+            best.xmin = xmin;
+            best.ks_distance = d;
+            best.tail_count = tail;
+            best.sigma = (alpha - 1) / std::sqrt((double)tail);
+        }
+    }
+    if (!std::isfinite(best.ks_distance)) fail("fit_power_law", "all samples are equal: no power law to fit");
+    return best;
+}
+
+PowerLawFit htsr_alpha(const Tensor& weight) { return fit_power_law(gram_eigenvalues(weight, "htsr_alpha")); }
+
+double isometry_gap(const Tensor& representations, double eps) {
+    int64_t n, d;
+    std::vector<double> h = host_matrix(representations, "isometry", n, d);
+    std::vector<double> values = symmetric_eigen(gram_rows(h, n, d), n).values;
+    double mean = 0, mean_log = 0;
+    for (double v : values) {
+        double lambda = std::max(v, 0.0) + eps;
+        mean += lambda;
+        mean_log += std::log(lambda);
+    }
+    mean /= (double)n;
+    mean_log /= (double)n;
+    return std::log(mean) - mean_log;
+}
+
+double isometry(const Tensor& representations, double eps) { return std::exp(-isometry_gap(representations, eps)); }
+
+double normalization_bias(const Tensor& representations) {
+    int64_t n, d;
+    std::vector<double> h = host_matrix(representations, "normalization_bias", n, d);
+    if (n < 2) fail("normalization_bias", "needs at least 2 samples (an unbiased variance)");
+    std::vector<double> norms(n);
+    for (int64_t i = 0; i < n; ++i) {
+        double total = 0;
+        for (int64_t k = 0; k < d; ++k) total += h[i * d + k] * h[i * d + k];
+        norms[i] = std::sqrt(total / (double)d);  // RMS
+    }
+    double mean = 0;
+    for (double v : norms) mean += v;
+    mean /= (double)n;
+    double var = 0;
+    for (double v : norms) var += (v - mean) * (v - mean);
+    var /= (double)(n - 1);
+    return var / (mean * mean);
+}
+
+double saturation(const Tensor& pre_activation, double threshold) {
+    std::vector<double> z = pre_activation.to_vector();
+    if (z.empty()) fail("saturation", "got an empty tensor");
+    int64_t count = 0;
+    for (double v : z) count += std::fabs(v) > threshold;
+    return (double)count / (double)z.size();
+}
+
+// The first dotted component of `name` that is a whole number, or -1.
+static int64_t block_index(const std::string& name) {
+    size_t start = 0;
+    while (start <= name.size()) {
+        size_t end = name.find('.', start);
+        if (end == std::string::npos) end = name.size();
+        std::string part = name.substr(start, end - start);
+        if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return std::stoll(part);
+        start = end + 1;
+    }
+    return -1;
+}
+
+std::vector<double> block_grad_norms(const nn::Module& model, int64_t n_blocks) {
+    std::vector<double> squares(n_blocks, 0.0);
+    for (const auto& [name, p] : model.named_parameters()) {
+        int64_t block = block_index(name);
+        if (block < 0 || block >= n_blocks || !p.grad().defined()) continue;
+        squares[block] += raw::sum(raw::mul(p.grad(), p.grad())).item();
+    }
+    for (double& s : squares) s = std::sqrt(s);
+    return squares;
+}
+
+SpikeDetector::SpikeDetector(int64_t window, double factor) : window_(window), factor_(factor) {
+    if (window < 1 || !(factor > 0))
+        fail("SpikeDetector", "needs a window of at least 1 and a positive factor, got " + std::to_string(window) +
+                                  " and " + std::to_string(factor));
+}
+
+bool SpikeDetector::observe(double loss) {
+    bool spike = false;
+    if ((int64_t)recent_.size() == window_) {
+        std::vector<double> sorted(recent_.begin(), recent_.end());
+        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+        spike = loss > factor_ * sorted[sorted.size() / 2];
+        recent_.pop_front();
+    }
+    recent_.push_back(loss);
+    spikes_ += spike;
+    return spike;
+}
+
+}  // namespace diag
+}  // namespace nc

@@ -1,0 +1,79 @@
+// diagnostics.h — the measurements the normalization studies use
+// (formulas in ../shared/reference/norms.md, sections 8 and 9), usable on
+// any tensor during or after training. All are computed in float64 on the
+// CPU (GPU tensors are copied over first).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "nn/module.h"
+#include "tensor/raw_ops.h"
+
+namespace nc {
+namespace diag {
+
+// Singular values of a 2-D matrix, descending: the square roots of the
+// eigenvalues of the smaller Gram matrix (A^T A or A A^T).
+std::vector<double> singular_values(const Tensor& matrix);
+
+// Effective rank (Roy & Vetterli 2007): p_i = s_i / sum_j s_j over the
+// singular values, erank = exp(-sum_i p_i ln p_i). 1 <= erank <= rank;
+// a rank-k matrix with k equal singular values has erank k.
+double effective_rank(const Tensor& matrix);
+
+// A power law p(x) ~ x^-alpha for x >= xmin fitted to samples: for every
+// candidate xmin (each sample), alpha by maximum likelihood (Hill), and the
+// Kolmogorov-Smirnov distance D between the fit and the data above xmin;
+// the xmin with the smallest D wins (Clauset, Shalizi & Newman 2009).
+struct PowerLawFit {
+    double alpha = 0, xmin = 0, ks_distance = 0;
+    int64_t tail_count = 0;  // samples >= xmin
+    double sigma = 0;        // (alpha - 1) / sqrt(tail_count)
+};
+PowerLawFit fit_power_law(std::vector<double> samples);
+
+// Heavy-tailed self-regularization alpha of a weight matrix (Martin &
+// Mahoney; WeightWatcher): the power-law fit to the eigenvalues of W^T W
+// (squared singular values), eigenvalues <= 1e-5 dropped.
+PowerLawFit htsr_alpha(const Tensor& weight);
+
+// Isometry of a batch's representations h [n, d] (Joudaki et al. 2023):
+// G = h h^T, I = geometric mean / arithmetic mean of G's eigenvalues, in
+// (0, 1], 1 iff G is proportional to the identity. eps is added to the
+// eigenvalues as the authors' code does.
+double isometry(const Tensor& representations, double eps = 1e-8);
+// -log I = log(mean lambda) - mean(log lambda) >= 0.
+double isometry_gap(const Tensor& representations, double eps = 1e-8);
+// Var(norms) / mean(norms)^2 of the per-sample RMS norms (unbiased variance).
+double normalization_bias(const Tensor& representations);
+
+// DyT saturation: the fraction of pre-activation values z = alpha x with
+// |z| > threshold (2.0 in the DyT study: tanh(2) = 0.964, the flat part).
+double saturation(const Tensor& pre_activation, double threshold = 2.0);
+
+// L2 norm of the gradients of each block's parameters, block i being every
+// parameter whose dotted name has the integer i as a component ("h.3.",
+// "model.layers.3.", "vit.encoder.layer.3."). Parameters without a block
+// (embeddings, final norm, head) are left out. Call between backward() and
+// the optimizer step; parameters without a gradient count as 0.
+std::vector<double> block_grad_norms(const nn::Module& model, int64_t n_blocks);
+
+// Loss spikes: a loss is a spike when it exceeds `factor` times the median
+// of the previous `window` losses (no verdict until the window is full).
+class SpikeDetector {
+public:
+    SpikeDetector(int64_t window = 50, double factor = 2.0);
+    bool observe(double loss);  // true: this loss is a spike
+    int64_t spikes() const { return spikes_; }
+
+private:
+    int64_t window_;
+    double factor_;
+    std::deque<double> recent_;
+    int64_t spikes_ = 0;
+};
+
+}  // namespace diag
+}  // namespace nc

@@ -1,0 +1,130 @@
+// Diagnostics against cases whose answers are known exactly.
+#include "helpers.h"
+#include "nn/diagnostics.h"
+#include "nn/eigen.h"
+
+using namespace nc;
+using nc_test::check_error;
+
+// A random orthogonal n x n matrix: the eigenvectors of a random symmetric one.
+static std::vector<double> random_orthogonal(int64_t n, uint64_t seed) {
+    Generator gen(seed);
+    std::vector<double> r = raw::randn({n, n}, gen, kFloat64).to_vector();
+    return diag::symmetric_eigen(r, n, true).vectors;
+}
+
+// Q diag(d) Q^T.
+static std::vector<double> with_spectrum(const std::vector<double>& q, const std::vector<double>& d) {
+    int64_t n = (int64_t)d.size();
+    std::vector<double> a(n * n, 0.0);
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+            for (int64_t k = 0; k < n; ++k) a[i * n + j] += q[i * n + k] * d[k] * q[j * n + k];
+    return a;
+}
+
+TEST_CASE("Jacobi eigenvalues and eigenvectors", "[diagnostics][eigen]") {
+    diag::SymmetricEigen two = diag::symmetric_eigen({2, 1, 1, 2}, 2, true);
+    CHECK(two.values[0] == Approx(1.0).epsilon(1e-14));
+    CHECK(two.values[1] == Approx(3.0).epsilon(1e-14));
+    // A random symmetric matrix: A v = lambda v for every pair, V orthonormal.
+    const int64_t n = 12;
+    Generator gen(3);
+    std::vector<double> r = raw::randn({n, n}, gen, kFloat64).to_vector(), a(n * n);
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) a[i * n + j] = r[i * n + j] + r[j * n + i];
+    diag::SymmetricEigen e = diag::symmetric_eigen(a, n, true);
+    CHECK(std::is_sorted(e.values.begin(), e.values.end()));
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < n; ++i) {
+            double av = 0;
+            for (int64_t k = 0; k < n; ++k) av += a[i * n + k] * e.vectors[k * n + j];
+            REQUIRE(av == Approx(e.values[j] * e.vectors[i * n + j]).margin(1e-10));
+        }
+    // A spectrum we chose, hidden by a random rotation, comes back (also tiny and repeated values).
+    std::vector<double> spectrum = {-3, 1e-9, 0.5, 0.5, 2, 7, 1e3, 4};
+    diag::SymmetricEigen back = diag::symmetric_eigen(with_spectrum(random_orthogonal(8, 4), spectrum), 8);
+    std::sort(spectrum.begin(), spectrum.end());
+    for (size_t i = 0; i < spectrum.size(); ++i) CHECK(back.values[i] == Approx(spectrum[i]).margin(1e-11));
+    check_error([] { diag::symmetric_eigen({1, 2, 3}, 2); }, {"symmetric_eigen", "2 x 2"});
+}
+
+TEST_CASE("effective rank of k equal singular values is k", "[diagnostics]") {
+    for (int k : {1, 3, 7}) {
+        std::vector<double> d(10, 0.0);
+        for (int i = 0; i < k; ++i) d[i] = 2.5;
+        Tensor a = raw::from_vector(with_spectrum(random_orthogonal(10, 5 + k), d), {10, 10});
+        INFO("k = " << k);
+        CHECK(diag::effective_rank(a) == Approx((double)k).epsilon(1e-6));
+    }
+    // Unequal singular values give less than the rank; a wide matrix works too.
+    Tensor wide = raw::from_vector(std::vector<double>{3, 0, 0, 0, 1, 0}, {2, 3});
+    std::vector<double> s = diag::singular_values(wide);
+    CHECK(s[0] == Approx(3.0));
+    CHECK(s[1] == Approx(1.0));
+    double p = 0.75, q = 0.25;
+    CHECK(diag::effective_rank(wide) == Approx(std::exp(-(p * std::log(p) + q * std::log(q)))));
+    check_error([] { diag::effective_rank(raw::zeros({2, 2, 2})); }, {"singular_values", "2-D"});
+}
+
+TEST_CASE("a power law's exponent is recovered from its samples", "[diagnostics]") {
+    // Pareto samples: x = xmin (1 - u)^(-1 / (alpha - 1)) has density ~ x^-alpha above xmin.
+    for (double alpha : {2.5, 4.0}) {
+        Generator gen(7);
+        std::vector<double> u = raw::rand({4000}, gen, kFloat64).to_vector(), x;
+        for (double v : u) x.push_back(0.5 * std::pow(1 - v, -1 / (alpha - 1)));
+        diag::PowerLawFit fit = diag::fit_power_law(x);
+        INFO("alpha " << alpha << ": fit " << fit.alpha << " xmin " << fit.xmin << " D " << fit.ks_distance);
+        CHECK(std::abs(fit.alpha - alpha) < 0.2);
+        CHECK(fit.ks_distance < 0.05);
+        CHECK(fit.sigma > 0);
+    }
+    check_error([] { diag::fit_power_law({1.0}); }, {"fit_power_law", "at least 2"});
+}
+
+TEST_CASE("isometry is 1 for orthogonal representations and small for collapsed ones", "[diagnostics]") {
+    std::vector<double> q = random_orthogonal(6, 8);
+    Tensor orthogonal = raw::mul(raw::from_vector(q, {6, 6}), 3.0);  // rows orthogonal, equal norms
+    CHECK(diag::isometry(orthogonal) == Approx(1.0).epsilon(1e-8));
+    CHECK(diag::isometry_gap(orthogonal) == Approx(0.0).margin(1e-8));
+    // Known spectrum: G's eigenvalues 1 and 4 -> I = sqrt(4) / 2.5 = 0.8.
+    Tensor two = raw::from_vector(std::vector<double>{1, 0, 0, 2}, {2, 2});
+    CHECK(diag::isometry(two, 0) == Approx(0.8));
+    // All samples the same: the Gram matrix has rank 1, the gap is large.
+    Tensor same = raw::ones({4, 5});
+    CHECK(diag::isometry_gap(same) > 10);
+    // Normalization bias: RMS norms 1 and 3 -> mean 2, unbiased variance 2 -> 0.5.
+    Tensor norms = raw::from_vector(std::vector<double>{1, 1, 3, 3}, {2, 2});
+    CHECK(diag::normalization_bias(norms) == Approx(0.5));
+    CHECK(diag::normalization_bias(orthogonal) == Approx(0.0).margin(1e-12));
+}
+
+TEST_CASE("saturation and loss spikes", "[diagnostics]") {
+    Tensor z = raw::from_vector(std::vector<double>{-3, -2, -1.5, 0, 1, 2.0001, 5, 0.1}, {2, 4});
+    CHECK(diag::saturation(z) == Approx(3.0 / 8));  // -3, 2.0001, 5 (|z| = 2 is not beyond 2)
+    CHECK(diag::saturation(z, 1.0) == Approx(5.0 / 8));
+    diag::SpikeDetector spikes(3, 2.0);
+    std::vector<bool> seen;
+    for (double loss : {5.0, 4.0, 3.0, 2.9, 7.0, 2.5, 2.4, 9.9, 2.3}) seen.push_back(spikes.observe(loss));
+    // Median of (4, 3, 2.9) is 3: 7 > 6 is a spike; median of (7, 2.5, 2.4) is 2.5: 9.9 > 5 is a spike.
+    CHECK(seen == std::vector<bool>{false, false, false, false, true, false, false, true, false});
+    CHECK(spikes.spikes() == 2);
+    check_error([] { diag::SpikeDetector(0, 2.0); }, {"SpikeDetector", "window"});
+}
+
+TEST_CASE("per-block gradient norms group parameters by their block number", "[diagnostics]") {
+    nn::Group model;
+    auto h = model.add("h", std::make_shared<nn::ModuleList>());
+    auto block0 = std::make_shared<nn::Group>(), block1 = std::make_shared<nn::Group>();
+    Tensor a = block0->add_parameter("w", raw::zeros({2})), b = block1->add_parameter("w", raw::zeros({3}));
+    Tensor emb = model.add_parameter("wte", raw::zeros({4}));
+    h->push_back(block0);
+    h->push_back(block1);
+    a.set_grad(raw::from_vector(std::vector<float>{3, 4}, {2}));
+    b.set_grad(raw::from_vector(std::vector<float>{1, 2, 2}, {3}));
+    emb.set_grad(raw::full({4}, 100.0));
+    std::vector<double> norms = diag::block_grad_norms(model, 2);
+    REQUIRE(norms.size() == 2);
+    CHECK(norms[0] == Approx(5.0));
+    CHECK(norms[1] == Approx(3.0));
+}
