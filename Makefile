@@ -158,8 +158,8 @@ bench:
 # Debian packages: compiler, Catch2 (tests), gdb (tutorial 2), graphviz (to
 # render graph dumps), fortunes (the default training text), nlohmann-json
 # (safetensors headers, config.json), zlib and stb (images), Fashion-MNIST
-# (the default ViT data). Installs only what is missing.
-PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist
+# (the default ViT data), gnuplot (the experiments' plots). Installs only what is missing.
+PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist gnuplot-nox
 setup:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

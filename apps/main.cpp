@@ -17,6 +17,7 @@ static const char* kUsage =
     "  generate  sample text from trained weights\n"
     "  eval      loss and perplexity of trained weights on a data set\n"
     "  bench     the machine's FMA peak, GEMM GFLOP/s, and training-step times by kind of op\n"
+    "  experiment <name>  a study with logs, a table and plots (isometry)\n"
     "\n"
     "`normcore <command> --help` lists a command's flags.\n";
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
         if (!std::strcmp(argv[1], "generate")) return nc::app::generate_command(argc, argv);
         if (!std::strcmp(argv[1], "eval")) return nc::app::eval_command(argc, argv);
         if (!std::strcmp(argv[1], "bench")) return nc::app::bench_command(argc, argv);
+        if (!std::strcmp(argv[1], "experiment")) return nc::app::experiment_command(argc, argv);
         std::fprintf(stderr, "normcore: unknown command '%s'\n\n%s", argv[1], kUsage);
         return 2;
     } catch (const nc::Error& e) {

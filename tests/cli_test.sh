@@ -132,6 +132,15 @@ grep -qE 'gemm 1024x1024x1024 NN +[0-9.]+ GF/s +[0-9.]+%' <<<"$out" || fail "ben
 grep -qE 'gpt2 tiny step +[0-9.]+ ms' <<<"$out" || fail "bench: no step time in the summary: $out"
 grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work/bench.json" || fail "bench --json"
 
+# 7. experiment isometry at smoke scale writes its CSV, table and plot script.
+out=$("$bin" experiment isometry --smoke --out "$work/iso" 2>&1) || fail "experiment isometry --smoke: $out"
+grep -q '| relu | 0.733 |' <<<"$out" || fail "experiment isometry: ReLU's beta0 should be 0.733: $out"
+[ -s "$work/iso/isometry.csv" ] && [ -s "$work/iso/table.md" ] && [ -s "$work/iso/isometry.gp" ] || fail "experiment isometry: missing outputs"
+[ "$(wc -l < "$work/iso/isometry.csv")" -eq 136 ] || fail "experiment isometry: 5 activations x 3 norms x 9 layers + header"
+if command -v gnuplot > /dev/null; then [ -s "$work/iso/isometry.png" ] || fail "experiment isometry: no plot"; fi
+expect_error "unknown experiment 'norms'" experiment norms --smoke
+expect_error "choose one of" experiment isometry --smoke --full
+
 # (capture first: grep -q may exit before the writer finishes, and pipefail would count the SIGPIPE)
 help=$("$bin" train --help 2>&1)
 grep -q -- "--placement" <<<"$help" || fail "train --help should list --placement"

@@ -1,0 +1,253 @@
+// experiment.cpp — `normcore experiment <name>`: a study run with one
+// command, writing CSV logs, a markdown table and plots to a results
+// directory and printing the table at the end.
+//
+//   isometry   deep MLPs at initialization (Joudaki, Daneshmand & Bach, 2023):
+//              how fast a batch's Gram matrix becomes isometric with depth,
+//              per activation, with LayerNorm, BatchNorm or no norm, next to
+//              the rate predicted from each activation's Hermite coefficients.
+//
+// Scales: --smoke (seconds, for the test suite), --quick (the default,
+// minutes on 2 CPU cores), --full (larger, meant for a GPU).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "apps/commands.h"
+#include "apps/flags.h"
+#include "nn/diagnostics.h"
+#include "tensor/raw_nn.h"
+
+namespace nc {
+namespace app {
+
+namespace {
+
+// ---- the activations and their Hermite coefficients ------------------------------
+
+struct Activation {
+    std::string name;
+    std::function<double(double)> scalar;              // for the Gaussian integrals
+    std::function<Tensor(const Tensor&)> on_tensor;    // for the network
+};
+
+std::vector<Activation> activations() {
+    return {
+        {"identity", [](double x) { return x; }, [](const Tensor& x) { return x; }},
+        {"relu", [](double x) { return x > 0 ? x : 0.0; }, [](const Tensor& x) { return raw::relu(x); }},
+        {"tanh", [](double x) { return std::tanh(x); }, [](const Tensor& x) { return raw::tanh(x); }},
+        {"gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+         [](const Tensor& x) { return raw::gelu(x, false); }},
+        {"sin", [](double x) { return std::sin(x); }, [](const Tensor& x) { return raw::sin(x); }},
+    };
+}
+
+// E[f(x)] for x ~ N(0, 1), by the trapezoid rule on [-12, 12] (the density
+// beyond is below 1e-31): accurate to ~1e-10 for these smooth-enough f.
+double gaussian_mean(const std::function<double(double)>& f) {
+    const int steps = 200000;
+    const double lo = -12, hi = 12, h = (hi - lo) / steps;
+    double total = 0;
+    for (int i = 0; i <= steps; ++i) {
+        double x = lo + i * h;
+        double w = (i == 0 || i == steps) ? 0.5 : 1.0;
+        total += w * f(x) * std::exp(-0.5 * x * x);
+    }
+    return total * h / std::sqrt(2 * M_PI);
+}
+
+// beta0 = c1^2 / sum_{k>=1} c_k^2 with c0 = E[s(x)], c1 = E[x s(x)] and
+// sum_{k>=1} c_k^2 = E[s(x)^2] - c0^2 (normalized Hermite basis). 1 for a
+// linear activation, smaller the more nonlinear it is.
+double hermite_beta0(const Activation& a) {
+    double c0 = gaussian_mean(a.scalar);
+    double c1 = gaussian_mean([&](double x) { return x * a.scalar(x); });
+    double second = gaussian_mean([&](double x) { return a.scalar(x) * a.scalar(x); });
+    return c1 * c1 / (second - c0 * c0);
+}
+
+// ---- the networks ------------------------------------------------------------------
+
+// LayerNorm without affine (centre, divide by the RMS): over features.
+Tensor layer_norm_plain(const Tensor& h) {
+    Tensor centred = raw::sub(h, raw::mean(h, {1}, true));
+    return raw::mul(centred, raw::rsqrt(raw::add(raw::mean(raw::mul(centred, centred), {1}, true), 1e-5)));
+}
+// BatchNorm at initialization (batch statistics, no affine): over samples.
+Tensor batch_norm_plain(const Tensor& h) {
+    Tensor centred = raw::sub(h, raw::mean(h, {0}, true));
+    return raw::mul(centred, raw::rsqrt(raw::add(raw::mean(raw::mul(centred, centred), {0}, true), 1e-5)));
+}
+
+struct Scale {
+    int64_t width, depth, batch, seeds;
+};
+
+// Gap -log I of the layer inputs, for layers 0..depth, averaged over seeds.
+// Layer l: h <- act(W norm(h)), W ~ N(0, 1/width) (the authors' training
+// notebook order: Norm -> Linear -> activation). The input batch is made
+// nearly degenerate (its top singular direction boosted), so it starts far
+// from isometry.
+struct Curve {
+    std::vector<double> gap, bias;
+};
+Curve isometry_curve(const Activation& act, const std::string& norm, const Scale& s, uint64_t seed) {
+    Curve c;
+    c.gap.assign(s.depth + 1, 0.0);
+    c.bias.assign(s.depth + 1, 0.0);
+    for (int64_t r = 0; r < s.seeds; ++r) {
+        Generator gen(seed + 1000 * (uint64_t)r);
+        Tensor x = raw::randn({s.batch, s.width}, gen, kFloat64);
+        Tensor shared = raw::randn({1, s.width}, gen, kFloat64);
+        Tensor h = raw::add(x, raw::mul(shared, 5.0));  // every sample shares a large common direction
+        for (int64_t l = 0; l <= s.depth; ++l) {
+            c.gap[l] += diag::isometry_gap(h) / (double)s.seeds;
+            c.bias[l] += diag::normalization_bias(h) / (double)s.seeds;
+            if (l == s.depth) break;
+            Tensor z = norm == "layernorm" ? layer_norm_plain(h) : norm == "batchnorm" ? batch_norm_plain(h) : h;
+            Tensor w = raw::mul(raw::randn({s.width, s.width}, gen, kFloat64), 1.0 / std::sqrt((double)s.width));
+            h = act.on_tensor(raw::matmul(z, w));
+        }
+    }
+    return c;
+}
+
+// The measured decay per layer: exp of the least-squares slope of log(gap)
+// against depth, over the layers where the gap is above a floor (below it,
+// float64 round-off and the finite batch dominate).
+double measured_rate(const std::vector<double>& gap) {
+    std::vector<double> xs, ys;
+    for (size_t l = 0; l < gap.size(); ++l)
+        if (gap[l] > 1e-6 && gap[l] < 1e6) {
+            xs.push_back((double)l);
+            ys.push_back(std::log(gap[l]));
+        }
+    if (xs.size() < 3) return NAN;
+    double mx = 0, my = 0;
+    for (size_t i = 0; i < xs.size(); ++i) mx += xs[i], my += ys[i];
+    mx /= xs.size();
+    my /= ys.size();
+    double sxy = 0, sxx = 0;
+    for (size_t i = 0; i < xs.size(); ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
+    return std::exp(sxy / sxx);
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot > /dev/null 2>&1") == 0; }
+
+int isometry_experiment(const Flags& flags, const std::string& scale_name, const std::string& out_dir) {
+    Scale s = scale_name == "smoke" ? Scale{64, 8, 8, 1} : scale_name == "quick" ? Scale{512, 100, 16, 3}
+                                                                                 : Scale{1024, 200, 32, 5};
+    if (flags.given("depth")) s.depth = flags.integer("depth");
+    if (flags.given("width")) s.width = flags.integer("width");
+    std::filesystem::create_directories(out_dir);
+    std::ofstream csv(out_dir + "/isometry.csv");
+    if (!csv) throw Error("experiment isometry: cannot write '" + out_dir + "/isometry.csv'");
+    csv << "activation,norm,layer,isometry_gap,normalization_bias\n";
+    std::printf("isometry at initialization: width %lld, depth %lld, batch %lld, %lld seeds\n", (long long)s.width,
+                (long long)s.depth, (long long)s.batch, (long long)s.seeds);
+
+    struct Row {
+        std::string activation;
+        double beta0, predicted, measured_ln, gap_none, gap_ln, gap_bn;
+    };
+    std::vector<Row> rows;
+    const std::vector<std::string> norms = {"none", "layernorm", "batchnorm"};
+    for (const Activation& act : activations()) {
+        Row row{act.name, hermite_beta0(act), 0, 0, 0, 0, 0};
+        // The authors' rate: the gap shrinks by 1 / (2 - beta0) per LN + activation layer.
+        row.predicted = 1.0 / (2.0 - row.beta0);
+        for (const std::string& norm : norms) {
+            Curve c = isometry_curve(act, norm, s, 7);
+            for (int64_t l = 0; l <= s.depth; ++l)
+                csv << act.name << "," << norm << "," << l << "," << c.gap[l] << "," << c.bias[l] << "\n";
+            double last = c.gap.back();
+            if (norm == "none") row.gap_none = last;
+            if (norm == "layernorm") {
+                row.gap_ln = last;
+                row.measured_ln = measured_rate(c.gap);
+            }
+            if (norm == "batchnorm") row.gap_bn = last;
+        }
+        std::printf("  %-9s done\n", act.name.c_str());
+        std::fflush(stdout);
+        rows.push_back(row);
+    }
+
+    csv.close();  // gnuplot reads it below
+    std::ostringstream table;
+    char line[256];
+    table << "| activation | beta0 | predicted decay per layer, 1/(2-beta0) | measured with LayerNorm | gap at depth "
+          << s.depth << ": none | LayerNorm | BatchNorm |\n|---|---|---|---|---|---|---|\n";
+    for (const Row& r : rows) {
+        std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %.3f | %.3g | %.3g | %.3g |\n", r.activation.c_str(),
+                      r.beta0, r.predicted, r.measured_ln, r.gap_none, r.gap_ln, r.gap_bn);
+        table << line;
+    }
+    std::ofstream(out_dir + "/table.md") << table.str();
+
+    // The plot: gap against depth on a log scale, one line per activation, with LayerNorm.
+    std::ofstream gp(out_dir + "/isometry.gp");
+    gp << "set terminal png size 900,600\nset output '" << out_dir << "/isometry.png'\n"
+       << "set datafile separator ','\nset logscale y\nset xlabel 'depth (layers)'\n"
+       << "set ylabel 'isometry gap -log I'\nset title 'MLPs at initialization with LayerNorm (width " << s.width
+       << ")'\nset key outside right\n";
+    gp << "plot ";
+    bool first = true;
+    for (const Activation& act : activations()) {
+        gp << (first ? "" : ", ") << "'" << out_dir << "/isometry.csv' using (strcol(2) eq 'layernorm' && strcol(1) eq '"
+           << act.name << "' ? $3 : NaN):4 with lines title '" << act.name << "'";
+        first = false;
+    }
+    gp << "\n";
+    gp.close();
+    std::string plot_note = "isometry.png";
+    if (!have_gnuplot())
+        plot_note = "isometry.gp (gnuplot not found: `make setup` installs it)";
+    else if (std::system(("gnuplot '" + out_dir + "/isometry.gp' 2> '" + out_dir + "/gnuplot.log'").c_str()) != 0)
+        plot_note = "isometry.gp (gnuplot failed: see gnuplot.log)";
+
+    std::printf("\n%s\n", table.str().c_str());
+    std::printf("results in %s: isometry.csv, table.md, %s\n", out_dir.c_str(), plot_note.c_str());
+    return 0;
+}
+
+}  // namespace
+
+int experiment_command(int argc, char** argv) {
+    if (argc < 3 || argv[2][0] == '-') {
+        std::fputs("usage: normcore experiment <name> [--smoke | --quick | --full] [--out DIR]\n"
+                   "experiments: isometry\n",
+                   argc < 3 ? stderr : stdout);
+        return argc < 3 ? 2 : 0;
+    }
+    std::string name = argv[2];
+    Flags flags("experiment " + name, {
+        {"smoke", "false", "a seconds-long run (the test suite's)", true},
+        {"quick", "false", "the default scale: minutes on 2 CPU cores", true},
+        {"full", "false", "the larger scale, meant for a GPU", true},
+        {"out", "", "results directory (default runs/experiment-<name>)"},
+        {"depth", "0", "override the depth of the scale"},
+        {"width", "0", "override the width of the scale"},
+    });
+    flags.parse(argc, argv, 3);
+    if (flags.help_requested()) {
+        std::fputs(flags.usage().c_str(), stdout);
+        return 0;
+    }
+    int chosen = flags.on("smoke") + flags.on("quick") + flags.on("full");
+    if (chosen > 1) throw Error("experiment: choose one of --smoke, --quick, --full");
+    std::string scale = flags.on("smoke") ? "smoke" : flags.on("full") ? "full" : "quick";
+    std::string out = flags.str("out").empty() ? "runs/experiment-" + name : flags.str("out");
+    if (flags.given("depth") && flags.integer("depth") < 1) throw Error("flag --depth: needs at least 1 layer");
+    if (flags.given("width") && flags.integer("width") < 2) throw Error("flag --width: needs at least 2");
+    if (name == "isometry") return isometry_experiment(flags, scale, out);
+    throw Error("experiment: unknown experiment '" + name + "' (available: isometry)");
+}
+
+}  // namespace app
+}  // namespace nc
