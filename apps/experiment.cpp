@@ -117,15 +117,20 @@ Curve isometry_curve(const Activation& act, const std::string& norm, const Scale
     return c;
 }
 
-// The measured decay per layer: exp of the least-squares slope of log(gap)
-// against depth, over the layers where the gap is above a floor (below it,
-// float64 round-off and the finite batch dominate).
+// The measured decay per layer. A finite network does not reach gap 0: the
+// curve levels off at a floor (the last tenth of the layers' mean; finite
+// width and batch, and a non-centred activation's mean direction). The rate
+// is exp of the least-squares slope of log(gap - floor) against depth over
+// the layers still well above the floor (gap > 2 floor).
 double measured_rate(const std::vector<double>& gap) {
+    size_t tail = std::max<size_t>(3, gap.size() / 10);
+    double floor = 0;
+    for (size_t l = gap.size() - tail; l < gap.size(); ++l) floor += gap[l] / (double)tail;
     std::vector<double> xs, ys;
     for (size_t l = 0; l < gap.size(); ++l)
-        if (gap[l] > 1e-6 && gap[l] < 1e6) {
+        if (gap[l] > 2 * floor && gap[l] > 1e-9) {
             xs.push_back((double)l);
-            ys.push_back(std::log(gap[l]));
+            ys.push_back(std::log(gap[l] - floor));
         }
     if (xs.size() < 3) return NAN;
     double mx = 0, my = 0;
@@ -184,8 +189,11 @@ int isometry_experiment(const Flags& flags, const std::string& scale_name, const
     table << "| activation | beta0 | predicted decay per layer, 1/(2-beta0) | measured with LayerNorm | gap at depth "
           << s.depth << ": none | LayerNorm | BatchNorm |\n|---|---|---|---|---|---|---|\n";
     for (const Row& r : rows) {
-        std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %.3f | %.3g | %.3g | %.3g |\n", r.activation.c_str(),
-                      r.beta0, r.predicted, r.measured_ln, r.gap_none, r.gap_ln, r.gap_bn);
+        char measured[32];
+        if (std::isnan(r.measured_ln)) std::snprintf(measured, sizeof measured, "no decay");
+        else std::snprintf(measured, sizeof measured, "%.3f", r.measured_ln);
+        std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %s | %.3g | %.3g | %.3g |\n", r.activation.c_str(),
+                      r.beta0, r.predicted, measured, r.gap_none, r.gap_ln, r.gap_bn);
         table << line;
     }
     std::ofstream(out_dir + "/table.md") << table.str();

@@ -116,9 +116,13 @@ double isometry_gap(const Tensor& representations, double eps) {
     int64_t n, d;
     std::vector<double> h = host_matrix(representations, "isometry", n, d);
     std::vector<double> values = symmetric_eigen(gram_rows(h, n, d), n).values;
+    double scale = 0;
+    for (double v : values) scale += std::max(v, 0.0);
+    scale /= (double)n;
+    if (scale == 0) fail("isometry", "all representations are zero: their Gram matrix has no spectrum");
     double mean = 0, mean_log = 0;
     for (double v : values) {
-        double lambda = std::max(v, 0.0) + eps;
+        double lambda = std::max(v, 0.0) + eps * scale;
         mean += lambda;
         mean_log += std::log(lambda);
     }

@@ -41,8 +41,10 @@ PowerLawFit htsr_alpha(const Tensor& weight);
 
 // Isometry of a batch's representations h [n, d] (Joudaki et al. 2023):
 // G = h h^T, I = geometric mean / arithmetic mean of G's eigenvalues, in
-// (0, 1], 1 iff G is proportional to the identity. eps is added to the
-// eigenvalues as the authors' code does.
+// (0, 1], 1 iff G is proportional to the identity. eps times the mean
+// eigenvalue is added to every eigenvalue (the authors add an absolute 1e-8;
+// relative, the measure stays scale-free even when deep networks without
+// normalization shrink their activations towards 0).
 double isometry(const Tensor& representations, double eps = 1e-8);
 // -log I = log(mean lambda) - mean(log lambda) >= 0.
 double isometry_gap(const Tensor& representations, double eps = 1e-8);
