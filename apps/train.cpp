@@ -47,7 +47,10 @@ static std::vector<FlagSpec> train_flags() {
         {"beta2", "0.99", "AdamW beta2"},
         {"eps", "1e-8", "AdamW epsilon"},
         {"grad-clip", "1.0", "clip the global gradient norm to this (0 = off)"},
-        {"diagnostics", "false", "also log per-block gradient norms and loss spikes to RUN_DIR/diagnostics.csv", true},
+        {"diagnostics", "false",
+         "log per-block gradient norms and loss spikes to RUN_DIR/diagnostics.csv, and the weights' effective rank "
+         "and HTSR alpha to RUN_DIR/weights.csv at the end",
+         true},
         {"spike-factor", "2.0", "a loss above this times the running median is a spike (with --diagnostics)"},
         {"spike-window", "50", "steps in the running median for spike detection"},
         {"schedule", "cosine", "constant | cosine | linear"},
@@ -385,6 +388,22 @@ int train_command(int argc, char** argv) {
     // The caching allocator's high-water mark: parameters, optimizer state,
     // activations and gradients at their largest (tensor/cpu/allocator.h).
     cpu::AllocatorStats memory = cpu::allocator_stats();
+    if (diagnostics) {
+        // The trained weight matrices' spectra: effective rank and HTSR alpha.
+        std::ofstream weights_csv(run_dir + "/weights.csv");
+        weights_csv << "name,rows,cols,effective_rank,htsr_alpha,alpha_sigma,ks_distance\n";
+        for (const auto& [name, p] : model.named_parameters()) {
+            if (p.dim() != 2 || std::min(p.size(0), p.size(1)) < 2) continue;
+            diag::PowerLawFit fit;
+            try {
+                fit = diag::htsr_alpha(p);
+            } catch (const Error&) {
+                fit.alpha = NAN;  // too few eigenvalues above 1e-5 to fit
+            }
+            weights_csv << name << "," << p.size(0) << "," << p.size(1) << "," << diag::effective_rank(p) << ","
+                        << fit.alpha << "," << fit.sigma << "," << fit.ks_distance << "\n";
+        }
+    }
     if (diagnostics)
         std::printf("diagnostics: %lld loss spikes (factor %.2f, window %lld), per-block gradient norms in %s/diagnostics.csv\n",
                     (long long)spikes.spikes(), flags.number("spike-factor"), (long long)flags.integer("spike-window"),

@@ -33,6 +33,7 @@ grep -qE '^diagnostics: [0-9]+ loss spikes' <<<"$out" || fail "train --diagnosti
 [ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2" ] \
   || fail "diagnostics.csv header: $(head -1 "$work/run-diag/diagnostics.csv")"
 [ "$(wc -l < "$work/run-diag/diagnostics.csv")" -eq 5 ] || fail "diagnostics.csv should have a header and 4 rows"
+grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.csv" || fail "weights.csv: $(head -3 "$work/run-diag/weights.csv")"
 
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
 out=$("$bin" train --model vit --train-images 256 --steps 3 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 2 \
