@@ -53,6 +53,7 @@ static std::vector<FlagSpec> train_flags() {
          true},
         {"spike-factor", "2.0", "a loss above this times the running median is a spike (with --diagnostics)"},
         {"spike-window", "50", "steps in the running median for spike detection"},
+        {"saturation-threshold", "2.0", "DyT saturation: the fraction of |alpha x| above this (with --diagnostics)"},
         {"schedule", "cosine", "constant | cosine | linear"},
         {"warmup", "100", "linear warm-up steps"},
         {"min-lr-ratio", "0.1", "cosine/linear decay ends at this fraction of --lr"},
@@ -314,14 +315,18 @@ int train_command(int argc, char** argv) {
     // Diagnostics (nn/diagnostics.h): the gradient norm of each block before
     // clipping (pre-norm stacks show an imbalance across depth) and spikes.
     bool diagnostics = flags.on("diagnostics");
+    // DyT layers (norm dyt) also report their saturation each step.
+    std::vector<std::pair<std::string, nn::DyT*>> dyt = diagnostics ? diag::dyt_layers(model) : decltype(dyt){};
     diag::SpikeDetector spikes(flags.integer("spike-window"), flags.number("spike-factor"));
     std::ofstream diag_csv;
     if (diagnostics) {
         diag_csv.open(run_dir + "/diagnostics.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
         if (!diag_csv) throw Error("--run-dir: cannot write '" + run_dir + "/diagnostics.csv'");
+        for (auto& [name, layer] : dyt) layer->track_saturation(true, flags.number("saturation-threshold"));
         if (first_step == 0) {
             diag_csv << "step,loss,spike";
             for (int64_t b = 0; b < cfg.n_layer; ++b) diag_csv << ",grad_norm_block_" << b;
+            for (auto& [name, layer] : dyt) diag_csv << ",saturation_" << name;
             diag_csv << "\n";
         }
     }
@@ -342,6 +347,7 @@ int train_command(int argc, char** argv) {
             std::vector<double> norms = diag::block_grad_norms(model, cfg.n_layer);
             diag_csv << step + 1 << "," << last_loss << "," << (spikes.observe(last_loss) ? 1 : 0);
             for (double n : norms) diag_csv << "," << n;
+            for (auto& [name, layer] : dyt) diag_csv << "," << layer->last_saturation();
             diag_csv << "\n";
         }
         double grad_norm = optim::clip_grad_norm(params, flags.number("grad-clip"));

@@ -153,11 +153,20 @@ double normalization_bias(const Tensor& representations) {
 }
 
 double saturation(const Tensor& pre_activation, double threshold) {
-    std::vector<double> z = pre_activation.to_vector();
-    if (z.empty()) fail("saturation", "got an empty tensor");
-    int64_t count = 0;
-    for (double v : z) count += std::fabs(v) > threshold;
-    return (double)count / (double)z.size();
+    if (pre_activation.numel() == 0) fail("saturation", "got an empty tensor");
+    // On the tensor's own device; only the one number comes back.
+    Tensor beyond = raw::gt(raw::abs(pre_activation), raw::full({}, threshold, pre_activation.dtype(), pre_activation.device()));
+    return raw::mean(beyond).item();
+}
+
+std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, const std::string& prefix) {
+    std::vector<std::pair<std::string, nn::DyT*>> found;
+    if (auto* dyt = dynamic_cast<nn::DyT*>(&model)) found.push_back({prefix, dyt});
+    for (const auto& [name, child] : model.children()) {
+        auto below = dyt_layers(*child, prefix.empty() ? name : prefix + "." + name);
+        found.insert(found.end(), below.begin(), below.end());
+    }
+    return found;
 }
 
 // The first dotted component of `name` that is a whole number, or -1.

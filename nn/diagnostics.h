@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/norms.h"
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -54,6 +55,9 @@ double normalization_bias(const Tensor& representations);
 // DyT saturation: the fraction of pre-activation values z = alpha x with
 // |z| > threshold (2.0 in the DyT study: tanh(2) = 0.964, the flat part).
 double saturation(const Tensor& pre_activation, double threshold = 2.0);
+// Every DyT layer under `model` with its dotted name, in registration order
+// (to switch on their saturation tracking, nn/norms.h).
+std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, const std::string& prefix = "");
 
 // L2 norm of the gradients of each block's parameters, block i being every
 // parameter whose dotted name has the integer i as a component ("h.3.",

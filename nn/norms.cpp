@@ -1,5 +1,9 @@
 #include "nn/norms.h"
 
+#include <cmath>
+
+#include "nn/diagnostics.h"
+
 namespace nc {
 namespace nn {
 
@@ -70,8 +74,15 @@ DyT::DyT(int64_t C, double alpha0, bool has_bias, Options opt) {
 
 Tensor DyT::forward(const Tensor& x) const {
     check_features(x, weight.numel(), "DyT");
-    Tensor y = weight * tanh(alpha * x);
+    Tensor z = alpha * x;
+    if (track_) last_saturation_ = diag::saturation(z.detach(), threshold_);
+    Tensor y = weight * tanh(z);
     return bias.defined() ? y + bias : y;
+}
+
+void DyT::track_saturation(bool on, double threshold) {
+    track_ = on;
+    threshold_ = threshold;
 }
 
 }  // namespace nn

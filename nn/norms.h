@@ -5,6 +5,8 @@
 // run one fused kernel forward and one backward (autograd/ops_nn.h).
 #pragma once
 
+#include <cmath>
+
 #include "nn/layers.h"
 
 namespace nc {
@@ -54,6 +56,17 @@ public:
     DyT(int64_t C, double alpha0 = 0.5, bool has_bias = true, Options opt = {});
     Tensor forward(const Tensor& x) const override;
     Tensor alpha, weight, bias;  // alpha: shape [1]; bias undefined when !has_bias
+
+    // Saturation tracking (the DyT study's diagnostic): while on, every
+    // forward records the fraction of pre-activations z = alpha x with
+    // |z| > threshold, the flat part of tanh (nn/diagnostics.h, saturation).
+    void track_saturation(bool on, double threshold = 2.0);
+    double last_saturation() const { return last_saturation_; }  // NaN until a tracked forward ran
+
+private:
+    bool track_ = false;
+    double threshold_ = 2.0;
+    mutable double last_saturation_ = NAN;
 };
 
 }  // namespace nn

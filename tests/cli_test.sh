@@ -34,6 +34,10 @@ grep -qE '^diagnostics: [0-9]+ loss spikes' <<<"$out" || fail "train --diagnosti
   || fail "diagnostics.csv header: $(head -1 "$work/run-diag/diagnostics.csv")"
 [ "$(wc -l < "$work/run-diag/diagnostics.csv")" -eq 5 ] || fail "diagnostics.csv should have a header and 4 rows"
 grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.csv" || fail "weights.csv: $(head -3 "$work/run-diag/weights.csv")"
+"$bin" train --data "$work/tiny.txt" --norm dyt --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 --eval-every 0 \
+  --eval-batches 1 --sample-tokens 0 --diagnostics --run-dir "$work/run-dyt" > /dev/null 2>&1 || fail "train --norm dyt --diagnostics"
+[ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,saturation_h.0.ln_1,saturation_h.0.ln_2,saturation_ln_f" ] \
+  || fail "diagnostics.csv with DyT: $(head -1 "$work/run-dyt/diagnostics.csv")"
 
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
 out=$("$bin" train --model vit --train-images 256 --steps 3 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 2 \

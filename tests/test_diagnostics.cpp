@@ -128,3 +128,18 @@ TEST_CASE("per-block gradient norms group parameters by their block number", "[d
     CHECK(norms[0] == Approx(5.0));
     CHECK(norms[1] == Approx(3.0));
 }
+
+TEST_CASE("DyT layers report their saturation when tracking", "[diagnostics][dyt]") {
+    nn::DyT dyt(4, 1.0);
+    Tensor x = raw::from_vector(std::vector<float>{-3, -1, 0.5, 2.5, 1, 1, 1, 1}, {2, 4});
+    dyt.forward(x);
+    CHECK(std::isnan(dyt.last_saturation()));  // not tracking yet
+    dyt.track_saturation(true, 2.0);
+    dyt.forward(x);
+    CHECK(dyt.last_saturation() == Approx(2.0 / 8));  // |-3| and 2.5 (alpha = 1)
+    nn::Group model;
+    model.add("norm", std::make_shared<nn::DyT>(4));
+    auto layers = diag::dyt_layers(model);
+    REQUIRE(layers.size() == 1);
+    CHECK(layers[0].first == "norm");
+}
