@@ -11,7 +11,7 @@ bool cuda_available(std::string* why) {
 #ifdef NORMCORE_CUDA
     return cuda_device_usable(why);
 #else
-    if (why) *why = "normcore was built without the CUDA backend (no nvcc found at build time; see the README)";
+    if (why) *why = "normcore was built without the CUDA backend (no nvcc at build time, CUDA=0, or a debug/sanitizer build)";
     return false;
 #endif
 }
