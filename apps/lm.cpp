@@ -130,10 +130,16 @@ LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen)
         auto m = std::make_shared<GPT2>(cfg, gen);
         lm.module = m;
         lm.forward = [m](const Tensor& ids) { return m->forward(raw::to_device(ids, m->device())); };
+        lm.forward_with_stream = [m](const Tensor& ids, std::vector<Tensor>* stream) {
+            return m->forward(raw::to_device(ids, m->device()), stream);
+        };
     } else if (cfg.family == Family::Llama) {
         auto m = std::make_shared<Llama>(cfg, gen);
         lm.module = m;
         lm.forward = [m](const Tensor& ids) { return m->forward(raw::to_device(ids, m->device())); };
+        lm.forward_with_stream = [m](const Tensor& ids, std::vector<Tensor>* stream) {
+            return m->forward(raw::to_device(ids, m->device()), stream);
+        };
     } else {
         throw Error("the vit model classifies images; it has no text forward");
     }

@@ -43,6 +43,9 @@ Device parse_device(const std::string& name);
 struct LanguageModel {
     std::shared_ptr<nn::TransformerModel> module;
     std::function<Tensor(const Tensor&)> forward;  // [B, T] -> [B, T, V]
+    // The same, also collecting the residual stream entering block 0 and
+    // after every block (nn/models.h), for diagnostics.
+    std::function<Tensor(const Tensor&, std::vector<Tensor>*)> forward_with_stream;
 };
 LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen);
 

@@ -48,8 +48,8 @@ static std::vector<FlagSpec> train_flags() {
         {"eps", "1e-8", "AdamW epsilon"},
         {"grad-clip", "1.0", "clip the global gradient norm to this (0 = off)"},
         {"diagnostics", "false",
-         "log per-block gradient norms and loss spikes to RUN_DIR/diagnostics.csv, and the weights' effective rank "
-         "and HTSR alpha to RUN_DIR/weights.csv at the end",
+         "log per-block gradient norms, loss spikes (and DyT saturation) to RUN_DIR/diagnostics.csv; at the end the "
+         "weights' effective rank and HTSR alpha (weights.csv) and the residual stream's effective rank (stream.csv)",
          true},
         {"spike-factor", "2.0", "a loss above this times the running median is a spike (with --diagnostics)"},
         {"spike-window", "50", "steps in the running median for spike detection"},
@@ -103,6 +103,7 @@ struct Task {
     std::function<Generator&()> batch_generator; // the training stream, for checkpoints
     std::function<int64_t()> batches_taken;
     std::function<void(int64_t)> set_batches_taken;
+    std::function<std::vector<Tensor>()> residual_stream;  // of a fixed training batch (diagnostics)
 };
 
 static double mean_loss(nn::TransformerModel& model, int64_t batches, const std::function<Tensor(int64_t)>& loss_of) {
@@ -137,6 +138,12 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
         data::Batch b = train->next();
         Tensor logits = lm.forward(b.inputs);
         return cross_entropy(logits, raw::to_device(b.targets, logits.device()));
+    };
+    task.residual_stream = [lm, train] {
+        NoGradGuard no_grad;
+        std::vector<Tensor> stream;
+        lm.forward_with_stream(train->at(0).inputs, &stream);
+        return stream;
     };
     task.validate = [lm, val, eval_batches] {
         if (!val) return (double)NAN;
@@ -212,6 +219,12 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
         data::ImageBatch b = batches->next();
         return cross_entropy(model->forward(raw::to_device(b.images, model->device())),
                              raw::to_device(b.labels, model->device()));
+    };
+    task.residual_stream = [model, batches] {
+        NoGradGuard no_grad;
+        std::vector<Tensor> stream;
+        model->forward(raw::to_device(batches->at(0).images, model->device()), &stream);
+        return stream;
     };
     int64_t val_count = std::min<int64_t>((int64_t)val->labels.size() / std::max<int64_t>(1, B), eval_batches);
     task.validate = [model, val_batches, val_count, val] {
@@ -395,6 +408,17 @@ int train_command(int argc, char** argv) {
     // activations and gradients at their largest (tensor/cpu/allocator.h).
     cpu::AllocatorStats memory = cpu::allocator_stats();
     if (diagnostics) {
+        // The residual stream of a fixed batch after every block: its tokens'
+        // effective rank (the DyT study's activation rank) and normalization bias.
+        std::ofstream stream_csv(run_dir + "/stream.csv");
+        stream_csv << "position,effective_rank,normalization_bias\n";
+        std::vector<Tensor> stream = task.residual_stream();
+        for (size_t i = 0; i < stream.size(); ++i) {
+            int64_t C = stream[i].size(-1);
+            Tensor tokens = raw::reshape(stream[i], {stream[i].numel() / C, C});
+            stream_csv << (i == 0 ? std::string("embeddings") : "block_" + std::to_string(i - 1)) << ","
+                       << diag::effective_rank(tokens) << "," << diag::normalization_bias(tokens) << "\n";
+        }
         // The trained weight matrices' spectra: effective rank and HTSR alpha.
         std::ofstream weights_csv(run_dir + "/weights.csv");
         weights_csv << "name,rows,cols,effective_rank,htsr_alpha,alpha_sigma,ks_distance\n";
