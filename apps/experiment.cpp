@@ -73,16 +73,12 @@ double hermite_beta0(const Activation& a) {
 
 // ---- the networks ------------------------------------------------------------------
 
-// LayerNorm without affine (centre, divide by the RMS): over features.
-Tensor layer_norm_plain(const Tensor& h) {
-    Tensor centred = raw::sub(h, raw::mean(h, {1}, true));
-    return raw::mul(centred, raw::rsqrt(raw::add(raw::mean(raw::mul(centred, centred), {1}, true), 1e-5)));
-}
-// BatchNorm at initialization (batch statistics, no affine): over samples.
-Tensor batch_norm_plain(const Tensor& h) {
-    Tensor centred = raw::sub(h, raw::mean(h, {0}, true));
-    return raw::mul(centred, raw::rsqrt(raw::add(raw::mean(raw::mul(centred, centred), {0}, true), 1e-5)));
-}
+// LayerNorm without affine (centre, divide by the RMS) over features: the
+// fused kernel with no gamma and beta.
+Tensor layer_norm_plain(const Tensor& h) { return raw::layer_norm(h, Tensor(), Tensor(), 1e-5).out; }
+// BatchNorm at initialization (batch statistics, no affine): the same
+// normalization over samples instead of features.
+Tensor batch_norm_plain(const Tensor& h) { return raw::transpose(layer_norm_plain(raw::transpose(h, 0, 1)), 0, 1); }
 
 struct Scale {
     int64_t width, depth, batch, seeds;

@@ -11,50 +11,35 @@
 namespace nc {
 namespace cuda {
 
-__device__ inline double warp_sum(double v) {
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-    return v;
-}
+struct Add {
+    __device__ double operator()(double a, double b) const { return a + b; }
+};
+struct Max {
+    __device__ double operator()(double a, double b) const { return fmax(a, b); }
+};
 
-__device__ inline double warp_max(double v) {
-    for (int offset = 16; offset > 0; offset /= 2) v = fmax(v, __shfl_down_sync(0xffffffffu, v, offset));
-    return v;
-}
-
-// blockDim.x must be a multiple of 32 (we always launch 256 threads).
-__device__ inline double block_sum(double v) {
+// Every thread's v combined with `op` (whose neutral value is `identity`).
+// blockDim.x must be a multiple of 32 (we always launch 128 or 256 threads).
+template <typename Op>
+__device__ double block_reduce(double v, Op op, double identity) {
     __shared__ double partial[32];
     __shared__ double result;
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_sum(v);
+    for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
     __syncthreads();  // `partial` may still be read by a previous call
     if (lane == 0) partial[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        v = lane < (int)(blockDim.x / 32) ? partial[lane] : 0.0;
-        v = warp_sum(v);
+        v = lane < (int)(blockDim.x / 32) ? partial[lane] : identity;
+        for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
         if (lane == 0) result = v;
     }
     __syncthreads();
     return result;
 }
 
-__device__ inline double block_max(double v) {
-    __shared__ double partial[32];
-    __shared__ double result;
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0) partial[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < (int)(blockDim.x / 32) ? partial[lane] : -INFINITY;
-        v = warp_max(v);
-        if (lane == 0) result = v;
-    }
-    __syncthreads();
-    return result;
-}
+__device__ inline double block_sum(double v) { return block_reduce(v, Add{}, 0.0); }
+__device__ inline double block_max(double v) { return block_reduce(v, Max{}, -INFINITY); }
 
 }  // namespace cuda
 }  // namespace nc

@@ -139,18 +139,26 @@ __global__ void cross_entropy_backward_kernel(const T* dlosses, const T* logits,
 
 // ---- the geodesic update ------------------------------------------------------------
 
+// s = <x, x> and ux = <u, x> of one row, summed by the whole block.
+template <typename T>
+__device__ void row_dots(const T* xr, const T* ur, int64_t D, double& s, double& ux) {
+    s = 0;
+    ux = 0;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+        s += (double)xr[i] * xr[i];
+        ux += (double)ur[i] * xr[i];
+    }
+    s = block_sum(s);
+    ux = block_sum(ux);
+}
+
 template <typename T>
 __global__ void geodesic_kernel(const T* x, const T* u, const T* alpha_ptr, T* y, int64_t rows, int64_t D) {
     double alpha = *alpha_ptr;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const T *xr = x + r * D, *ur = u + r * D;
         double s = 0, ux = 0;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
-            s += (double)xr[i] * xr[i];
-            ux += (double)ur[i] * xr[i];
-        }
-        s = block_sum(s);
-        ux = block_sum(ux);
+        row_dots(xr, ur, D, s, ux);
         if (s == 0) {  // no sphere through x = 0: plain residual add
             for (int64_t i = threadIdx.x; i < D; i += blockDim.x) y[r * D + i] = xr[i] + ur[i];
             continue;
@@ -173,12 +181,7 @@ __global__ void geodesic_backward_kernel(const T* g, const T* x, const T* u, con
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const T *gr = g + r * D, *xr = x + r * D, *ur = u + r * D;
         double s = 0, ux = 0;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
-            s += (double)xr[i] * xr[i];
-            ux += (double)ur[i] * xr[i];
-        }
-        s = block_sum(s);
-        ux = block_sum(ux);
+        row_dots(xr, ur, D, s, ux);
         if (s == 0) {  // the fallback y = x + u
             for (int64_t i = threadIdx.x; i < D; i += blockDim.x) dx[r * D + i] = du[r * D + i] = gr[i];
             if (threadIdx.x == 0) dalpha[r] = 0;

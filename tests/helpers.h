@@ -9,10 +9,23 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "nn/config.h"
 
 namespace nc_test {
 
 using nc::Tensor;
+
+// A small version of a model configuration: 2 layers, width 32, 2 heads,
+// vocabulary 16, sequences up to 8 (for training and memory tests).
+inline nc::nn::TransformerConfig tiny_config(nc::nn::TransformerConfig c) {
+    c.n_layer = 2;
+    c.n_embd = 32;
+    c.n_head = 2;
+    c.vocab_size = 16;
+    c.block_size = 8;
+    c.swiglu_multiple = 8;
+    return c;
+}
 
 // Every element of `t` within tol of `expected`; on failure prints the
 // largest difference and where it is.

@@ -59,12 +59,7 @@ TEST_CASE("empty_cache gives the cached blocks back", "[allocator]") {
 }
 
 TEST_CASE("a steady-state training step makes no system allocation", "[allocator][training]") {
-    nn::TransformerConfig c = nn::gpt2_config();
-    c.n_layer = 2;
-    c.n_embd = 32;
-    c.n_head = 2;
-    c.vocab_size = 16;
-    c.block_size = 8;
+    nn::TransformerConfig c = nc_test::tiny_config(nn::gpt2_config());
     Generator gen(5);
     nn::GPT2 model(c, gen);
     optim::AdamW opt(optim::decay_groups(model, 0.1), 1e-3);

@@ -178,10 +178,9 @@ TEST_CASE("cuda: the fused AdamW step", "[cuda][optim]") {
 TEST_CASE("cuda: a training step of each model equals the CPU's", "[cuda][training]") {
     if (!gpu_or_skip()) return;
     for (nn::Family family : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
-        nn::TransformerConfig c = family == nn::Family::GPT2    ? nn::gpt2_config()
-                                  : family == nn::Family::Llama ? nn::llama_config()
-                                                                : nn::vit_config();
-        c.n_layer = 2, c.n_embd = 32, c.n_head = 2, c.vocab_size = 16, c.block_size = 8, c.swiglu_multiple = 8;
+        nn::TransformerConfig c = nc_test::tiny_config(family == nn::Family::GPT2    ? nn::gpt2_config()
+                                                       : family == nn::Family::Llama ? nn::llama_config()
+                                                                                     : nn::vit_config());
         c.image_size = 8, c.patch_size = 4, c.channels = 1, c.num_classes = 4;
         struct Built {
             std::shared_ptr<nn::TransformerModel> model;

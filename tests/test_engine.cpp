@@ -212,3 +212,21 @@ TEST_CASE("no op keeps its own output alive: graphs are freed when dropped", "[e
         CHECK(node.expired());
     }
 }
+
+TEST_CASE("backward frees each activation once no later step needs it", "[engine][memory]") {
+    // y = sum(tanh(x) * 2): the intermediate tanh(x) is held only by the graph.
+    // After backward (without retain_graph) nothing holds it any more, even
+    // while the output y (and so the graph's first node) is still alive.
+    Tensor x = param({0.5, -1, 2});
+    Tensor hidden = tanh(x);
+    std::weak_ptr<TensorImpl> hidden_alive = hidden.impl_ptr();
+    Tensor y = sum(hidden * 2.0);
+    hidden = Tensor();
+    CHECK_FALSE(hidden_alive.expired());  // the graph keeps it for backward
+    backward(y);
+    CHECK(hidden_alive.expired());
+    check_values(x.grad(), {2 * (1 - std::tanh(0.5) * std::tanh(0.5)), 2 * (1 - std::tanh(-1.0) * std::tanh(-1.0)),
+                            2 * (1 - std::tanh(2.0) * std::tanh(2.0))},
+                 1e-12);
+    check_error([&] { backward(y); }, {"second time", "retain_graph"});
+}

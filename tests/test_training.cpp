@@ -21,22 +21,12 @@ static double overfit(Model& model, const Input& input, const Tensor& targets, i
     return loss;
 }
 
-static TransformerConfig tiny(TransformerConfig c) {
-    c.n_layer = 2;
-    c.n_embd = 32;
-    c.n_head = 2;
-    c.vocab_size = 16;
-    c.block_size = 8;
-    c.swiglu_multiple = 8;
-    return c;
-}
-
 TEST_CASE("overfit: GPT-2 and Llama memorize a batch of sequences", "[training]") {
     Tensor ids = raw::from_indices({1, 2, 3, 4, 5, 6, 7, 8, 9, 8, 7, 6, 5, 4, 3, 2}, {2, 8});
     Tensor targets = raw::from_indices({2, 3, 4, 5, 6, 7, 8, 9, 8, 7, 6, 5, 4, 3, 2, 1}, {2, 8});
     Generator g1(1), g2(2);
-    GPT2 gpt2(tiny(gpt2_config()), g1);
-    Llama llama(tiny(llama_config()), g2);
+    GPT2 gpt2(nc_test::tiny_config(gpt2_config()), g1);
+    Llama llama(nc_test::tiny_config(llama_config()), g2);
     double a = overfit(gpt2, ids, targets, 150), b = overfit(llama, ids, targets, 150);
     INFO("gpt2 " << a << ", llama " << b);
     CHECK(a < 0.05);

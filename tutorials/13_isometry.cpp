@@ -18,11 +18,6 @@ static void expect(bool ok, const char* what) {
     }
 }
 
-// LayerNorm without affine: centre each sample, divide by its RMS.
-static Tensor layer_norm_plain(const Tensor& h) {
-    Tensor centred = raw::sub(h, raw::mean(h, {1}, true));
-    return raw::mul(centred, raw::rsqrt(raw::add(raw::mean(raw::mul(centred, centred), {1}, true), 1e-5)));
-}
 
 // The isometry gap -log I of the layer inputs for `depth` layers of
 // h <- act(LN(h) W), W ~ N(0, 1/width), from a batch that shares one big direction.
@@ -33,7 +28,8 @@ static std::vector<double> gaps(bool relu, bool normalize, int64_t depth) {
     std::vector<double> out;
     for (int64_t l = 0; l <= depth; ++l) {
         out.push_back(diag::isometry_gap(h));
-        Tensor z = normalize ? layer_norm_plain(h) : h;
+        // LayerNorm without affine (no gamma, beta): centre each sample, divide by its RMS.
+        Tensor z = normalize ? raw::layer_norm(h, Tensor(), Tensor(), 1e-5).out : h;
         Tensor w = raw::mul(raw::randn({width, width}, gen, kFloat64), 1.0 / std::sqrt((double)width));
         h = raw::matmul(z, w);
         if (relu) h = raw::relu(h);

@@ -1,0 +1,35 @@
+// The op profiler (tensor/profile.h): kernels are timed by kind, nested
+// scopes count once, and nothing is recorded while profiling is off.
+#include "helpers.h"
+#include "optim/optimizer.h"
+#include "tensor/profile.h"
+
+using namespace nc;
+
+TEST_CASE("the profiler sorts kernel time by kind and counts GEMM FLOPs", "[profile]") {
+    Tensor a = raw::ones({8, 16}), b = raw::ones({16, 4});
+    reset_profile();
+    raw::matmul(a, b);  // profiling off: nothing recorded
+    CHECK(profile_totals().calls[(int)OpKind::Gemm] == 0);
+
+    set_profiling(true);
+    raw::matmul(a, b);
+    raw::add(a, a);
+    raw::contiguous(raw::transpose(a, 0, 1));
+    {
+        // The optimizer's own elementwise ops count as "optimizer", once.
+        ProfileScope outer(OpKind::Optimizer);
+        raw::mul(a, 2.0);
+    }
+    set_profiling(false);
+    ProfileTotals t = profile_totals();
+    CHECK(t.calls[(int)OpKind::Gemm] == 1);
+    CHECK(t.gemm_flops == 2.0 * 8 * 4 * 16);
+    CHECK(t.calls[(int)OpKind::Elementwise] == 1);  // the add (the mul ran inside the optimizer scope)
+    CHECK(t.calls[(int)OpKind::Movement] == 1);     // the transposed copy
+    CHECK(t.calls[(int)OpKind::Optimizer] == 1);
+    for (int k = 0; k < kOpKinds; ++k) CHECK(t.seconds[k] >= 0);
+    CHECK(std::string(op_kind_name(OpKind::Attention)) == "attention");
+    reset_profile();
+    CHECK(profile_totals().calls[(int)OpKind::Gemm] == 0);
+}
