@@ -1,243 +1,256 @@
 // experiment.cpp — `normcore experiment <name>`: a study run with one
 // command, writing CSV logs, a markdown table and plots to a results
-// directory and printing the table at the end.
+// directory and printing the table at the end (apps/experiment.h).
 //
-//   isometry   deep MLPs at initialization (Joudaki, Daneshmand & Bach, 2023):
-//              how fast a batch's Gram matrix becomes isometric with depth,
-//              per activation, with LayerNorm, BatchNorm or no norm, next to
-//              the rate predicted from each activation's Hermite coefficients.
+//   norms      GPT-2 or Llama with every residual placement and GeoNorm decay,
+//              3 seeds each, plus a longer-sequence stability variant.
+//   dyt        LayerNorm/RMSNorm against Dynamic Tanh across training-set
+//              sizes, for GPT-2, Llama and ViT, with differential attention
+//              as the contrast and the saturation screening rule.
+//   isometry   deep MLPs at initialization: the Gram matrix's isometry gap
+//              against depth, per activation and norm.
 //
 // Scales: --smoke (seconds, for the test suite), --quick (the default,
 // minutes on 2 CPU cores), --full (larger, meant for a GPU).
+#include "apps/experiment.h"
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "apps/commands.h"
-#include "apps/flags.h"
-#include "nn/diagnostics.h"
-#include "tensor/raw_nn.h"
+#include "apps/lm.h"
+#include "tensor/tensor.h"
 
 namespace nc {
 namespace app {
 
-namespace {
+namespace fs = std::filesystem;
 
-// ---- the activations and their Hermite coefficients ------------------------------
+// ---- running cells -----------------------------------------------------------------
 
-struct Activation {
-    std::string name;
-    std::function<double(double)> scalar;              // for the Gaussian integrals
-    std::function<Tensor(const Tensor&)> on_tensor;    // for the network
-};
+std::string cell_dir(const StudyOptions& options, const std::string& name) { return options.out_dir + "/runs/" + name; }
 
-std::vector<Activation> activations() {
-    return {
-        {"identity", [](double x) { return x; }, [](const Tensor& x) { return x; }},
-        {"relu", [](double x) { return x > 0 ? x : 0.0; }, [](const Tensor& x) { return raw::relu(x); }},
-        {"tanh", [](double x) { return std::tanh(x); }, [](const Tensor& x) { return raw::tanh(x); }},
-        {"gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
-         [](const Tensor& x) { return raw::gelu(x, false); }},
-        {"sin", [](double x) { return std::sin(x); }, [](const Tensor& x) { return raw::sin(x); }},
-    };
+// 'it' for a POSIX shell where needed, so commands.txt can be pasted as is.
+static std::string shell_quote(const std::string& s) {
+    bool plain = !s.empty();
+    for (char c : s) plain = plain && (std::isalnum((unsigned char)c) || std::strchr("_./=:,+-", c));
+    if (plain) return s;
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
 }
 
-// E[f(x)] for x ~ N(0, 1), by the trapezoid rule on [-12, 12] (the density
-// beyond is below 1e-31): accurate to ~1e-10 for these smooth-enough f.
-double gaussian_mean(const std::function<double(double)>& f) {
-    const int steps = 200000;
-    const double lo = -12, hi = 12, h = (hi - lo) / steps;
-    double total = 0;
-    for (int i = 0; i <= steps; ++i) {
-        double x = lo + i * h;
-        double w = (i == 0 || i == steps) ? 0.5 : 1.0;
-        total += w * f(x) * std::exp(-0.5 * x * x);
+// This program's own path, to start `normcore train` children of the same build.
+static std::string self_path() {
+    std::error_code ec;
+    fs::path p = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) throw Error("experiment: cannot find the normcore program itself (/proc/self/exe: " + ec.message() + ")");
+    return p.string();
+}
+
+void run_cells(const std::vector<Cell>& cells, const StudyOptions& options) {
+    fs::create_directories(options.out_dir + "/runs");
+    // Each child gets an equal share of the cores: small models run faster
+    // as several single-threaded processes than as one process whose
+    // threads wait on each other after every small GEMM.
+    int cores = std::max(1u, std::thread::hardware_concurrency());
+    int jobs = std::max(1, std::min<int>(options.jobs, (int)cells.size()));
+    int threads = std::max(1, cores / jobs);
+    std::string program = self_path();
+    std::vector<std::string> commands;
+    std::ofstream listing(options.out_dir + "/commands.txt");
+    if (!listing) throw Error("experiment: cannot write '" + options.out_dir + "/commands.txt'");
+    for (const Cell& cell : cells) {
+        std::string dir = cell_dir(options, cell.name);
+        fs::create_directories(dir);
+        std::string cmd = "OMP_NUM_THREADS=" + std::to_string(threads) + " " + shell_quote(program) + " train";
+        for (const std::string& a : cell.args) cmd += " " + shell_quote(a);
+        cmd += " --run-dir " + shell_quote(dir);
+        listing << cmd << "\n";
+        commands.push_back(cmd + " > " + shell_quote(dir + "/train.log") + " 2>&1");
     }
-    return total * h / std::sqrt(2 * M_PI);
-}
+    listing.close();
+    std::printf("running %zu training runs, %d at a time with %d thread%s each (commands in %s/commands.txt)\n",
+                cells.size(), jobs, threads, threads == 1 ? "" : "s", options.out_dir.c_str());
+    std::fflush(stdout);
 
-// beta0 = c1^2 / sum_{k>=1} c_k^2 with c0 = E[s(x)], c1 = E[x s(x)] and
-// sum_{k>=1} c_k^2 = E[s(x)^2] - c0^2 (normalized Hermite basis). 1 for a
-// linear activation, smaller the more nonlinear it is.
-double hermite_beta0(const Activation& a) {
-    double c0 = gaussian_mean(a.scalar);
-    double c1 = gaussian_mean([&](double x) { return x * a.scalar(x); });
-    double second = gaussian_mean([&](double x) { return a.scalar(x) * a.scalar(x); });
-    return c1 * c1 / (second - c0 * c0);
-}
-
-// ---- the networks ------------------------------------------------------------------
-
-// LayerNorm without affine (centre, divide by the RMS) over features: the
-// fused kernel with no gamma and beta.
-Tensor layer_norm_plain(const Tensor& h) { return raw::layer_norm(h, Tensor(), Tensor(), 1e-5).out; }
-// BatchNorm at initialization (batch statistics, no affine): the same
-// normalization over samples instead of features.
-Tensor batch_norm_plain(const Tensor& h) { return raw::transpose(layer_norm_plain(raw::transpose(h, 0, 1)), 0, 1); }
-
-struct Scale {
-    int64_t width, depth, batch, seeds;
-};
-
-// Gap -log I of the layer inputs, for layers 0..depth, averaged over seeds.
-// Layer l: h <- act(W norm(h)), W ~ N(0, 1/width) (the authors' training
-// notebook order: Norm -> Linear -> activation). The input batch is made
-// nearly degenerate (its top singular direction boosted), so it starts far
-// from isometry.
-struct Curve {
-    std::vector<double> gap, bias;
-};
-Curve isometry_curve(const Activation& act, const std::string& norm, const Scale& s, uint64_t seed) {
-    Curve c;
-    c.gap.assign(s.depth + 1, 0.0);
-    c.bias.assign(s.depth + 1, 0.0);
-    for (int64_t r = 0; r < s.seeds; ++r) {
-        Generator gen(seed + 1000 * (uint64_t)r);
-        Tensor x = raw::randn({s.batch, s.width}, gen, kFloat64);
-        Tensor shared = raw::randn({1, s.width}, gen, kFloat64);
-        Tensor h = raw::add(x, raw::mul(shared, 5.0));  // every sample shares a large common direction
-        for (int64_t l = 0; l <= s.depth; ++l) {
-            c.gap[l] += diag::isometry_gap(h) / (double)s.seeds;
-            c.bias[l] += diag::normalization_bias(h) / (double)s.seeds;
-            if (l == s.depth) break;
-            Tensor z = norm == "layernorm" ? layer_norm_plain(h) : norm == "batchnorm" ? batch_norm_plain(h) : h;
-            Tensor w = raw::mul(raw::randn({s.width, s.width}, gen, kFloat64), 1.0 / std::sqrt((double)s.width));
-            h = act.on_tensor(raw::matmul(z, w));
-        }
-    }
-    return c;
-}
-
-// The measured decay per layer. A finite network does not reach gap 0: the
-// curve levels off at a floor (the last tenth of the layers' mean; finite
-// width and batch, and a non-centred activation's mean direction). The rate
-// is exp of the least-squares slope of log(gap - floor) against depth over
-// the layers still well above the floor (gap > 2 floor).
-double measured_rate(const std::vector<double>& gap) {
-    size_t tail = std::max<size_t>(3, gap.size() / 10);
-    double floor = 0;
-    for (size_t l = gap.size() - tail; l < gap.size(); ++l) floor += gap[l] / (double)tail;
-    std::vector<double> xs, ys;
-    for (size_t l = 0; l < gap.size(); ++l)
-        if (gap[l] > 2 * floor && gap[l] > 1e-9) {
-            xs.push_back((double)l);
-            ys.push_back(std::log(gap[l] - floor));
-        }
-    if (xs.size() < 3) return NAN;
-    double mx = 0, my = 0;
-    for (size_t i = 0; i < xs.size(); ++i) mx += xs[i], my += ys[i];
-    mx /= xs.size();
-    my /= ys.size();
-    double sxy = 0, sxx = 0;
-    for (size_t i = 0; i < xs.size(); ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
-    return std::exp(sxy / sxx);
-}
-
-bool have_gnuplot() { return std::system("command -v gnuplot > /dev/null 2>&1") == 0; }
-
-int isometry_experiment(const Flags& flags, const std::string& scale_name, const std::string& out_dir) {
-    Scale s = scale_name == "smoke" ? Scale{64, 8, 8, 1} : scale_name == "quick" ? Scale{512, 100, 16, 3}
-                                                                                 : Scale{1024, 200, 32, 5};
-    if (flags.given("depth")) s.depth = flags.integer("depth");
-    if (flags.given("width")) s.width = flags.integer("width");
-    std::filesystem::create_directories(out_dir);
-    std::ofstream csv(out_dir + "/isometry.csv");
-    if (!csv) throw Error("experiment isometry: cannot write '" + out_dir + "/isometry.csv'");
-    csv << "activation,norm,layer,isometry_gap,normalization_bias\n";
-    std::printf("isometry at initialization: width %lld, depth %lld, batch %lld, %lld seeds\n", (long long)s.width,
-                (long long)s.depth, (long long)s.batch, (long long)s.seeds);
-
-    struct Row {
-        std::string activation;
-        double beta0, predicted, measured_ln, gap_none, gap_ln, gap_bn;
-    };
-    std::vector<Row> rows;
-    const std::vector<std::string> norms = {"none", "layernorm", "batchnorm"};
-    for (const Activation& act : activations()) {
-        Row row{act.name, hermite_beta0(act), 0, 0, 0, 0, 0};
-        // The authors' rate: the gap shrinks by 1 / (2 - beta0) per LN + activation layer.
-        row.predicted = 1.0 / (2.0 - row.beta0);
-        for (const std::string& norm : norms) {
-            Curve c = isometry_curve(act, norm, s, 7);
-            for (int64_t l = 0; l <= s.depth; ++l)
-                csv << act.name << "," << norm << "," << l << "," << c.gap[l] << "," << c.bias[l] << "\n";
-            double last = c.gap.back();
-            if (norm == "none") row.gap_none = last;
-            if (norm == "layernorm") {
-                row.gap_ln = last;
-                row.measured_ln = measured_rate(c.gap);
+    // A shared counter hands out cells to `jobs` worker threads; each runs
+    // its children one after the other with std::system (MT-safe in glibc).
+    std::atomic<size_t> next{0};
+    std::mutex print;
+    size_t done = 0;
+    std::vector<std::string> failed;
+    auto worker = [&] {
+        for (size_t i = next++; i < cells.size(); i = next++) {
+            auto start = std::chrono::steady_clock::now();
+            int status = std::system(commands[i].c_str());
+            double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::lock_guard<std::mutex> lock(print);
+            ++done;
+            std::string dir = cell_dir(options, cells[i].name);
+            if (status != 0) {
+                failed.push_back(cells[i].name + " (see " + dir + "/train.log)");
+                std::printf("  [%zu/%zu] %-28s FAILED (%s/train.log)\n", done, cells.size(), cells[i].name.c_str(), dir.c_str());
+            } else {
+                Summary s = read_summary(dir);
+                std::printf("  [%zu/%zu] %-28s val %.4f  train %.4f  %5.1f s\n", done, cells.size(), cells[i].name.c_str(),
+                            s.val_loss, s.train_loss, seconds);
             }
-            if (norm == "batchnorm") row.gap_bn = last;
+            std::fflush(stdout);
         }
-        std::printf("  %-9s done\n", act.name.c_str());
-        std::fflush(stdout);
-        rows.push_back(row);
+    };
+    std::vector<std::thread> workers;
+    for (int j = 0; j < jobs; ++j) workers.emplace_back(worker);
+    for (std::thread& w : workers) w.join();
+    if (!failed.empty()) {
+        std::string list;
+        for (const std::string& f : failed) list += "\n  " + f;
+        throw Error("experiment: " + std::to_string(failed.size()) + " training run(s) failed:" + list);
     }
-
-    csv.close();  // gnuplot reads it below
-    std::ostringstream table;
-    char line[256];
-    table << "| activation | beta0 | predicted decay per layer, 1/(2-beta0) | measured with LayerNorm | gap at depth "
-          << s.depth << ": none | LayerNorm | BatchNorm |\n|---|---|---|---|---|---|---|\n";
-    for (const Row& r : rows) {
-        char measured[32];
-        if (std::isnan(r.measured_ln)) std::snprintf(measured, sizeof measured, "no decay");
-        else std::snprintf(measured, sizeof measured, "%.3f", r.measured_ln);
-        std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %s | %.3g | %.3g | %.3g |\n", r.activation.c_str(),
-                      r.beta0, r.predicted, measured, r.gap_none, r.gap_ln, r.gap_bn);
-        table << line;
-    }
-    std::ofstream(out_dir + "/table.md") << table.str();
-
-    // The plot: gap against depth on a log scale, one line per activation, with LayerNorm.
-    std::ofstream gp(out_dir + "/isometry.gp");
-    gp << "set terminal png size 900,600\nset output '" << out_dir << "/isometry.png'\n"
-       << "set datafile separator ','\nset logscale y\nset xlabel 'depth (layers)'\n"
-       << "set ylabel 'isometry gap -log I'\nset title 'MLPs at initialization with LayerNorm (width " << s.width
-       << ")'\nset key outside right\n";
-    gp << "plot ";
-    bool first = true;
-    for (const Activation& act : activations()) {
-        gp << (first ? "" : ", ") << "'" << out_dir << "/isometry.csv' using (strcol(2) eq 'layernorm' && strcol(1) eq '"
-           << act.name << "' ? $3 : NaN):4 with lines title '" << act.name << "'";
-        first = false;
-    }
-    gp << "\n";
-    gp.close();
-    std::string plot_note = "isometry.png";
-    if (!have_gnuplot())
-        plot_note = "isometry.gp (gnuplot not found: `make setup` installs it)";
-    else if (std::system(("gnuplot '" + out_dir + "/isometry.gp' 2> '" + out_dir + "/gnuplot.log'").c_str()) != 0)
-        plot_note = "isometry.gp (gnuplot failed: see gnuplot.log)";
-
-    std::printf("\n%s\n", table.str().c_str());
-    std::printf("results in %s: isometry.csv, table.md, %s\n", out_dir.c_str(), plot_note.c_str());
-    return 0;
 }
 
-}  // namespace
+Summary read_summary(const std::string& run_dir) {
+    std::ifstream log(run_dir + "/train.log");
+    std::string line;
+    while (std::getline(log, line)) {
+        if (line.rfind("summary: ", 0) != 0) continue;
+        Summary s;
+        // summary: steps=N train_loss=X val_loss=Y ms_per_step=Z tok_per_s=W
+        if (std::sscanf(line.c_str(), "summary: steps=%*d train_loss=%lf val_loss=%lf ms_per_step=%lf", &s.train_loss,
+                        &s.val_loss, &s.ms_per_step) == 3)
+            return s;
+        // NaN losses print as "nan", which sscanf's %lf reads; anything else is a format change.
+        throw Error("experiment: cannot read the summary line of " + run_dir + "/train.log: " + line);
+    }
+    throw Error("experiment: no summary line in " + run_dir + "/train.log (did the run finish?)");
+}
+
+// ---- CSV -------------------------------------------------------------------------------
+
+static std::vector<std::string> split_commas(const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream ss(line);
+    std::string field;
+    while (std::getline(ss, field, ',')) out.push_back(field);
+    if (!line.empty() && line.back() == ',') out.push_back("");
+    return out;
+}
+
+Csv read_csv(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("experiment: cannot read '" + path + "'");
+    Csv csv;
+    std::string line;
+    if (!std::getline(in, line)) throw Error("experiment: '" + path + "' is empty");
+    csv.header = split_commas(line);
+    while (std::getline(in, line))
+        if (!line.empty()) csv.rows.push_back(split_commas(line));
+    return csv;
+}
+
+int Csv::column(const std::string& name) const {
+    for (size_t i = 0; i < header.size(); ++i)
+        if (header[i] == name) return (int)i;
+    throw Error("experiment: a CSV file has no column '" + name + "'");
+}
+
+std::vector<int> Csv::columns_starting_with(const std::string& prefix) const {
+    std::vector<int> out;
+    for (size_t i = 0; i < header.size(); ++i)
+        if (header[i].rfind(prefix, 0) == 0) out.push_back((int)i);
+    return out;
+}
+
+double Csv::number(size_t row, int column) const {
+    if (row >= rows.size() || column < 0 || (size_t)column >= rows[row].size() || rows[row][column].empty()) return NAN;
+    return std::strtod(rows[row][column].c_str(), nullptr);  // "nan" and "inf" read as such
+}
+
+// ---- statistics ------------------------------------------------------------------------
+
+double mean(const std::vector<double>& xs) {
+    double total = 0;
+    for (double x : xs) total += x;
+    return xs.empty() ? NAN : total / (double)xs.size();
+}
+
+double sample_std(const std::vector<double>& xs) {
+    if (xs.size() < 2) return 0;
+    double m = mean(xs), total = 0;
+    for (double x : xs) total += (x - m) * (x - m);
+    return std::sqrt(total / (double)(xs.size() - 1));
+}
+
+double pearson(const std::vector<double>& xs, const std::vector<double>& ys) {
+    double mx = mean(xs), my = mean(ys), sxy = 0, sxx = 0, syy = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+        sxy += (xs[i] - mx) * (ys[i] - my);
+        sxx += (xs[i] - mx) * (xs[i] - mx);
+        syy += (ys[i] - my) * (ys[i] - my);
+    }
+    return sxy / std::sqrt(sxx * syy);  // NaN when either is constant
+}
+
+// ---- plots -----------------------------------------------------------------------------
+
+std::string plot_header(const std::string& out_dir, const std::string& name, const std::string& title) {
+    std::string quoted;  // inside gnuplot's '...' strings a quote is written twice
+    for (char c : title) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    return "set terminal png size 900,600\nset output '" + out_dir + "/" + name + ".png'\n" +
+           "set datafile separator ','\nset title '" + quoted + "'\nset key outside right\n";
+}
+
+std::string render_plot(const std::string& out_dir, const std::string& name) {
+    if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
+        return name + ".gp (gnuplot not found: `make setup` installs it)";
+    std::string log = out_dir + "/" + name + ".gnuplot.log";
+    std::string cmd = "gnuplot '" + out_dir + "/" + name + ".gp' 2> '" + log + "'";
+    if (std::system(cmd.c_str()) != 0) return name + ".gp (gnuplot failed: see " + name + ".gnuplot.log)";
+    std::filesystem::remove(log);
+    return name + ".png";
+}
+
+// ---- the command -----------------------------------------------------------------------
 
 int experiment_command(int argc, char** argv) {
+    const char* usage =
+        "usage: normcore experiment <name> [--smoke | --quick | --full] [--out DIR] [flags]\n"
+        "experiments: norms, dyt, isometry (normcore experiment <name> --help lists its flags)\n";
     if (argc < 3 || argv[2][0] == '-') {
-        std::fputs("usage: normcore experiment <name> [--smoke | --quick | --full] [--out DIR]\n"
-                   "experiments: isometry\n",
-                   argc < 3 ? stderr : stdout);
+        std::fputs(usage, argc < 3 ? stderr : stdout);
         return argc < 3 ? 2 : 0;
     }
     std::string name = argv[2];
-    Flags flags("experiment " + name, {
+    if (name != "norms" && name != "dyt" && name != "isometry")
+        throw Error("experiment: unknown experiment '" + name + "' (available: norms, dyt, isometry)");
+    std::vector<FlagSpec> specs = {
         {"smoke", "false", "a seconds-long run (the test suite's)", true},
         {"quick", "false", "the default scale: minutes on 2 CPU cores", true},
         {"full", "false", "the larger scale, meant for a GPU", true},
         {"out", "", "results directory (default runs/experiment-<name>)"},
-        {"depth", "0", "override the depth of the scale"},
-        {"width", "0", "override the width of the scale"},
-    });
+    };
+    if (name == "isometry") {
+        specs.push_back({"depth", "0", "override the depth of the scale"});
+        specs.push_back({"width", "0", "override the width of the scale"});
+    } else {
+        specs.push_back({"device", "cpu", "cpu | cuda: where the training runs go"});
+        specs.push_back({"jobs", "0", "training runs at once (0: one per core on the CPU, 1 on a GPU)"});
+        specs.push_back({"steps", "0", "override the scale's optimizer steps per run"});
+        specs.push_back({"seeds", "0", "override the scale's number of seeds"});
+        if (name == "norms") specs.push_back({"model", "gpt2", "gpt2 | llama"});
+        if (name == "dyt") specs.push_back({"models", "gpt2,llama,vit", "which models, comma-separated"});
+    }
+    Flags flags("experiment " + name, specs);
     flags.parse(argc, argv, 3);
     if (flags.help_requested()) {
         std::fputs(flags.usage().c_str(), stdout);
@@ -245,12 +258,24 @@ int experiment_command(int argc, char** argv) {
     }
     int chosen = flags.on("smoke") + flags.on("quick") + flags.on("full");
     if (chosen > 1) throw Error("experiment: choose one of --smoke, --quick, --full");
-    std::string scale = flags.on("smoke") ? "smoke" : flags.on("full") ? "full" : "quick";
-    std::string out = flags.str("out").empty() ? "runs/experiment-" + name : flags.str("out");
-    if (flags.given("depth") && flags.integer("depth") < 1) throw Error("flag --depth: needs at least 1 layer");
-    if (flags.given("width") && flags.integer("width") < 2) throw Error("flag --width: needs at least 2");
-    if (name == "isometry") return isometry_experiment(flags, scale, out);
-    throw Error("experiment: unknown experiment '" + name + "' (available: isometry)");
+    StudyOptions options;
+    options.scale = flags.on("smoke") ? "smoke" : flags.on("full") ? "full" : "quick";
+    options.out_dir = flags.str("out").empty() ? "runs/experiment-" + name : flags.str("out");
+    options.flags = &flags;
+    if (name == "isometry") {
+        if (flags.given("depth") && flags.integer("depth") < 1) throw Error("flag --depth: needs at least 1 layer");
+        if (flags.given("width") && flags.integer("width") < 2) throw Error("flag --width: needs at least 2");
+        return isometry_experiment(options);
+    }
+    std::string device = flags.str("device");
+    parse_device(device);  // a clear error now rather than one per training run
+    int64_t jobs = flags.integer("jobs");
+    if (jobs < 0) throw Error("flag --jobs: must be 0 (automatic) or more");
+    options.jobs = jobs > 0 ? (int)jobs : device == "cpu" ? (int)std::max(1u, std::thread::hardware_concurrency()) : 1;
+    if (flags.integer("steps") < 0) throw Error("flag --steps: must be positive");
+    if (flags.integer("seeds") < 0) throw Error("flag --seeds: must be positive");
+    fs::create_directories(options.out_dir);
+    return name == "norms" ? norms_experiment(options) : dyt_experiment(options);
 }
 
 }  // namespace app

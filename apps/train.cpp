@@ -61,6 +61,7 @@ static std::vector<FlagSpec> train_flags() {
         {"eval-every", "250", "validation loss every N steps (0: only at the end)"},
         {"eval-batches", "16", "batches per validation"},
         {"train-images", "0", "vit: use only the first N training images (0: all)"},
+        {"train-tokens", "0", "text: use only the first N tokens of the training split (0: all); validation is unchanged"},
         {"sample-tokens", "300", "tokens of text sampled at the end (0: none)"},
         {"temperature", "0.8", "sampling temperature"},
         {"top-k", "0", "sample among the k most likely bytes (0: all)"},
@@ -124,6 +125,13 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
                     std::to_string(cfg.vocab_size));
     data::Split split = data::split_tokens(codec.encode(text), flags.number("val-fraction"));
     int64_t B = flags.integer("batch"), T = flags.integer("seq"), eval_batches = flags.integer("eval-batches");
+    // A smaller training set (the DyT study's data regimes): its first N
+    // tokens. Validation keeps the same held-out tail, so runs compare.
+    int64_t limit = flags.integer("train-tokens");
+    if (limit < 0 || (limit > 0 && limit < T + 1))
+        throw Error("flag --train-tokens: " + std::to_string(limit) + " tokens cannot fill one window of --seq " +
+                    std::to_string(T) + " + 1");
+    if (limit > 0 && limit < (int64_t)split.train.size()) split.train.resize(limit);
     auto train = std::make_shared<data::LMBatches>(split.train, B, T, !flags.on("no-shuffle"), seed + 1);
     std::shared_ptr<data::LMBatches> val;
     if ((int64_t)split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, B, T, false, seed + 2);

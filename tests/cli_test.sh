@@ -145,7 +145,49 @@ grep -q '| relu | 0.733 |' <<<"$out" || fail "experiment isometry: ReLU's beta0 
 [ -s "$work/iso/isometry.csv" ] && [ -s "$work/iso/table.md" ] && [ -s "$work/iso/isometry.gp" ] || fail "experiment isometry: missing outputs"
 [ "$(wc -l < "$work/iso/isometry.csv")" -eq 136 ] || fail "experiment isometry: 5 activations x 3 norms x 9 layers + header"
 if command -v gnuplot > /dev/null; then [ -s "$work/iso/isometry.png" ] || fail "experiment isometry: no plot"; fi
-expect_error "unknown experiment 'norms'" experiment norms --smoke
+expect_error "unknown experiment 'layers'" experiment layers --smoke
+
+# 8. experiment norms at smoke scale: 8 variants x 1 seed + 8 longer-sequence runs, each a
+#    `normcore train` command listed in commands.txt whose rerun gives the same numbers.
+out=$("$bin" experiment norms --smoke --out "$work/norms" 2>&1) || fail "experiment norms --smoke: $out"
+for v in post pre sandwich deepnorm geonorm geonorm-harmonic geonorm-sqrt geonorm-linear; do
+  grep -qE "^\| $v \| [0-9.]+ \+- 0.0000 \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| [0-9.]+ \| [0-9]+ \|$" <<<"$out" \
+    || fail "experiment norms: no table row for $v: $out"
+done
+[ "$(wc -l < "$work/norms/results.csv")" -eq 17 ] && [ "$(wc -l < "$work/norms/commands.txt")" -eq 16 ] \
+  || fail "experiment norms: results.csv should have 16 runs, commands.txt 16 commands"
+[ "$(wc -l < "$work/norms/curves.csv")" -eq 17 ] || fail "experiment norms: curves.csv should have 16 steps + header"
+[ "$(wc -l < "$work/norms/grad_profile.csv")" -eq 3 ] || fail "experiment norms: grad_profile.csv should have 2 blocks + header"
+first=$(head -1 "$work/norms/commands.txt" | sed "s|$work/norms/runs/post-seed1|$work/norms-rerun|")
+rerun=$(bash -c "$first" 2>&1 | grep '^summary:' | sed -E 's/.*val_loss=([0-9.]+).*/\1/')
+listed=$(awk -F, '$1 == "post" && $3 == 1 && $2 == 16 { printf "%.4f", $4 }' "$work/norms/results.csv")
+[ -n "$rerun" ] && [ "$rerun" == "$listed" ] || fail "experiment norms: rerunning commands.txt's first line gave val $rerun, results.csv $listed"
+if command -v gnuplot > /dev/null; then
+  for p in loss_curves loss_curves_long grad_profile; do [ -s "$work/norms/$p.png" ] || fail "experiment norms: no $p.png"; done
+fi
+expect_error "trains gpt2 or llama" experiment norms --smoke --model vit
+
+# 9. experiment dyt at smoke scale: 3 models x 4 sizes x (vanilla, DyT, DiffAttn), the
+#    screening rule scored, saturation per DyT layer (GPT-2/Llama L=2: 5 layers; ViT L=1: 3).
+out=$("$bin" experiment dyt --smoke --out "$work/dyt" 2>&1) || fail "experiment dyt --smoke: $out"
+[ "$(grep -cE '^\| (gpt2|llama|vit) \| [0-9]+K? (tokens|images) \| [0-9.]+ \| [0-9.]+ \| [-+][0-9.]+% \|' <<<"$out")" -eq 12 ] \
+  || fail "experiment dyt: the table should have 12 rows: $out"
+grep -qE "^screening rule 'DyT helps iff saturation >= 0.43': [0-9]+ of 12 cells right" <<<"$out" || fail "experiment dyt: no screening score: $out"
+[ "$(wc -l < "$work/dyt/results.csv")" -eq 37 ] && [ "$(wc -l < "$work/dyt/saturation.csv")" -eq 53 ] \
+  || fail "experiment dyt: results.csv should have 36 runs and saturation.csv 52 layer rows"
+grep -q -- "--train-tokens 200 " "$work/dyt/commands.txt" && grep -q -- "--train-images 64 " "$work/dyt/commands.txt" \
+  || fail "experiment dyt: the smallest subsets are missing from commands.txt"
+if command -v gnuplot > /dev/null; then
+  for p in delta saturation screening; do [ -s "$work/dyt/$p.png" ] || fail "experiment dyt: no $p.png"; done
+fi
+expect_error "unknown model 'bert'" experiment dyt --smoke --models gpt2,bert
+expect_error "choose cpu or cuda" experiment dyt --smoke --device tpu
+
+# --train-tokens keeps the first N training tokens, and refuses fewer than one window.
+out=$("$bin" train --data "$work/tiny.txt" --train-tokens 100 --steps 1 --batch 2 --seq 16 --layers 1 --width 16 \
+      --heads 2 --sample-tokens 0 --run-dir "$work/run-sub" 2>&1) || fail "train --train-tokens: $out"
+grep -q ', 100 train / ' <<<"$out" || fail "train --train-tokens 100 should train on 100 tokens: $out"
+expect_error "cannot fill one window" train --data "$work/tiny.txt" --train-tokens 10 --seq 16
 expect_error "choose one of" experiment isometry --smoke --full
 
 # (capture first: grep -q may exit before the writer finishes, and pipefail would count the SIGPIPE)

@@ -1,0 +1,77 @@
+// experiment.h — what the studies of `normcore experiment` share.
+//
+// A study is a grid of training runs ("cells"). Each cell is an ordinary
+// `normcore train` command run as a child process with its own run
+// directory, so every number in a study's table can be reproduced by pasting
+// one line of OUT/commands.txt into a shell. The study then reads the cells'
+// files back (train.log's summary line, train_log.csv, and with
+// --diagnostics diagnostics.csv, weights.csv, stream.csv), aggregates them
+// into CSVs and a markdown table, and renders plots with gnuplot.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "apps/flags.h"
+
+namespace nc {
+namespace app {
+
+// What every study gets from the command line.
+struct StudyOptions {
+    std::string scale;    // "smoke", "quick" or "full"
+    std::string out_dir;  // results directory
+    int jobs = 1;         // cells run at once (each with cores / jobs threads)
+    const Flags* flags = nullptr;
+};
+
+int isometry_experiment(const StudyOptions& options);  // apps/experiment_isometry.cpp
+int norms_experiment(const StudyOptions& options);     // apps/experiment_norms.cpp
+int dyt_experiment(const StudyOptions& options);       // apps/experiment_dyt.cpp
+
+// ---- running cells -------------------------------------------------------------------
+
+struct Cell {
+    std::string name;               // its folder: OUT/runs/<name>
+    std::vector<std::string> args;  // flags for `normcore train` (--run-dir is added)
+};
+
+// Runs every cell (at most options.jobs at a time), printing one line as each
+// finishes, and writes OUT/commands.txt. Throws, naming the cells and their
+// logs, if any `normcore train` exited with an error.
+void run_cells(const std::vector<Cell>& cells, const StudyOptions& options);
+std::string cell_dir(const StudyOptions& options, const std::string& name);
+
+// The numbers of train.log's `summary:` line.
+struct Summary {
+    double train_loss = 0, val_loss = 0, ms_per_step = 0;
+};
+Summary read_summary(const std::string& run_dir);
+
+// A CSV file with a header row; cells are read as numbers when asked
+// (an empty cell or "nan" is NaN).
+struct Csv {
+    std::vector<std::string> header;
+    std::vector<std::vector<std::string>> rows;
+    int column(const std::string& name) const;  // throws if missing
+    std::vector<int> columns_starting_with(const std::string& prefix) const;
+    double number(size_t row, int column) const;
+};
+Csv read_csv(const std::string& path);
+
+// ---- small statistics ------------------------------------------------------------------
+
+double mean(const std::vector<double>& xs);
+double sample_std(const std::vector<double>& xs);  // n - 1 in the denominator; 0 for one value
+double pearson(const std::vector<double>& xs, const std::vector<double>& ys);
+
+// ---- plots -------------------------------------------------------------------------------
+
+// Runs gnuplot on OUT/<name>.gp (which writes OUT/<name>.png) and returns
+// what to tell the reader: the PNG, or the script and why it was not drawn.
+std::string render_plot(const std::string& out_dir, const std::string& name);
+// The lines every plot script starts with: a PNG terminal and CSV input.
+std::string plot_header(const std::string& out_dir, const std::string& name, const std::string& title);
+
+}  // namespace app
+}  // namespace nc
