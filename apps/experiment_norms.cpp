@@ -10,7 +10,7 @@
 // GeoNorm does not.
 //
 // This study trains GPT-2 (or Llama) on the fortunes corpus with each of
-// the 8 variants and 3 seeds, logs each block's gradient norm and the loss
+// the 8 variants (and GeoNorm with a bounded angle) and 3 seeds, logs each block's gradient norm and the loss
 // spikes (train --diagnostics), then repeats every variant once with 4x
 // longer sequences (and 4x fewer of them: the same tokens per step).
 #include <cmath>
@@ -34,12 +34,13 @@ struct NormsScale {
 
 NormsScale norms_scale(const std::string& scale) {
     if (scale == "smoke") return {2, 32, 2, 16, 4, 16, 1, 2e-3};
-    if (scale == "quick") return {6, 128, 4, 64, 16, 300, 3, 2e-3};
+    if (scale == "quick") return {6, 128, 4, 64, 12, 300, 3, 2e-3};
     return {12, 384, 6, 256, 16, 3000, 3, 1e-3};  // full
 }
 
 struct Variant {
     std::string name, placement, decay;
+    std::string max_angle = "0";  // --geo-max-angle
 };
 
 const std::vector<Variant>& variants() {
@@ -52,6 +53,10 @@ const std::vector<Variant>& variants() {
         {"geonorm-harmonic", "geonorm", "harmonic"},
         {"geonorm-sqrt", "geonorm", "sqrt"},
         {"geonorm-linear", "geonorm", "linear"},
+        // Not in the paper's list: the exp map with each update's angle
+        // bounded smoothly by pi/4 (a third-party reading of the paper's
+        // appendix clamps it there; nn/block.cpp, bound_angle).
+        {"geonorm-harmonic-bounded", "geonorm", "harmonic", "0.7854"},
     };
     return all;
 }
@@ -121,7 +126,7 @@ int norms_experiment(const StudyOptions& options) {
         int64_t T = longer ? s.seq * long_factor : s.seq, B = longer ? std::max<int64_t>(1, s.batch / long_factor) : s.batch;
         Cell c;
         c.name = v.name + (longer ? "-long" : "") + "-seed" + std::to_string(seed);
-        c.args = {"--model", model, "--placement", v.placement, "--decay", v.decay,
+        c.args = {"--model", model, "--placement", v.placement, "--decay", v.decay, "--geo-max-angle", v.max_angle,
                   "--layers", std::to_string(s.layers), "--width", std::to_string(s.width),
                   "--heads", std::to_string(s.heads), "--seq", std::to_string(T), "--batch", std::to_string(B),
                   "--steps", std::to_string(s.steps), "--warmup", std::to_string(std::max<int64_t>(1, s.steps / 10)),

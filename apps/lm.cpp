@@ -33,6 +33,7 @@ std::vector<FlagSpec> model_flags() {
         {"dropout", "0", "dropout probability"},
         {"dyt-alpha", "0.5", "initial alpha of Dynamic Tanh"},
         {"geo-step", "1", "GeoNorm base step size a"},
+        {"geo-max-angle", "0", "GeoNorm: bound each update's angle smoothly to this many radians (0: unbounded)"},
         {"image-size", "28", "vit: images are resized to this square size"},
         {"patch", "7", "vit: patch size (must divide --image-size)"},
         {"channels", "1", "vit: image channels (1 or 3)"},
@@ -60,6 +61,7 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.dropout = flags.number("dropout");
     cfg.dyt_alpha0 = flags.number("dyt-alpha");
     cfg.geo_step = flags.number("geo-step");
+    cfg.geo_max_angle = flags.number("geo-max-angle");
     cfg.vocab_size = 256;
     cfg.image_size = flags.integer("image-size");
     cfg.patch_size = flags.integer("patch");

@@ -112,6 +112,26 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
     }
 }
 
+// The geodesic update turns x by the angle theta = a |P_x(u)| / |x|, and
+// nothing stops theta from reaching pi/2, where cos(theta) = 0 and the
+// update forgets x (and its gradient stops flowing back through x), or
+// from wrapping around the sphere. With geo_max_angle = m > 0 the update
+// direction u is rescaled per token so that the angle becomes
+// m tanh(theta / m): unchanged for small angles, never more than m, and
+// smooth (a hard clamp would zero the gradient wherever it bites). P_x is
+// linear, so scaling u by r scales theta by r: r = tanh(t) / t, t = theta/m.
+Tensor Block::bound_angle(const Tensor& x, const Tensor& u, const Tensor& step) const {
+    double m = cfg_.geo_max_angle;
+    if (m <= 0) return u;
+    Tensor s = sum(x * x, {-1}, true);                    // |x|^2
+    Tensor v = u - x * (sum(u * x, {-1}, true) / s);     // P_x(u), the tangent part
+    // t = theta / m; the 1e-12 keeps sqrt's derivative finite when v = 0.
+    Tensor t = sqrt(sum(v * v, {-1}, true) / s + 1e-12) * abs(step) * (1.0 / m);
+    // tanh(t)/t -> 1 as t -> 0; shifting t by 1e-6 avoids 0/0 and changes r by < 1e-12.
+    Tensor shifted = t + 1e-6;
+    return u * (tanh(shifted) / shifted);
+}
+
 Tensor Block::drop(const Tensor& x) const {
     if (cfg_.dropout <= 0 || !is_training() || !dropout_gen_) return x;
     return dropout(x, cfg_.dropout, true, *dropout_gen_);
@@ -137,8 +157,9 @@ Tensor Block::forward(const Tensor& x, const RopeTables* rope) const {
         }
         case Placement::GeoNorm: {
             // The geodesic update replaces "add, then normalize": x stays on its sphere.
-            Tensor h = geodesic_update(x, drop(attn->forward(norm(norm_1, x), rope)), reshape(attn_step, {}));
-            return geodesic_update(h, drop(mlp.forward(norm(norm_2, h))), reshape(mlp_step, {}));
+            Tensor a1 = reshape(attn_step, {}), a2 = reshape(mlp_step, {});
+            Tensor h = geodesic_update(x, bound_angle(x, drop(attn->forward(norm(norm_1, x), rope)), a1), a1);
+            return geodesic_update(h, bound_angle(h, drop(mlp.forward(norm(norm_2, h))), a2), a2);
         }
     }
     return x;

@@ -55,6 +55,7 @@ private:
     Tensor norm(const std::shared_ptr<NormLayer>& n, const Tensor& x) const { return n ? n->forward(x) : x; }
     // Residual dropout on a sublayer's output (GPT-2's resid_pdrop), training only.
     Tensor drop(const Tensor& x) const;
+    Tensor bound_angle(const Tensor& x, const Tensor& u, const Tensor& step) const;  // geo_max_angle
     TransformerConfig cfg_;
     Generator* dropout_gen_;
 };

@@ -56,6 +56,7 @@ void TransformerConfig::validate() const {
                 std::to_string(patch_size));
     }
     if (!(dropout >= 0 && dropout < 1)) bad("dropout must be in [0, 1)");
+    if (!(geo_max_angle >= 0)) bad("--geo-max-angle must be 0 (unbounded) or a positive angle in radians");
 }
 
 template <typename E>

@@ -48,6 +48,9 @@ struct TransformerConfig {
     double init_std = 0.02;
     // GeoNorm (reference section 3; the paper's exact choices are unknown):
     double geo_step = 1.0;          // a, the base step size
+    // > 0: bound each update's angle smoothly, theta -> m tanh(theta / m)
+    // (nn/block.cpp, bound_angle). 0: the plain exp map, any angle.
+    double geo_max_angle = 0;
     bool geo_learnable_step = false;  // a learnable scalar per update (attn_step, mlp_step)
     double geo_radius = 0;          // 0: sqrt(C)
     bool geo_sublayer_norm = false;  // normalize the sublayer input (else x goes in directly)

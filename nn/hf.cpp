@@ -84,7 +84,7 @@ std::string hf_config_json(const TransformerConfig& c) {
                      {"bias", c.bias},                      {"dyt_alpha0", c.dyt_alpha0},
                      {"geo_step", c.geo_step},              {"geo_learnable_step", c.geo_learnable_step},
                      {"swiglu_multiple", c.swiglu_multiple}, {"mlp_hidden", c.mlp_hidden},
-                     {"dropout", c.dropout},                {"geo_radius", c.geo_radius},
+                     {"dropout", c.dropout},                {"geo_radius", c.geo_radius}, {"geo_max_angle", c.geo_max_angle},
                      {"geo_sublayer_norm", c.geo_sublayer_norm}, {"rope_theta", c.rope_theta},
                      {"tie_embeddings", c.tie_embeddings}};
     return j.dump(2);
@@ -158,6 +158,7 @@ TransformerConfig config_from_hf_json(const std::string& text, const std::string
             c.mlp_hidden = n.value("mlp_hidden", c.mlp_hidden);
             c.dropout = n.value("dropout", c.dropout);
             c.geo_radius = n.value("geo_radius", c.geo_radius);
+            c.geo_max_angle = n.value("geo_max_angle", c.geo_max_angle);
             c.geo_sublayer_norm = n.value("geo_sublayer_norm", c.geo_sublayer_norm);
             c.rope_theta = n.value("rope_theta", c.rope_theta);
             c.tie_embeddings = n.value("tie_embeddings", c.tie_embeddings);

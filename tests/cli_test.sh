@@ -147,15 +147,15 @@ grep -q '| relu | 0.733 |' <<<"$out" || fail "experiment isometry: ReLU's beta0 
 if command -v gnuplot > /dev/null; then [ -s "$work/iso/isometry.png" ] || fail "experiment isometry: no plot"; fi
 expect_error "unknown experiment 'layers'" experiment layers --smoke
 
-# 8. experiment norms at smoke scale: 8 variants x 1 seed + 8 longer-sequence runs, each a
+# 8. experiment norms at smoke scale: 9 variants x 1 seed + 9 longer-sequence runs, each a
 #    `normcore train` command listed in commands.txt whose rerun gives the same numbers.
 out=$("$bin" experiment norms --smoke --out "$work/norms" 2>&1) || fail "experiment norms --smoke: $out"
-for v in post pre sandwich deepnorm geonorm geonorm-harmonic geonorm-sqrt geonorm-linear; do
+for v in post pre sandwich deepnorm geonorm geonorm-harmonic geonorm-sqrt geonorm-linear geonorm-harmonic-bounded; do
   grep -qE "^\| $v \| [0-9.]+ \+- 0.0000 \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| [0-9.]+ \| [0-9]+ \|$" <<<"$out" \
     || fail "experiment norms: no table row for $v: $out"
 done
-[ "$(wc -l < "$work/norms/results.csv")" -eq 17 ] && [ "$(wc -l < "$work/norms/commands.txt")" -eq 16 ] \
-  || fail "experiment norms: results.csv should have 16 runs, commands.txt 16 commands"
+[ "$(wc -l < "$work/norms/results.csv")" -eq 19 ] && [ "$(wc -l < "$work/norms/commands.txt")" -eq 18 ] \
+  || fail "experiment norms: results.csv should have 18 runs, commands.txt 18 commands"
 [ "$(wc -l < "$work/norms/curves.csv")" -eq 17 ] || fail "experiment norms: curves.csv should have 16 steps + header"
 [ "$(wc -l < "$work/norms/grad_profile.csv")" -eq 3 ] || fail "experiment norms: grad_profile.csv should have 2 blocks + header"
 first=$(head -1 "$work/norms/commands.txt" | sed "s|$work/norms/runs/post-seed1|$work/norms-rerun|")

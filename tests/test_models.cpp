@@ -202,6 +202,12 @@ TEST_CASE("gradcheck: differential attention, GQA, SwiGLU/GELU swaps, geonorm de
         geo.geo_sublayer_norm = true;
         check_model_gradients(geo, "gpt2 geonorm decay " + to_string(d));
     }
+    TransformerConfig bounded = tiny(Family::GPT2);
+    bounded.placement = Placement::GeoNorm;
+    bounded.geo_learnable_step = true;  // the bound depends on the step: its gradient flows there too
+    bounded.geo_max_angle = 0.3;
+    bounded.geo_step = 300;             // turns of about 0.3 rad at this init: the bound bites
+    check_model_gradients(bounded, "gpt2 geonorm bounded angle 0.3");
 }
 
 TEST_CASE("causal models: the output at t does not depend on tokens after t", "[models][invariants]") {
@@ -245,6 +251,40 @@ TEST_CASE("GeoNorm models keep every token on the sphere of radius sqrt(C)", "[m
         Tensor radius = raw::sqrt(raw::sum(raw::mul(x, x), {-1}));
         check_values(radius, std::vector<double>(4, std::sqrt(8.0)), 1e-12);
     }
+}
+
+TEST_CASE("GeoNorm with geo_max_angle turns each token by at most that angle", "[models][invariants]") {
+    Generator gen(8);
+    TransformerConfig c = tiny(Family::GPT2);
+    c.placement = Placement::GeoNorm;
+    c.norm = NormKind::None;
+    c.geo_step = 1000;  // a huge step (the sublayer outputs are small at init): turns of about a radian
+    const double m = 0.5;
+    for (double max_angle : {0.0, m}) {
+        c.geo_max_angle = max_angle;
+        GPT2 model(c, gen, f64);
+        Tensor ids = raw::from_indices({1, 5, 10, 3}, {1, 4});
+        Tensor x = model.wte->forward(ids) + raw::narrow(model.wpe->weight, 0, 0, 4);
+        x = x * rsqrt(sum(x * x, {-1}, true)) * std::sqrt(8.0);
+        // The angle between a token before and after a block of two updates: at most 2m when bounded.
+        Tensor y = model.blocks()[0]->forward(x, nullptr);
+        std::vector<double> cosines = raw::div(raw::sum(raw::mul(x, y), {-1}), raw::full({4}, 8.0, kFloat64)).to_vector();
+        double largest = 0;
+        for (double cs : cosines) largest = std::max(largest, std::acos(std::max(-1.0, std::min(1.0, cs))));
+        INFO("max angle " << max_angle << ": largest turn " << largest);
+        if (max_angle > 0) CHECK(largest <= 2 * m + 1e-9);
+        else CHECK(largest > 2 * m);  // without the bound the same step turns further
+    }
+    // The bound is tanh-shaped: small angles pass almost unchanged (m tanh(t/m) = t - t^3/(3 m^2) + ...).
+    c.geo_step = 1e-3;
+    Tensor outputs[2];
+    for (int bounded = 0; bounded < 2; ++bounded) {
+        c.geo_max_angle = bounded ? m : 0.0;
+        Generator same(9);
+        GPT2 model(c, same, f64);
+        outputs[bounded] = model.forward(raw::from_indices({1, 5, 10, 3}, {1, 4}));
+    }
+    check_values(outputs[1], outputs[0].to_vector(), 1e-7);
 }
 
 TEST_CASE("constants: DeepNorm, differential attention, SwiGLU hidden size, GeoNorm decay", "[models][constants]") {
