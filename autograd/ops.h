@@ -104,6 +104,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 
 // ---- linear algebra, softmax, indexing (ops_linalg.cpp) -----------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
+// y = x w^T + bias (bias may be undefined): one GEMM over all rows of x.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);

@@ -20,6 +20,24 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     });
 }
 
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+    // y = x w^T + b with x flattened to X [M, K] (M = all leading dims) and
+    // G = dL/dy as [M, N]:  dX = G w,  dw = G^T X,  db = the column sums of G.
+    // As 2-D products, dw is one GEMM with inner size M, where matmul's
+    // batched rule would first make one [K, N] product per batch and sum them.
+    std::vector<Tensor> inputs = {x, w};
+    if (bias.defined()) inputs.push_back(bias);
+    return record("Linear", raw::linear(x, w, bias), inputs, [x, w, bias](const Tensor& g) {
+        int64_t K = x.size(-1), N = w.size(0), M = x.numel() / std::max<int64_t>(1, K);
+        Tensor g2 = raw::reshape(g, {M, N});
+        Grads grads(bias.defined() ? 3 : 2);
+        if (x.requires_grad()) grads[0] = raw::reshape(raw::matmul(g2, w), x.shape());
+        if (w.requires_grad()) grads[1] = raw::matmul(raw::transpose(g2, 0, 1), raw::reshape(x, {M, K}));
+        if (bias.defined() && bias.requires_grad()) grads[2] = raw::sum(g2, {0});
+        return grads;
+    });
+}
+
 Tensor softmax(const Tensor& x, int64_t dim) {
     // y = softmax(x): dy_i/dx_j = y_i (delta_ij - y_j), so
     // dx = y * (g - sum(g * y)) with the sum along `dim`.

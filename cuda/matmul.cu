@@ -52,28 +52,29 @@ bool evenly_spaced(const std::vector<int64_t>& offsets, int64_t& step) {
     return true;
 }
 
+// beta = 0 overwrites C; beta = 1 adds to it (matmul's `accumulate`).
 void gemm_call(bool f32, cublasOperation_t op_b, cublasOperation_t op_a, int64_t N, int64_t M, int64_t K,
-               const void* b, int64_t ldb, const void* a, int64_t lda, void* c, int64_t ldc) {
+               const void* b, int64_t ldb, const void* a, int64_t lda, void* c, int64_t ldc, bool accumulate) {
     if (f32) {
-        const float one = 1, zero = 0;
+        const float one = 1, beta = accumulate ? 1.0f : 0.0f;
         check_cublas(cublasSgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const float*)b, (int)ldb,
-                                 (const float*)a, (int)lda, &zero, (float*)c, (int)ldc),
+                                 (const float*)a, (int)lda, &beta, (float*)c, (int)ldc),
                      "cublasSgemm");
     } else {
-        const double one = 1, zero = 0;
+        const double one = 1, beta = accumulate ? 1.0 : 0.0;
         check_cublas(cublasDgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const double*)b, (int)ldb,
-                                 (const double*)a, (int)lda, &zero, (double*)c, (int)ldc),
+                                 (const double*)a, (int)lda, &beta, (double*)c, (int)ldc),
                      "cublasDgemm");
     }
 }
 
 }  // namespace
 
-void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
+void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
     if (out.numel() == 0) return;
     int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
     if (K == 0) {  // an empty sum
-        fill(out, 0.0);
+        if (!accumulate) fill(out, 0.0);
         return;
     }
     OperandLayout la = layout_of(a_in), lb = layout_of(b_in);
@@ -91,24 +92,25 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
     if (oc.size() > 1 && evenly_spaced(oa, step_a) && evenly_spaced(ob, step_b) && evenly_spaced(oc, step_c)) {
         int count = (int)oc.size();
         if (f32) {
-            const float one = 1, zero = 0;
+            const float one = 1, beta = accumulate ? 1.0f : 0.0f;
             check_cublas(cublasSgemmStridedBatched(cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one,
                                                    (const float*)(pb + ob[0] * elem), (int)lb.ld, step_b,
-                                                   (const float*)(pa + oa[0] * elem), (int)la.ld, step_a, &zero,
+                                                   (const float*)(pa + oa[0] * elem), (int)la.ld, step_a, &beta,
                                                    (float*)(pc + oc[0] * elem), (int)N, step_c, count),
                          "cublasSgemmStridedBatched");
         } else {
-            const double one = 1, zero = 0;
+            const double one = 1, beta = accumulate ? 1.0 : 0.0;
             check_cublas(cublasDgemmStridedBatched(cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one,
                                                    (const double*)(pb + ob[0] * elem), (int)lb.ld, step_b,
-                                                   (const double*)(pa + oa[0] * elem), (int)la.ld, step_a, &zero,
+                                                   (const double*)(pa + oa[0] * elem), (int)la.ld, step_a, &beta,
                                                    (double*)(pc + oc[0] * elem), (int)N, step_c, count),
                          "cublasDgemmStridedBatched");
         }
         return;
     }
     for (size_t i = 0; i < oc.size(); ++i)
-        gemm_call(f32, lb.op, la.op, N, M, K, pb + ob[i] * elem, lb.ld, pa + oa[i] * elem, la.ld, pc + oc[i] * elem, N);
+        gemm_call(f32, lb.op, la.op, N, M, K, pb + ob[i] * elem, lb.ld, pa + oa[i] * elem, la.ld, pc + oc[i] * elem, N,
+                  accumulate);
 }
 
 }  // namespace cuda

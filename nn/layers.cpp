@@ -23,8 +23,7 @@ Linear::Linear(int64_t in, int64_t out, bool has_bias, Generator& gen, Options o
 Tensor Linear::forward(const Tensor& x) const {
     if (x.dim() == 0 || x.size(-1) != in_features)
         fail("Linear", "expects inputs [..., " + std::to_string(in_features) + "], got " + shape_str(x.shape()));
-    Tensor y = matmul(x, transpose(weight, 0, 1));
-    return bias.defined() ? y + bias : y;
+    return linear(x, weight, bias);
 }
 
 Embedding::Embedding(int64_t num, int64_t dim, Generator& gen, Options opt) {

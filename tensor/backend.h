@@ -64,8 +64,9 @@ struct Backend {
     // (a sum over leading dims, such as a bias gradient, without a transpose).
     void (*sum_columns)(const Tensor& in, const Tensor& out);
     // a: [batch..., M, K], b: [batch..., K, N] (same batch dims, any strides)
-    // -> out: contiguous [batch..., M, N].
-    void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out);
+    // -> out: contiguous [batch..., M, N]: out = a b, or out += a b when
+    // `accumulate` (linear's bias: out starts as the bias in every row).
+    void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate);
     // in, out: contiguous [rows, n]; softmax (or log_softmax) of each row.
     void (*softmax_rows)(const Tensor& in, const Tensor& out, bool log);
     // in: contiguous [outer, D, inner], index: contiguous int64 [L]

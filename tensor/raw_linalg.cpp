@@ -36,10 +36,30 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     check_ndim(shape_out, "matmul");
     Tensor out = empty(shape_out, a.dtype(), a.device());
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)out.numel() * (double)K);
-    backend_for(a.device()).matmul(expand(a, shape_a), expand(b, shape_b), out);
+    backend_for(a.device()).matmul(expand(a, shape_a), expand(b, shape_b), out, /*accumulate=*/false);
     if (a_in.dim() == 1) out = squeeze(out, -2);
     if (b_in.dim() == 1) out = squeeze(out, -1);
     return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+    if (x.dim() == 0 || w.dim() != 2 || x.size(-1) != w.size(1))
+        fail("linear", "expects x [..., K] and w [N, K], got " + shape_str(x.shape()) + " and " + shape_str(w.shape()));
+    if (x.device() != w.device() || (bias.defined() && bias.device() != x.device()))
+        fail("linear", "x, w and bias are on different devices");
+    if (x.dtype() != w.dtype() || !is_floating(x.dtype()) || (bias.defined() && bias.dtype() != x.dtype()))
+        fail("linear", "x, w and bias must share a floating dtype");
+    int64_t K = x.size(-1), N = w.size(0), M = x.numel() / std::max<int64_t>(1, K);
+    if (bias.defined() && (bias.dim() != 1 || bias.size(0) != N))
+        fail("linear", "bias must be [" + std::to_string(N) + "], got " + shape_str(bias.shape()));
+    Shape shape_out = x.shape();
+    shape_out.back() = N;
+    // With a bias, C starts as the bias in every row and the GEMM adds x w^T
+    // to it: no separate pass over the output to add the bias afterwards.
+    Tensor out = bias.defined() ? contiguous(expand(view(bias, {1, N}), {M, N})) : empty({M, N}, x.dtype(), x.device());
+    ProfileScope scope(OpKind::Gemm, 2.0 * (double)M * (double)N * (double)K);
+    backend_for(x.device()).matmul(reshape(x, {M, K}), transpose(w, 0, 1), out, /*accumulate=*/bias.defined());
+    return view(out, shape_out);
 }
 
 // ---- softmax -------------------------------------------------------------------

@@ -107,6 +107,10 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 // Batched matrix product: a [..., M, K] @ b [..., K, N] with broadcast batch
 // dims; 1-D operands are treated as in NumPy (a vector is a row / column).
 Tensor matmul(const Tensor& a, const Tensor& b);
+// A linear layer, y = x w^T + bias, for x [..., K], w [N, K], bias [N] or
+// undefined -> y [..., N]. The leading dims are flattened into one GEMM of
+// M = (their product) rows, and the bias is the GEMM's starting C.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);

@@ -119,6 +119,10 @@ TEST_CASE("cuda: matmul in every layout, batched and broadcast (cuBLAS)", "[cuda
     same(raw::matmul(a, v), raw::matmul(ga, on_gpu(v)));
     same(raw::matmul(raw::narrow(a, 1, 2, 10), raw::narrow(b, 0, 3, 10)),
          raw::matmul(raw::narrow(ga, 1, 2, 10), raw::narrow(gb, 0, 3, 10)));
+    // linear: the bias is cuBLAS's starting C (beta = 1)
+    Tensor w = randn({6, 17}, 10), bias = randn({6}, 11);
+    same(raw::linear(batch, w, bias), raw::linear(on_gpu(batch), on_gpu(w), on_gpu(bias)));
+    same(raw::linear(batch, w, Tensor()), raw::linear(on_gpu(batch), on_gpu(w), Tensor()));
 }
 
 // f on both devices: the outputs and the gradients of sum(f(x) * r) agree.
@@ -143,6 +147,8 @@ static void same_with_gradients(const std::function<Tensor(const std::vector<Ten
 
 TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
     if (!gpu_or_skip()) return;
+    same_with_gradients([](const std::vector<Tensor>& v) { return linear(v[0], v[1], v[2]); },
+                        {randn({2, 5, 17}, 12), randn({6, 17}, 13), randn({6}, 14)});
     using V = std::vector<Tensor>;
     Tensor x = randn({6, 40}, 10), g = randn({40}, 11), b = randn({40}, 12);
     same_with_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {x, g, b});

@@ -139,6 +139,45 @@ TEST_CASE("matmul reports mismatched shapes", "[matmul][errors]") {
     check_error([] { raw::matmul(raw::scalar(1), raw::zeros({3})); }, {"matmul", "at least 1 dim"});
 }
 
+TEST_CASE("linear equals x w^T + bias, in one GEMM over all leading dims", "[matmul][linear]") {
+    Generator gen(15);
+    for (auto [rows, K, N] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {7, 33, 13}, {10, 300, 129}}) {
+        for (DType dtype : {kFloat32, kFloat64}) {
+            Tensor x = raw::randn({2, rows, K}, gen, dtype), w = raw::randn({N, K}, gen, dtype);
+            Tensor bias = raw::randn({N}, gen, dtype);
+            INFO("rows=" << rows << " K=" << K << " N=" << N << " " << dtype_name(dtype));
+            double tol = dtype == kFloat32 ? 2e-4 * std::sqrt((double)K) : 1e-10;
+            // The reference: the batched matmul, then the bias added by broadcasting.
+            Tensor expected = raw::add(raw::matmul(x, raw::transpose(w, 0, 1)), bias);
+            check_values(raw::linear(x, w, bias), expected.to_vector(), tol);
+            check_values(raw::linear(x, w, Tensor()), raw::matmul(x, raw::transpose(w, 0, 1)).to_vector(), tol);
+            // A non-contiguous x (a transposed view) gives the same numbers.
+            Tensor xt = raw::transpose(raw::contiguous(raw::transpose(x, 0, 1)), 0, 1);
+            check_values(raw::linear(xt, w, bias), expected.to_vector(), tol);
+        }
+    }
+    CHECK(raw::linear(raw::randn({3, 4}, gen), raw::randn({5, 4}, gen), Tensor()).shape() == Shape({3, 5}));
+    check_error([&] { raw::linear(raw::randn({3, 4}, gen), raw::randn({5, 3}, gen), Tensor()); }, {"linear", "[3, 4]", "[5, 3]"});
+    check_error([&] { raw::linear(raw::randn({3, 4}, gen), raw::randn({5, 4}, gen), raw::randn({4}, gen)); },
+                {"linear", "bias must be [5]"});
+}
+
+TEST_CASE("linear's backward: gradcheck with and without bias", "[matmul][linear][gradcheck]") {
+    using V = std::vector<Tensor>;
+    Generator gen(16);
+    Tensor x = raw::randn({2, 3, 5}, gen, kFloat64).set_requires_grad(true);
+    Tensor w = raw::randn({4, 5}, gen, kFloat64).set_requires_grad(true);
+    Tensor b = raw::randn({4}, gen, kFloat64).set_requires_grad(true);
+    nc_test::check_gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); }, {x, w, b});
+    nc_test::check_gradcheck([](const V& v) { return linear(v[0], v[1]); }, {x, w});
+    // A bias that needs no gradient gets none, and x's and w's are unchanged.
+    Tensor frozen = raw::randn({4}, gen, kFloat64);
+    Tensor x2 = raw::clone(x).set_requires_grad(true);
+    backward(sum(linear(x2, w, frozen)));
+    CHECK_FALSE(frozen.grad().defined());
+    CHECK(x2.grad().defined());
+}
+
 TEST_CASE("the AVX-512 packing transpose equals the plain loop", "[matmul][simd]") {
     const cpu::MicroKernel& k = cpu::micro_kernel_for(cpu::SimdIsa::Avx512);
     if (!cpu::cpu_supports(cpu::SimdIsa::Avx512) || !k.transpose16) {

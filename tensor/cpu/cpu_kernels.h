@@ -17,7 +17,7 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
 void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out);
 void sum_columns(const Tensor& in, const Tensor& out);
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate);
 void softmax_rows(const Tensor& in, const Tensor& out, bool log);
 void index_select(const Tensor& in, const Tensor& index, const Tensor& out);
 void index_add(const Tensor& out, const Tensor& index, const Tensor& src);

@@ -227,17 +227,17 @@ Operand<T> operand(const MatrixOperand<T>& m) { return {m.data, m.batch_offsets.
 }  // namespace
 
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa) {
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa, bool accumulate) {
     if (!cpu_supports(isa))
         throw Error(std::string("gemm: this CPU does not support the ") + simd_isa_name(isa) + " micro-kernel");
     gemm_blocked(M, N, K, operand(A), operand(B), C, c_offsets.data(), (int64_t)c_offsets.size(), c_row_stride,
-                 micro_kernel_for(isa), /*allow_threads=*/true, /*accumulate=*/false);
+                 micro_kernel_for(isa), /*allow_threads=*/true, accumulate);
 }
 
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride) {
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate) {
     gemm_blocked(M, N, K, operand(A), operand(B), C, c_offsets.data(), (int64_t)c_offsets.size(), c_row_stride,
-                 kDoubleKernel, /*allow_threads=*/true, /*accumulate=*/false);
+                 kDoubleKernel, /*allow_threads=*/true, accumulate);
 }
 
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,

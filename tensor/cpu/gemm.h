@@ -23,10 +23,12 @@ struct MatrixOperand {
 
 // float32 runs the micro-kernel of `isa` (tests pass each one the CPU
 // supports; matmul passes best_simd_isa()); float64 always runs the plain one.
+// C = A B, or C += A B when `accumulate`.
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa = best_simd_isa());
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa = best_simd_isa(),
+          bool accumulate = false);
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride);
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate = false);
 
 // C = A B, or C += A B when `accumulate`, for one matrix, on the calling
 // thread only, with the fastest micro-kernel: for the small products inside

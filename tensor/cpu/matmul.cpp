@@ -4,6 +4,8 @@
 // dims (possibly with stride 0 where a batch dim was broadcast), and out is
 // contiguous [batch..., M, N]. We list each batch's element offset and let
 // gemm() read the matrices through their strides.
+#include <type_traits>
+
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/gemm.h"
 
@@ -11,19 +13,22 @@ namespace nc {
 namespace cpu {
 
 template <typename T>
-static void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+static void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
     int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
     MatrixOperand<T> A{static_cast<const T*>(a.raw_data()), matrix_batch_offsets(a), a.strides()[a.dim() - 2],
                        a.strides()[a.dim() - 1]};
     MatrixOperand<T> B{static_cast<const T*>(b.raw_data()), matrix_batch_offsets(b), b.strides()[b.dim() - 2],
                        b.strides()[b.dim() - 1]};
-    gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), matrix_batch_offsets(out), N);
+    if constexpr (std::is_same_v<T, float>)
+        gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), matrix_batch_offsets(out), N, best_simd_isa(), accumulate);
+    else
+        gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), matrix_batch_offsets(out), N, accumulate);
 }
 
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
     if (out.numel() == 0) return;
-    if (a.dtype() == kFloat32) matmul_typed<float>(a, b, out);
-    else matmul_typed<double>(a, b, out);
+    if (a.dtype() == kFloat32) matmul_typed<float>(a, b, out, accumulate);
+    else matmul_typed<double>(a, b, out, accumulate);
 }
 
 }  // namespace cpu
