@@ -178,6 +178,12 @@ double Csv::number(size_t row, int column) const {
 
 // ---- statistics ------------------------------------------------------------------------
 
+std::string fmt(const char* format, double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, x);
+    return buf;
+}
+
 double mean(const std::vector<double>& xs) {
     double total = 0;
     for (double x : xs) total += x;
@@ -207,7 +213,8 @@ std::string plot_header(const std::string& out_dir, const std::string& name, con
     std::string quoted;  // inside gnuplot's '...' strings a quote is written twice
     for (char c : title) quoted += c == '\'' ? std::string("''") : std::string(1, c);
     return "set terminal png size 900,600\nset output '" + out_dir + "/" + name + ".png'\n" +
-           "set datafile separator ','\nset title '" + quoted + "'\nset key outside right\n";
+           "set datafile separator ','\nset title '" + quoted + "'\nset key outside right\n" +
+           "set linetype 9 lc rgb 'black' dt 2\n";  // gnuplot has 8 colours; a 9th line is dashed black
 }
 
 std::string render_plot(const std::string& out_dir, const std::string& name) {

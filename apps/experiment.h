@@ -61,6 +61,9 @@ Csv read_csv(const std::string& path);
 
 // ---- small statistics ------------------------------------------------------------------
 
+// One number printed with a printf format ("%.4f"), for tables.
+std::string fmt(const char* format, double x);
+
 double mean(const std::vector<double>& xs);
 double sample_std(const std::vector<double>& xs);  // n - 1 in the denominator; 0 for one value
 double pearson(const std::vector<double>& xs, const std::vector<double>& ys);

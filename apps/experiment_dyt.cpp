@@ -98,12 +98,6 @@ RunResult read_run(const std::string& dir, int64_t steps) {
     return r;
 }
 
-std::string fmt(const char* format, double x) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, x);
-    return buf;
-}
-
 std::string size_label(int64_t n) {
     if (n >= 1000000 && n % 1000000 == 0) return std::to_string(n / 1000000) + "M";
     if (n >= 1000 && n % 1000 == 0) return std::to_string(n / 1000) + "K";

@@ -99,12 +99,6 @@ std::vector<double> smooth(const std::vector<double>& xs, size_t window) {
     return out;
 }
 
-std::string fmt(const char* format, double x) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, x);
-    return buf;
-}
-
 }  // namespace
 
 int norms_experiment(const StudyOptions& options) {
@@ -237,7 +231,7 @@ int norms_experiment(const StudyOptions& options) {
            << "set key autotitle columnhead\nset xlabel 'step'\nset ylabel 'training loss'\n"
            << "set xrange [" << std::max<int64_t>(1, s.steps / 10) << ":*]\n"
            << "plot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir << "/" << csv
-           << "' using 1:i with lines lw 2 dt (i > 9 ? 2 : 1)\n";  // dashed once the 8 colours repeat
+           << "' using 1:i with lines lt (i - 1) lw 2\n";
         gp.close();
         return render_plot(options.out_dir, name);
     };
@@ -248,7 +242,7 @@ int norms_experiment(const StudyOptions& options) {
         gp << plot_header(options.out_dir, "grad_profile", "gradient norm of the parameters of each block (mean over steps and seeds)")
            << "set key autotitle columnhead\nset logscale y\nset xlabel 'block'\nset ylabel 'gradient norm'\n"
            << "set xtics 1\nplot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir
-           << "/grad_profile.csv' using 1:i with linespoints lw 2 dt (i > 9 ? 2 : 1)\n";
+           << "/grad_profile.csv' using 1:i with linespoints lt (i - 1) lw 2\n";
     }
     std::string profile_note = render_plot(options.out_dir, "grad_profile");
 
