@@ -214,7 +214,7 @@ std::string plot_header(const std::string& out_dir, const std::string& name, con
     for (char c : title) quoted += c == '\'' ? std::string("''") : std::string(1, c);
     return "set terminal png size 900,600\nset output '" + out_dir + "/" + name + ".png'\n" +
            "set datafile separator ','\nset title '" + quoted + "'\nset key outside right\n" +
-           "set linetype 9 lc rgb 'black' dt 2\n";  // gnuplot has 8 colours; a 9th line is dashed black
+           "set linetype 9 lc rgb '#e377c2' pt 6\n";  // gnuplot cycles 8 colours; a 9th line gets a pink of its own
 }
 
 std::string render_plot(const std::string& out_dir, const std::string& name) {
