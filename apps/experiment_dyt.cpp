@@ -87,15 +87,34 @@ RunResult read_run(const std::string& dir, int64_t steps) {
     Csv stream = read_csv(dir + "/stream.csv");
     r.activation_erank = stream.number(stream.rows.size() - 1, stream.column("effective_rank"));
     Csv weights = read_csv(dir + "/weights.csv");
+    int erank_col = weights.column("effective_rank"), alpha_col = weights.column("htsr_alpha");
     std::vector<double> erank, alpha;
     for (size_t i = 0; i < weights.rows.size(); ++i) {
-        erank.push_back(weights.number(i, weights.column("effective_rank")));
-        double a = weights.number(i, weights.column("htsr_alpha"));
+        erank.push_back(weights.number(i, erank_col));
+        double a = weights.number(i, alpha_col);
         if (!std::isnan(a)) alpha.push_back(a);
     }
     r.weight_erank = mean(erank);
     r.weight_alpha = mean(alpha);
     return r;
+}
+
+// The seeds' mean of every number (the layer names are the same in every run).
+RunResult average(const std::vector<RunResult>& runs) {
+    RunResult a = runs.front();
+    double n = (double)runs.size();
+    a.val = a.saturation_calib = a.saturation_final = a.activation_erank = a.weight_erank = a.weight_alpha = 0;
+    for (double& x : a.layer_saturation_final) x = 0;
+    for (const RunResult& r : runs) {
+        a.val += r.val / n;
+        a.saturation_calib += r.saturation_calib / n;
+        a.saturation_final += r.saturation_final / n;
+        a.activation_erank += r.activation_erank / n;
+        a.weight_erank += r.weight_erank / n;
+        a.weight_alpha += r.weight_alpha / n;
+        for (size_t l = 0; l < r.layer_saturation_final.size(); ++l) a.layer_saturation_final[l] += r.layer_saturation_final[l] / n;
+    }
+    return a;
 }
 
 std::string size_label(int64_t n) {
@@ -158,12 +177,7 @@ int dyt_experiment(const StudyOptions& options) {
     run_cells(cells, options);
 
     // Read back, averaging over seeds: results[model][size][variant].
-    struct Averaged {
-        double val, saturation_calib, saturation_final, activation_erank, weight_erank, weight_alpha;
-        std::vector<std::string> dyt_layers;
-        std::vector<double> layer_saturation_final;
-    };
-    std::map<std::string, std::map<int64_t, std::map<std::string, Averaged>>> results;
+    std::map<std::string, std::map<int64_t, std::map<std::string, RunResult>>> results;
     std::ofstream runs_csv(options.out_dir + "/results.csv");
     runs_csv << "model,variant,train_size,seed,val_loss,saturation_calibration,saturation_final,activation_erank,"
                 "weight_erank,weight_alpha\n";
@@ -180,17 +194,7 @@ int dyt_experiment(const StudyOptions& options) {
                              << "," << r.saturation_final << "," << r.activation_erank << "," << r.weight_erank << ","
                              << r.weight_alpha << "\n";
                 }
-                auto avg = [&](double RunResult::*field) {
-                    std::vector<double> xs;
-                    for (const RunResult& r : runs) xs.push_back(r.*field);
-                    return mean(xs);
-                };
-                Averaged a{avg(&RunResult::val), avg(&RunResult::saturation_calib), avg(&RunResult::saturation_final),
-                           avg(&RunResult::activation_erank), avg(&RunResult::weight_erank), avg(&RunResult::weight_alpha),
-                           runs[0].dyt_layers, std::vector<double>(runs[0].layer_saturation_final.size(), 0.0)};
-                for (const RunResult& r : runs)
-                    for (size_t l = 0; l < r.layer_saturation_final.size(); ++l)
-                        a.layer_saturation_final[l] += r.layer_saturation_final[l] / (double)runs.size();
+                RunResult a = average(runs);
                 for (size_t l = 0; l < a.dyt_layers.size(); ++l)
                     sat_csv << model << "," << size << "," << l << "," << a.dyt_layers[l] << "," << a.layer_saturation_final[l] << "\n";
                 results[model][size][v] = a;
@@ -211,9 +215,9 @@ int dyt_experiment(const StudyOptions& options) {
     for (const std::string& model : models) {
         const std::vector<int64_t>& sizes = scale_of(model).sizes;
         for (int64_t size : sizes) {
-            const Averaged& van = results[model][size]["vanilla"];
-            const Averaged& dyt = results[model][size]["dyt"];
-            const Averaged& diff = results[model][size]["diffattn"];
+            const RunResult& van = results[model][size]["vanilla"];
+            const RunResult& dyt = results[model][size]["dyt"];
+            const RunResult& diff = results[model][size]["diffattn"];
             double d_dyt = percent_change(dyt.val, van.val), d_diff = percent_change(diff.val, van.val);
             bool predicted = dyt.saturation_calib >= kScreeningThreshold, helped = dyt.val < van.val;
             correct_calib += predicted == helped;
