@@ -4,6 +4,10 @@
 #include "helpers.h"
 #include "tensor/cpu/gemm.h"
 
+#include <omp.h>
+
+#include "tensor/backend.h"
+
 using namespace nc;
 using nc_test::check_error;
 using nc_test::check_values;
@@ -95,6 +99,47 @@ TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]
     Tensor wide = raw::randn({70, 100}, gen);
     Tensor slice = raw::narrow(wide, 1, 10, 45);
     check_values(raw::matmul(slice, b), reference_matmul(slice, b), 1e-4);
+}
+
+// gemm shares a product among threads in one of two ways (gemm.cpp): few
+// tasks (column strips x batch) -> all threads on one task, B packed once into
+// shared double buffers, rows split; many tasks -> whole tasks per thread.
+// Each thread count below sends some of these products down each way, with
+// several K slices (the shared buffers' turns), several column strips, rows
+// that are not a multiple of the micro-kernel's, every transpose, and
+// accumulate on (C's old values kept).
+static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::narrow(batch, 0, i, 1), 0); }
+
+TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[matmul]") {
+    Generator gen(15);
+    const int saved_threads = omp_get_max_threads();
+    struct Case {
+        int64_t batch, M, K, N;
+    };
+    for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        for (Case c : {Case{1, 150, 600, 1100}, Case{3, 37, 300, 45}, Case{8, 29, 70, 41}}) {
+            Tensor a = raw::randn({c.batch, c.M, c.K}, gen), b = raw::randn({c.batch, c.K, c.N}, gen);
+            Tensor at = raw::transpose(raw::contiguous(raw::transpose(a, 1, 2)), 1, 2);  // column-major copies
+            Tensor bt = raw::transpose(raw::contiguous(raw::transpose(b, 1, 2)), 1, 2);
+            Tensor start = raw::randn({c.batch, c.M, c.N}, gen);
+            std::vector<Tensor> products = {raw::matmul(a, b), raw::matmul(at, b), raw::matmul(a, bt),
+                                            raw::matmul(at, bt)};
+            Tensor accumulated = raw::clone(start);  // C = start + A B
+            backend_for(kCPU).matmul(at, b, accumulated, /*accumulate=*/true);
+            double tol = 2e-4 * std::sqrt((double)c.K);
+            for (int64_t bi = 0; bi < c.batch; ++bi) {
+                INFO("threads=" << threads << " matrix " << bi << " of " << c.batch << ", M=" << c.M << " K=" << c.K
+                                << " N=" << c.N);
+                std::vector<double> expected = reference_matmul(matrix(a, bi), matrix(b, bi));
+                for (const Tensor& product : products) check_values(matrix(product, bi), expected, tol);
+                std::vector<double> start_i = matrix(start, bi).to_vector();
+                for (size_t k = 0; k < expected.size(); ++k) expected[k] += start_i[k];
+                check_values(matrix(accumulated, bi), expected, tol);
+            }
+        }
+    }
+    omp_set_num_threads(saved_threads);
 }
 
 TEST_CASE("batched matmul broadcasts batch dims", "[matmul][broadcast]") {

@@ -6,13 +6,14 @@
 // High-Performance Matrix Multiplication", 2008, and the BLIS papers) makes
 // each loaded number serve many multiply-adds:
 //
-//   for each tile of C (kMC rows x kNC columns)       <- OpenMP splits tiles
-//     for each slice of K (kKC long)
-//       pack A[tile rows, slice] into panels of kMR rows   (fits in L2)
-//       pack B[slice, tile cols] into panels of kNR cols   (one panel in L1)
-//       for each kNR-column panel of B, for each kMR-row panel of A:
-//         micro-kernel: a kMR x kNR block of C held in registers,
-//                       updated with kKC rank-1 updates
+//   for each strip of C's columns (nc wide)
+//     for each slice of K (kc long)
+//       pack B[slice, strip] into panels of nr columns       (in L2)
+//       for each block of mc rows                 <- OpenMP splits the rows
+//         pack A[rows, slice] into panels of mr rows
+//         for each mr-row panel of A, for each nr-column panel of B:
+//           micro-kernel: an mr x nr block of C held in registers,
+//                         updated with kc rank-1 updates
 //
 // Packing copies the operands into the exact order the micro-kernel reads
 // them (unit stride, zero-padded at the edges), which also is where any
@@ -24,6 +25,7 @@
 #include "tensor/cpu/gemm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -37,17 +39,37 @@ namespace cpu {
 
 namespace {
 
+int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
 // Cache blocking, for a micro-kernel of mr x nr:
-//   kc: the K slice. The B micro-panel (kc x nr floats, 32 KiB for AVX-512)
-//       stays in L1 while every A micro-panel of the block streams past it.
-//   mc x kc: the packed A block, in L2 (144 rows: 144 KiB).
+//   kc: the K slice. One A micro-panel (kc x mr floats, 12 KiB for AVX-512)
+//       stays in L1 while the B micro-panels of the strip stream past it
+//       from L2; C's block then moves along a row of C, which the hardware
+//       prefetcher follows (walking B panels outermost, with C's blocks going
+//       down a column, was 3% slower on 1024-column strips).
+//   mc x kc: the packed A block (144 rows: 144 KiB), in L2.
 //   kc x nc: the packed B block, in L2 as well (1024 columns: 1 MiB). Wide
 //       strips mean A is packed fewer times (once per strip); a sweep of
-//       nc in {512, 1024, 2048} and mc in {144, 288, 576} differed by under 2%.
+//       nc in {512, 1024, 2048} and mc in {144, 288, 576} differed by under 2%,
+//       and of kc in {128, 192, 256, 320}, 256 was best.
 struct Blocking {
     int64_t kc, mc, nc;
 };
 Blocking blocking_for(int mr, int nr) { return {256, (144 + mr - 1) / mr * mr, (1024 + nr - 1) / nr * nr}; }
+
+// Step p of every panel of a transposed A: values r .. r+MR-1 of the stored
+// row go to panel r / MR (panels are kc * MR apart). With MR known when
+// compiling, each piece is a couple of vector moves; std::copy_n called
+// memmove for each dozen floats (8% of a weight-gradient GEMM's time), and
+// a loop of MR assignments stayed scalar.
+template <int MR, typename T>
+void scatter_row(const T* row, int64_t m, int64_t kc, T* out) {
+    int64_t r = 0;
+    for (; r + MR <= m; r += MR, out += kc * MR)
+        std::memcpy(out, row + r, MR * sizeof(T));  // a fixed size: inlined as vector moves
+    for (int i = 0; r < m && i < MR; ++i) out[i] = r + i < m ? row[r + i] : T(0);  // the zero-padded edge
+}
 
 // Packs rows [0, m) x cols [0, kc) of A (already offset to the block) into
 // panels of mr rows: panel r holds A(r*mr + i, p) at [r][p][i]. Rows past m
@@ -63,11 +85,19 @@ void pack_a(const T* A, int64_t rs, int64_t cs, int64_t m, int64_t kc, int mr, T
         // it would touch kc rows, often in kc different pages, per panel).
         for (int64_t p = 0; p < kc; ++p) {
             const T* row = A + p * cs;
-            for (int64_t r = 0; r < m; r += mr) {
-                int64_t rows = std::min<int64_t>(mr, m - r);
-                T* out = packed + r * kc + p * mr;
-                std::copy_n(row + r, rows, out);
-                std::fill(out + rows, out + mr, T(0));
+            // Runs of a few hundred bytes in many rows are too short for the
+            // hardware prefetcher to follow: ask for row p + 8 now (into L2).
+            // Worth 2% of a weight-gradient GEMM.
+            if (p + 8 < kc)
+                for (int64_t i = 0; i < m; i += 64 / (int64_t)sizeof(T)) __builtin_prefetch(row + 8 * cs + i, 0, 2);
+            T* out = packed + p * mr;
+            switch (mr) {  // the kernels' mr values, so that the copies have a fixed width
+                case 6: scatter_row<6>(row, m, kc, out); break;
+                case 8: scatter_row<8>(row, m, kc, out); break;
+                case 12: scatter_row<12>(row, m, kc, out); break;
+                default:
+                    for (int64_t i = 0; i < round_up(m, mr); ++i)
+                        out[i / mr * kc * mr + i % mr] = i < m ? row[i] : T(0);
             }
         }
         return;
@@ -144,19 +174,9 @@ void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T
 Transpose16Fn transpose_of(const MicroKernel& kernel) { return kernel.transpose16; }
 Transpose16Fn transpose_of(const MicroKernelDouble&) { return nullptr; }
 
-// The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
-//
-// Work is split into items: one batch matrix, one strip of nc columns of C,
-// and one range of rows. Each thread packs the strip's B block once per K
-// slice and reuses it for all its rows (BLIS's loop order). Rows are split
-// further only when there are too few strips to keep every thread busy.
-// `accumulate` adds to C instead of overwriting it; `allow_threads` = false
-// keeps everything on the calling thread (inside an already parallel loop).
-//
+
 // The operands are described by pointers, so the single-matrix entry below
 // needs no vectors: matrix b of the batch starts at data + batch_offsets[b].
-int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
-
 template <typename T>
 struct Operand {
     const T* data;
@@ -164,61 +184,160 @@ struct Operand {
     int64_t row_stride, col_stride;
 };
 
+// One product, described once for the loops below.
 template <typename T, typename Kernel>
-void gemm_blocked(int64_t M, int64_t N, int64_t K, const Operand<T>& A, const Operand<T>& B, T* C,
-                  const int64_t* c_offsets, int64_t batch, int64_t ldc, const Kernel& kernel, bool allow_threads,
-                  bool accumulate) {
-    const int mr = kernel.mr, nr = kernel.nr;
-    const Blocking blk = blocking_for(mr, nr);
-    bool parallel = allow_threads && (double)M * N * K * batch > 1e5;
+struct GemmProblem {
+    int64_t M, N, K;
+    Operand<T> A, B;
+    T* C;
+    const int64_t* c_offsets;
+    int64_t ldc;
+    const Kernel& kernel;
+    Blocking blk;
+    bool accumulate;
+};
+
+// B(slice pc, columns [jc, jc + n)) of matrix bi, packed panel by panel;
+// only panels [first, last) are packed (threads can share the work).
+template <typename T, typename Kernel>
+void pack_b_panels(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
+                   int64_t first, int64_t last, T* b_packed) {
+    const int nr = g.kernel.nr;
+    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
+    for (int64_t panel = first; panel < last; ++panel) {
+        int64_t c = panel * nr;
+        pack_b(B + c * g.B.col_stride, g.B.row_stride, g.B.col_stride, kc, std::min<int64_t>(nr, n - c), nr,
+               b_packed + c * kc, transpose_of(g.kernel));
+    }
+}
+
+// C(rows [row_begin, row_end), columns [jc, jc + n)) (+)= A(those rows, slice
+// pc) B_packed, for a B block already packed: A is packed mc rows at a time
+// into this thread's a_packed, then the micro-kernel walks the block.
+template <typename T, typename Kernel>
+void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
+                   int64_t row_begin, int64_t row_end, const T* b_packed, T* a_packed) {
+    const int mr = g.kernel.mr, nr = g.kernel.nr;
+    T* c_strip = g.C + g.c_offsets[bi] + jc;
+    bool accumulate = g.accumulate || pc > 0;  // later K slices add to the earlier ones
+    for (int64_t ic = row_begin; ic < row_end; ic += g.blk.mc) {
+        int64_t mc = std::min(g.blk.mc, row_end - ic);
+        pack_a(g.A.data + g.A.batch_offsets[bi] + ic * g.A.row_stride + pc * g.A.col_stride, g.A.row_stride,
+               g.A.col_stride, mc, kc, mr, a_packed, transpose_of(g.kernel));
+        for (int64_t ir = 0; ir < mc; ir += mr)
+            for (int64_t jr = 0; jr < n; jr += nr)
+                g.kernel.run(kc, a_packed + ir * kc, b_packed + jr * kc, c_strip + (ic + ir) * g.ldc + jr, g.ldc,
+                             (int)std::min<int64_t>(mr, mc - ir), (int)std::min<int64_t>(nr, n - jr), accumulate);
+    }
+}
+
+// The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
+//
+// A task is one strip of nc columns of one matrix of the batch. There are
+// two ways to spread tasks over threads:
+//
+//   many tasks (batched attention products, wide outputs): each thread takes
+//     whole tasks and packs its own B block for each, no synchronization;
+//   few tasks (one big product, the usual case in a Linear layer): all the
+//     threads work on one task at a time. Per K slice they first pack the
+//     B block together, once, into a shared buffer, wait for each other, then
+//     split the rows in equal chunks, each packing its own A. (Letting each
+//     thread pack the whole B block for its rows cost ~10% at M = 1024.)
+//
+// Both cut K into equal slices and N into equal strips (see below).
+//
+// `accumulate` adds to C instead of overwriting it; `allow_threads` = false
+// keeps everything on the calling thread (inside an already parallel loop).
+template <typename T, typename Kernel>
+void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_threads) {
+    const int mr = g.kernel.mr, nr = g.kernel.nr;
+    const Blocking& blk = g.blk;
+    if (g.K == 0) {  // an empty sum: C = 0 (or C unchanged when accumulating)
+        if (!g.accumulate)
+            for (int64_t bi = 0; bi < batch; ++bi)
+                for (int64_t i = 0; i < g.M; ++i)
+                    std::fill_n(g.C + g.c_offsets[bi] + i * g.ldc, g.N, T(0));
+        return;
+    }
+    bool parallel = allow_threads && (double)g.M * g.N * g.K * batch > 1e5;
     int threads = parallel ? omp_get_max_threads() : 1;
+    // Columns are cut into strips of equal width (a multiple of nr), at most
+    // nc: 1152 = 576 + 576 rather than 1024 + 128.
+    int64_t strips = ceil_div(g.N, blk.nc), strip_width = round_up(ceil_div(g.N, strips), nr);
+    int64_t tasks = batch * strips;
+    // K is cut into slices of equal length, at most kc: 384 = 192 + 192, not
+    // 256 + 128 (a short slice pays the same C traffic for half the work).
+    int64_t slices = ceil_div(g.K, blk.kc), kc_max = ceil_div(g.K, slices);
+    int64_t nc_max = strip_width;
 
-    int64_t strips = (N + blk.nc - 1) / blk.nc;
-    int64_t row_groups = 1;  // ranges of rows per strip, each a multiple of mr rows
-    while (batch * strips * row_groups < 2 * threads && (M + row_groups * 2 - 1) / (row_groups * 2) >= 2 * mr)
-        row_groups *= 2;
-    int64_t rows_per_group = ((M + row_groups - 1) / row_groups + mr - 1) / mr * mr;
-    row_groups = (M + rows_per_group - 1) / rows_per_group;
-    int64_t items = batch * strips * row_groups;
-
-#pragma omp parallel if (parallel && items > 1)
-    {
-        // Each thread packs into its own buffers (from the caching allocator,
-        // so a training step does not go back to malloc for them).
-        // Sized for this product, not the largest block (a 64 x 64 attention
-        // tile needs 16 KiB, not 1 MiB).
-        ScratchBuffer<T> a_packed(std::min(blk.mc, round_up(M, mr)) * std::min(blk.kc, K)),
-            b_packed(std::min(blk.kc, K) * std::min(blk.nc, round_up(N, nr)));
+    if (threads == 1 || tasks >= 2 * threads) {
+#pragma omp parallel if (threads > 1)
+        {
+            // Each thread packs into its own buffers (from the caching
+            // allocator, so a training step does not go back to malloc for
+            // them), sized for this product: a 64 x 64 attention tile needs
+            // 16 KiB, not 1 MiB.
+            ScratchBuffer<T> a_packed(std::min(blk.mc, round_up(g.M, mr)) * kc_max), b_packed(kc_max * nc_max);
 #pragma omp for schedule(dynamic)
-        for (int64_t item = 0; item < items; ++item) {
-            int64_t bi = item / (strips * row_groups);
-            int64_t jc = (item / row_groups) % strips * blk.nc;
-            int64_t row_begin = item % row_groups * rows_per_group;
-            int64_t row_end = std::min(M, row_begin + rows_per_group);
-            int64_t nc = std::min(blk.nc, N - jc);
-            T* c_strip = C + c_offsets[bi] + jc;
-            if (K == 0) {  // an empty sum: C = 0 (or C unchanged when accumulating)
-                if (accumulate) continue;
-                for (int64_t i = row_begin; i < row_end; ++i) std::fill(c_strip + i * ldc, c_strip + i * ldc + nc, T(0));
-                continue;
+            for (int64_t task = 0; task < tasks; ++task) {
+                int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
+                for (int64_t s = 0; s < slices; ++s) {
+                    int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
+                    pack_b_panels(g, bi, pc, kc, jc, n, 0, ceil_div(n, nr), b_packed.data());
+                    multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, b_packed.data(), a_packed.data());
+                }
             }
-            for (int64_t pc = 0; pc < K; pc += blk.kc) {
-                int64_t kc = std::min(blk.kc, K - pc);
-                pack_b(B.data + B.batch_offsets[bi] + pc * B.row_stride + jc * B.col_stride, B.row_stride,
-                       B.col_stride, kc, nc, nr, b_packed.data(), transpose_of(kernel));
-                for (int64_t ic = row_begin; ic < row_end; ic += blk.mc) {
-                    int64_t mc = std::min(blk.mc, row_end - ic);
-                    pack_a(A.data + A.batch_offsets[bi] + ic * A.row_stride + pc * A.col_stride, A.row_stride,
-                           A.col_stride, mc, kc, mr, a_packed.data(), transpose_of(kernel));
-                    for (int64_t jr = 0; jr < nc; jr += nr)
-                        for (int64_t ir = 0; ir < mc; ir += mr)
-                            kernel.run(kc, a_packed.data() + ir * kc, b_packed.data() + jr * kc,
-                                       c_strip + (ic + ir) * ldc + jr, ldc, (int)std::min<int64_t>(mr, mc - ir),
-                                       (int)std::min<int64_t>(nr, nc - jr), /*accumulate=*/accumulate || pc > 0);
+        }
+        return;
+    }
+
+    // Few tasks: the rows are cut into chunks of whole micro-panels, as equal
+    // as possible (chunk c gets panels [c P / chunks, (c+1) P / chunks)), no
+    // chunk taller than mc, and a multiple of `threads` of them. A static
+    // schedule gives each thread the same rows in every slice, so its part of
+    // C stays in its own L2 from one slice to the next (a dynamic schedule,
+    // which moved rows between cores, was 2-3% slower).
+    int64_t panels = ceil_div(g.M, mr);
+    int64_t chunks = std::min(panels, round_up(ceil_div(panels, blk.mc / mr), threads));
+    // Two B buffers, used by turns: a thread done with its rows of slice s
+    // packs its share of slice s + 1 into the other buffer while the rest still
+    // read slice s from this one, so each slice needs one barrier, not two.
+    ScratchBuffer<T> b_even(kc_max * nc_max), b_odd(kc_max * nc_max);
+#pragma omp parallel
+    {
+        ScratchBuffer<T> a_packed(std::min(blk.mc, round_up(g.M, mr)) * kc_max);
+        // Every thread walks the same tasks and slices; the two `omp for`
+        // loops share out the work inside each. The barrier at the end of
+        // the packing loop keeps anyone from reading a half-packed B; no one
+        // can repack a buffer still being read, since that would mean
+        // passing the previous slice's packing barrier, which every thread
+        // reaches only after finishing its rows of the slice before.
+        int64_t turn = 0;
+        for (int64_t task = 0; task < tasks; ++task) {
+            int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
+            for (int64_t s = 0; s < slices; ++s, ++turn) {
+                int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
+                T* b_shared = turn % 2 == 0 ? b_even.data() : b_odd.data();
+#pragma omp for schedule(dynamic)
+                for (int64_t panel = 0; panel < ceil_div(n, nr); ++panel)
+                    pack_b_panels(g, bi, pc, kc, jc, n, panel, panel + 1, b_shared);
+#pragma omp for schedule(static) nowait
+                for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+                    int64_t row_begin = chunk * panels / chunks * mr;
+                    int64_t row_end = std::min(g.M, (chunk + 1) * panels / chunks * mr);
+                    multiply_rows(g, bi, pc, kc, jc, n, row_begin, row_end, b_shared, a_packed.data());
                 }
             }
         }
     }
+}
+
+template <typename T, typename Kernel>
+void gemm_blocked(int64_t M, int64_t N, int64_t K, const Operand<T>& A, const Operand<T>& B, T* C,
+                  const int64_t* c_offsets, int64_t batch, int64_t ldc, const Kernel& kernel, bool allow_threads,
+                  bool accumulate) {
+    GemmProblem<T, Kernel> g{M, N, K, A, B, C, c_offsets, ldc, kernel, blocking_for(kernel.mr, kernel.nr), accumulate};
+    blocked_loops(g, batch, allow_threads);
 }
 
 template <typename T>
