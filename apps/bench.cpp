@@ -150,7 +150,7 @@ StepResult time_training_step(const std::string& model, const std::string& size,
     };
     step();  // warm-up: the optimizer state, the allocator's cache, the thread pool
     step();
-    cpu::reset_peak_bytes();
+    backend_for(device).reset_peak_bytes();  // the memory of the device the step runs on
     reset_profile();
     set_profiling(true);
     std::vector<double> times;
@@ -166,11 +166,34 @@ StepResult time_training_step(const std::string& model, const std::string& size,
     double median = times[times.size() / 2];
     r.ms_per_step = median * 1e3;
     r.tokens_per_s = (double)(r.batch * r.seq) / median;
-    r.peak_bytes = cpu::allocator_stats().peak_bytes_in_use;
+    r.peak_bytes = backend_for(device).allocator_stats().peak_bytes_in_use;
     return r;
 }
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+// Every GEMM shape the timed steps ran, as a rate (its FLOPs over its time,
+// summed over the steps) and a fraction of the peak: the slowest three per
+// model are printed, all of them go to the JSON file.
+void print_step_gemm_shapes(std::vector<StepResult>& results, double peak, json& out) {
+    std::printf("\nGEMM shapes inside the steps (M x K x N layout, batch x in front), the slowest three per model:\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+        std::vector<std::pair<double, std::string>> by_rate;  // GFLOP/s, shape
+        for (const auto& [shape, t] : results[i].profile.gemm_shapes) {
+            double rate = t.seconds > 0 ? t.flops / t.seconds / 1e9 : 0;
+            by_rate.push_back({rate, shape});
+            out["training"][i]["gemm_shapes"].push_back({{"shape", shape}, {"calls", t.calls}, {"gflops", rate},
+                                                         {"percent_of_peak", percent(rate, peak)}});
+        }
+        std::sort(by_rate.begin(), by_rate.end());
+        std::string name = results[i].model + " " + results[i].size;
+        std::printf("  %-12s %zu shapes, slowest:", name.c_str(), by_rate.size());
+        for (size_t k = 0; k < by_rate.size() && k < 3; ++k)
+            std::printf("%s %s %.0f GF/s (%.0f%%)", k ? ";" : "", by_rate[k].second.c_str(), by_rate[k].first,
+                        percent(by_rate[k].first, peak));
+        std::printf("\n");
+    }
+}
 
 }  // namespace
 
@@ -282,9 +305,10 @@ int bench_command(int argc, char** argv) {
                                        {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
         }
         std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
+        if (on_cpu) print_step_gemm_shapes(results, peak, out);
         if (!on_cpu)
             std::printf("  (on %s the split times kernel launches, not the GPU's work, which runs asynchronously;\n"
-                        "   peak MiB counts host memory only)\n",
+                        "   peak MiB is device memory in tensors)\n",
                         device.str().c_str());
     }
 

@@ -412,9 +412,10 @@ int train_command(int argc, char** argv) {
 
     task.finish();
     double ms_per_step = 1000 * train_seconds / (double)(stop - first_step);
-    // The caching allocator's high-water mark: parameters, optimizer state,
-    // activations and gradients at their largest (tensor/cpu/allocator.h).
-    cpu::AllocatorStats memory = cpu::allocator_stats();
+    // The caching allocator's high-water mark on the training device:
+    // parameters, optimizer state, activations and gradients at their largest
+    // (tensor/cpu/allocator.h, or device memory on a GPU).
+    AllocatorStats memory = backend_for(device).allocator_stats();
     if (diagnostics) {
         // The residual stream of a fixed batch after every block: its tokens'
         // effective rank (the DyT study's activation rank) and normalization bias.
@@ -446,8 +447,8 @@ int train_command(int argc, char** argv) {
         std::printf("diagnostics: %lld loss spikes (factor %.2f, window %lld), per-block gradient norms in %s/diagnostics.csv\n",
                     (long long)spikes.spikes(), flags.number("spike-factor"), (long long)flags.integer("spike-window"),
                     run_dir.c_str());
-    std::printf("memory: peak %.1f MiB in tensors, %lld blocks from the system, %lld reused\n",
-                (double)memory.peak_bytes_in_use / 1048576.0, (long long)memory.system_allocations,
+    std::printf("memory: peak %.1f MiB in tensors on %s, %lld blocks from the system, %lld reused\n",
+                (double)memory.peak_bytes_in_use / 1048576.0, device.str().c_str(), (long long)memory.system_allocations,
                 (long long)memory.cache_hits);
     std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)stop,
                 last_loss, last_val, ms_per_step, (double)(task.tokens_per_batch * accum) / (ms_per_step / 1000));

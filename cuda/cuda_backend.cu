@@ -7,6 +7,7 @@
 // Because all work runs in order on one stream, a block freed by the host
 // can be reused by the next kernel at once: any kernel still reading it was
 // queued earlier and finishes first.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -71,10 +72,17 @@ struct DeviceCache {
     std::mutex mutex;
     std::map<size_t, std::vector<void*>> free_blocks;  // size class -> blocks
     std::map<void*, size_t> live;                      // block -> its size class
+    AllocatorStats stats;                              // the CPU allocator's counters, for device memory
 };
 DeviceCache& device_cache() {
     static DeviceCache* c = new DeviceCache;  // never destroyed (tensors may die during exit)
     return *c;
+}
+
+// Books a block of size class cls as handed out (the caller holds the lock).
+void count_in_use(DeviceCache& c, size_t cls) {
+    c.stats.bytes_in_use += cls;
+    c.stats.peak_bytes_in_use = std::max(c.stats.peak_bytes_in_use, c.stats.bytes_in_use);
 }
 }  // namespace
 
@@ -88,6 +96,9 @@ void* allocate(size_t nbytes) {
             void* p = it->second.back();
             it->second.pop_back();
             c.live[p] = cls;
+            c.stats.cache_hits++;
+            c.stats.bytes_cached -= cls;
+            count_in_use(c, cls);
             return p;
         }
     }
@@ -100,6 +111,7 @@ void* allocate(size_t nbytes) {
         for (auto& [size, blocks] : c.free_blocks)
             for (void* b : blocks) cudaFree(b);
         c.free_blocks.clear();
+        c.stats.bytes_cached = 0;
         status = cudaMalloc(&p, cls);
     }
     if (status != cudaSuccess)
@@ -107,6 +119,8 @@ void* allocate(size_t nbytes) {
                     cudaGetErrorString(status));
     std::lock_guard<std::mutex> lock(c.mutex);
     c.live[p] = cls;
+    c.stats.system_allocations++;
+    count_in_use(c, cls);
     return p;
 }
 
@@ -117,14 +131,73 @@ void deallocate(void* data) {
     auto it = c.live.find(data);
     if (it == c.live.end()) return;  // not ours (cannot happen through Storage)
     c.free_blocks[it->second].push_back(data);
+    c.stats.bytes_in_use -= it->second;
+    c.stats.bytes_cached += it->second;
     c.live.erase(it);
 }
+
+AllocatorStats allocator_stats() {
+    std::lock_guard<std::mutex> lock(device_cache().mutex);
+    return device_cache().stats;
+}
+
+void reset_peak_bytes() {
+    std::lock_guard<std::mutex> lock(device_cache().mutex);
+    device_cache().stats.peak_bytes_in_use = device_cache().stats.bytes_in_use;
+}
+
+// ---- indices out of range (cuda_common.cuh) ---------------------------------------
+
+namespace {
+struct MappedRecord {
+    IndexErrorRecord* host;    // what the host reads
+    IndexErrorRecord* device;  // the same memory, as the kernels address it
+};
+MappedRecord& mapped_record() {
+    static MappedRecord record = [] {
+        MappedRecord r{};
+        check(cudaHostAlloc((void**)&r.host, sizeof(IndexErrorRecord), cudaHostAllocMapped), "cudaHostAlloc (index record)");
+        *r.host = IndexErrorRecord{kNoIndexError, 0, 0};
+        check(cudaHostGetDevicePointer((void**)&r.device, r.host, 0), "cudaHostGetDevicePointer (index record)");
+        return r;
+    }();
+    return record;
+}
+
+const char* index_op_name(int op) {
+    switch (op) {
+        case kIndexSelectOp: return "index_select";
+        case kIndexAddOp: return "index_add";
+        case kGatherOp: return "gather";
+        case kScatterAddOp: return "scatter_add";
+        case kCrossEntropyOp: return "cross_entropy";
+        default: return "an indexing op";
+    }
+}
+}  // namespace
+
+IndexErrorRecord* index_error_record() { return mapped_record().device; }
+
+void throw_recorded_index_error() {
+    IndexErrorRecord* record = mapped_record().host;
+    if (record->op == kNoIndexError) return;
+    IndexErrorRecord seen = *record;
+    *record = IndexErrorRecord{kNoIndexError, 0, 0};  // the next error gets reported too
+    throw Error(std::string(index_op_name(seen.op)) + " (on the GPU): index " + std::to_string(seen.index) +
+                " is out of range for a dim of size " + std::to_string(seen.size) +
+                "; it was skipped, so results computed since that op are wrong (the GPU reports bad indices "
+                "at the next copy to the host, not at the op)");
+}
+
+// ---- copies ----------------------------------------------------------------------
 
 void copy_to_host(const void* device_src, void* host_dst, size_t nbytes) {
     if (nbytes == 0) return;
     check(cudaMemcpyAsync(host_dst, device_src, nbytes, cudaMemcpyDeviceToHost, stream()), "cudaMemcpyAsync (to host)");
-    // The host reads the values next: this is where the device is waited for.
+    // The host reads the values next: this is where the device is waited for,
+    // and so where errors the kernels recorded come out.
     check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+    throw_recorded_index_error();
 }
 
 void copy_from_host(const void* host_src, void* device_dst, size_t nbytes) {
@@ -132,6 +205,7 @@ void copy_from_host(const void* host_src, void* device_dst, size_t nbytes) {
     check(cudaMemcpyAsync(device_dst, host_src, nbytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (to device)");
     // The host buffer may be freed as soon as we return.
     check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+    throw_recorded_index_error();
 }
 
 }  // namespace cuda
@@ -161,6 +235,8 @@ const Backend& cuda_backend() {
         "cuda",
         cuda::allocate,
         cuda::deallocate,
+        cuda::allocator_stats,
+        cuda::reset_peak_bytes,
         cuda::copy_to_host,
         cuda::copy_from_host,
         cuda::fill,

@@ -11,6 +11,8 @@ namespace cuda {
 
 void* allocate(size_t nbytes);
 void deallocate(void* data);
+AllocatorStats allocator_stats();
+void reset_peak_bytes();
 void copy_to_host(const void* device_src, void* host_dst, size_t nbytes);
 void copy_from_host(const void* host_src, void* device_dst, size_t nbytes);
 void fill(const Tensor& out, double value);

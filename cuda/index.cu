@@ -3,6 +3,8 @@
 // contiguous [outer, D, inner] (tensor/backend.h). The accumulating kernels
 // use atomicAdd, so duplicate indices add up correctly; the order of those
 // additions (and so the last bits of a float sum) may differ from the CPU's.
+// Every kernel checks its indices itself and records a bad one
+// (cuda_common.cuh): the raw ops do not copy indices to the host to check.
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
 
@@ -14,44 +16,44 @@ namespace {
 // out[o, l, i] = in[o, index[l], i]
 template <typename T>
 __global__ void index_select_kernel(const T* in, const int64_t* index, T* out, int64_t outer, int64_t D, int64_t L,
-                                    int64_t inner) {
+                                    int64_t inner, IndexErrorRecord* record) {
     int64_t n = outer * L * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % inner, l = (e / inner) % L, o = e / (inner * L);
-        out[e] = in[(o * D + index[l]) * inner + i];
+        out[e] = index_in_range(index[l], D, kIndexSelectOp, record) ? in[(o * D + index[l]) * inner + i] : T(0);
     }
 }
 
 // out[o, index[l], i] += src[o, l, i]
 template <typename T>
 __global__ void index_add_kernel(T* out, const int64_t* index, const T* src, int64_t outer, int64_t D, int64_t L,
-                                 int64_t inner) {
+                                 int64_t inner, IndexErrorRecord* record) {
     int64_t n = outer * L * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % inner, l = (e / inner) % L, o = e / (inner * L);
-        atomicAdd(&out[(o * D + index[l]) * inner + i], src[e]);
+        if (index_in_range(index[l], D, kIndexAddOp, record)) atomicAdd(&out[(o * D + index[l]) * inner + i], src[e]);
     }
 }
 
 // out[o, l, i] = in[o, index[o, l, i], i]
 template <typename T>
 __global__ void gather_kernel(const T* in, const int64_t* index, T* out, int64_t outer, int64_t D, int64_t L,
-                              int64_t inner) {
+                              int64_t inner, IndexErrorRecord* record) {
     int64_t n = outer * L * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % inner, o = e / (inner * L);
-        out[e] = in[(o * D + index[e]) * inner + i];
+        out[e] = index_in_range(index[e], D, kGatherOp, record) ? in[(o * D + index[e]) * inner + i] : T(0);
     }
 }
 
 // out[o, index[o, l, i], i] += src[o, l, i]
 template <typename T>
 __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, int64_t outer, int64_t D, int64_t L,
-                                   int64_t inner) {
+                                   int64_t inner, IndexErrorRecord* record) {
     int64_t n = outer * L * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % inner, o = e / (inner * L);
-        atomicAdd(&out[(o * D + index[e]) * inner + i], src[e]);
+        if (index_in_range(index[e], D, kScatterAddOp, record)) atomicAdd(&out[(o * D + index[e]) * inner + i], src[e]);
     }
 }
 
@@ -73,13 +75,16 @@ void index_select(const Tensor& in, const Tensor& index, const Tensor& out) {
     if (n == 0) return;
     if (in.dtype() == kFloat32)
         index_select_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const float*>(in.raw_data()), indices(index),
-                                                                      static_cast<float*>(out.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                      static_cast<float*>(out.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     else if (in.dtype() == kFloat64)
         index_select_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const double*>(in.raw_data()), indices(index),
-                                                                      static_cast<double*>(out.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                      static_cast<double*>(out.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     else
         index_select_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const int64_t*>(in.raw_data()), indices(index),
-                                                                      static_cast<int64_t*>(out.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                      static_cast<int64_t*>(out.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     check_launch("index_select_kernel");
 }
 
@@ -89,10 +94,12 @@ void index_add(const Tensor& out, const Tensor& index, const Tensor& src) {
     if (n == 0) return;
     if (out.dtype() == kFloat32)
         index_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<float*>(out.raw_data()), indices(index),
-                                                                   static_cast<const float*>(src.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                   static_cast<const float*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     else
         index_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<double*>(out.raw_data()), indices(index),
-                                                                   static_cast<const double*>(src.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                   static_cast<const double*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     check_launch("index_add_kernel");
 }
 
@@ -102,13 +109,16 @@ void gather(const Tensor& in, const Tensor& index, const Tensor& out) {
     if (n == 0) return;
     if (in.dtype() == kFloat32)
         gather_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const float*>(in.raw_data()), indices(index),
-                                                                static_cast<float*>(out.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                static_cast<float*>(out.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     else if (in.dtype() == kFloat64)
         gather_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const double*>(in.raw_data()), indices(index),
-                                                                static_cast<double*>(out.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                static_cast<double*>(out.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     else
         gather_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const int64_t*>(in.raw_data()), indices(index),
-                                                                static_cast<int64_t*>(out.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                static_cast<int64_t*>(out.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     check_launch("gather_kernel");
 }
 
@@ -118,10 +128,12 @@ void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src) {
     if (n == 0) return;
     if (out.dtype() == kFloat32)
         scatter_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<float*>(out.raw_data()), indices(index),
-                                                                     static_cast<const float*>(src.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                     static_cast<const float*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     else
         scatter_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<double*>(out.raw_data()), indices(index),
-                                                                     static_cast<const double*>(src.raw_data()), d.outer, d.D, d.L, d.inner);
+                                                                     static_cast<const double*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
     check_launch("scatter_add_kernel");
 }
 

@@ -104,7 +104,7 @@ __global__ void rms_norm_kernel(const T* x, const T* gamma, double eps, T* y, T*
 
 template <typename T>
 __global__ void cross_entropy_kernel(const T* logits, const int64_t* targets, int64_t ignore_index, T* losses, T* lse,
-                                     int64_t N, int64_t V) {
+                                     int64_t N, int64_t V, IndexErrorRecord* record) {
     for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
         const T* row = logits + n * V;
         double m = -INFINITY;
@@ -115,7 +115,10 @@ __global__ void cross_entropy_kernel(const T* logits, const int64_t* targets, in
         double logsumexp = m + log(block_sum(total));
         if (threadIdx.x == 0) {
             lse[n] = (T)logsumexp;
-            losses[n] = targets[n] == ignore_index ? T(0) : (T)(logsumexp - row[targets[n]]);
+            int64_t t = targets[n];
+            // A target out of range is recorded (cuda_common.cuh) and adds no loss.
+            bool counted = t != ignore_index && index_in_range(t, V, kCrossEntropyOp, record);
+            losses[n] = counted ? (T)(logsumexp - row[t]) : T(0);
         }
     }
 }
@@ -126,7 +129,7 @@ __global__ void cross_entropy_backward_kernel(const T* dlosses, const T* logits,
     int64_t total = N * V;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t n = e / V, v = e % V;
-        if (targets[n] == ignore_index) {
+        if (targets[n] == ignore_index || targets[n] < 0 || targets[n] >= V) {  // (the forward recorded a bad one)
             dlogits[e] = T(0);
             continue;
         }
@@ -292,10 +295,12 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_i
     const int64_t* t = static_cast<const int64_t*>(targets.raw_data());
     if (logits.dtype() == kFloat32)
         cross_entropy_kernel<<<row_blocks(N), kThreads, 0, stream()>>>(ptr_or_null<float>(logits), t, ignore_index,
-                                                                       ptr_or_null<float>(losses), ptr_or_null<float>(logsumexp), N, V);
+                                                                       ptr_or_null<float>(losses), ptr_or_null<float>(logsumexp), N, V,
+                                                                       index_error_record());
     else
         cross_entropy_kernel<<<row_blocks(N), kThreads, 0, stream()>>>(ptr_or_null<double>(logits), t, ignore_index,
-                                                                       ptr_or_null<double>(losses), ptr_or_null<double>(logsumexp), N, V);
+                                                                       ptr_or_null<double>(losses), ptr_or_null<double>(logsumexp), N, V,
+                                                                       index_error_record());
     check_launch("cross_entropy_kernel");
 }
 

@@ -101,8 +101,11 @@ Tensor TransformerModel::language_forward(const Tensor& ids, const Embedding& to
     Tensor x = tokens.forward(ids);                              // [B, T, C]
     if (positions) x = x + narrow(positions->weight, 0, 0, T);  // learned positions 0..T-1
     Tensor h = run_blocks(x, stream);
-    // Untied: a separate head. Tied (GPT-2): logits against the token table itself.
-    return head ? head->forward(h) : matmul(h, transpose(tokens.weight, 0, 1));  // [B, T, V]
+    // Untied: a separate head. Tied (GPT-2): logits against the token table
+    // itself, h E^T, as a linear layer without bias: one GEMM over all B T
+    // tokens, and one for E's gradient (a matmul with E^T broadcast over the
+    // batch ran B small products, and summed B gradients afterwards).
+    return head ? head->forward(h) : linear(h, tokens.weight);  // [B, T, V]
 }
 
 // ---- GPT-2 -------------------------------------------------------------------------

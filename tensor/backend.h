@@ -39,11 +39,24 @@ struct AdamWStep {
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
 
+// A caching allocator's counters (tensor/cpu/allocator.h for host memory,
+// cuda/cuda_backend.cu for device memory).
+struct AllocatorStats {
+    int64_t system_allocations = 0;  // blocks obtained from the system (the C library, or cudaMalloc)
+    int64_t cache_hits = 0;          // allocations served from a free list
+    size_t bytes_in_use = 0;         // handed out and not yet freed (size-class bytes)
+    size_t peak_bytes_in_use = 0;    // the maximum of bytes_in_use since the last reset
+    size_t bytes_cached = 0;         // on the free lists, ready for reuse
+};
+
 struct Backend {
     const char* name;
 
     void* (*allocate)(size_t nbytes);
     void (*deallocate)(void* data);
+    // The allocator's counters, and a reset of the peak to what is in use now.
+    AllocatorStats (*allocator_stats)();
+    void (*reset_peak_bytes)();
     // Moves nbytes between this device's memory and the host's (for the CPU
     // backend both are host memory). Returns when the copy is complete.
     void (*copy_to_host)(const void* device_src, void* host_dst, size_t nbytes);

@@ -32,7 +32,8 @@ void set_profiling(bool enabled) { state().enabled = enabled; }
 ProfileTotals profile_totals() { return state().totals; }
 void reset_profile() { state().totals = ProfileTotals{}; }
 
-ProfileScope::ProfileScope(OpKind kind, double flops) : kind_(kind), flops_(flops), entered_(false), timing_(false) {
+ProfileScope::ProfileScope(OpKind kind, double flops, std::string gemm_shape)
+    : kind_(kind), flops_(flops), gemm_shape_(std::move(gemm_shape)), entered_(false), timing_(false) {
     ProfileState& s = state();
     if (!s.enabled) return;
     entered_ = true;
@@ -51,6 +52,12 @@ ProfileScope::~ProfileScope() {
     s.totals.seconds[(int)kind_] += seconds;
     s.totals.calls[(int)kind_] += 1;
     if (kind_ == OpKind::Gemm) s.totals.gemm_flops += flops_;
+    if (!gemm_shape_.empty()) {
+        GemmShapeTotals& shape = s.totals.gemm_shapes[gemm_shape_];
+        shape.calls += 1;
+        shape.seconds += seconds;
+        shape.flops += flops_;
+    }
 }
 
 }  // namespace nc

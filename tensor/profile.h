@@ -15,6 +15,8 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace nc {
 
@@ -24,10 +26,19 @@ constexpr int kOpKinds = 7;
 // random), "movement" (copies, index/gather/scatter), "loss", "optimizer".
 const char* op_kind_name(OpKind kind);
 
+// The GEMMs of one shape and layout: how often they ran, for how long.
+struct GemmShapeTotals {
+    int64_t calls = 0;
+    double seconds = 0, flops = 0;
+};
+
 struct ProfileTotals {
     std::array<double, kOpKinds> seconds{};
     std::array<int64_t, kOpKinds> calls{};
     double gemm_flops = 0;  // 2 M N K summed over matmuls, for GFLOP/s in the step
+    // By shape, "M x K x N" and layout (NN, NT = A B^T, TN = A^T B, TT), with
+    // "batch x " in front for batched products: which GEMMs are slow.
+    std::map<std::string, GemmShapeTotals> gemm_shapes;
 };
 
 bool is_profiling();
@@ -36,10 +47,11 @@ ProfileTotals profile_totals();
 void reset_profile();
 
 // RAII: times its lifetime as one call of `kind` (when profiling and not
-// already inside another scope).
+// already inside another scope). A GEMM also passes its FLOPs and its shape
+// label (see gemm_shape_totals above; built only when profiling is on).
 class ProfileScope {
 public:
-    explicit ProfileScope(OpKind kind, double flops = 0);
+    explicit ProfileScope(OpKind kind, double flops = 0, std::string gemm_shape = std::string());
     ~ProfileScope();
     ProfileScope(const ProfileScope&) = delete;
     ProfileScope& operator=(const ProfileScope&) = delete;
@@ -47,6 +59,7 @@ public:
 private:
     OpKind kind_;
     double flops_;
+    std::string gemm_shape_;
     bool entered_;  // profiling was on when the scope opened (it counts in depth)
     bool timing_;   // the outermost scope: its time is recorded
     std::chrono::steady_clock::time_point start_;

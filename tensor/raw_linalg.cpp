@@ -10,6 +10,17 @@ namespace raw {
 
 // ---- matmul --------------------------------------------------------------------
 
+// The profile's name for a product of a [.., M, K] and b [.., K, N]:
+// "1024 x 256 x 768 NT" (T: that operand is a transposed view, its rows not
+// contiguous), with "32 x " in front for a batch of 32.
+static std::string gemm_shape_label(int64_t batch, int64_t M, int64_t K, int64_t N, const Tensor& a,
+                                    const Tensor& b) {
+    auto layout = [](const Tensor& t) { return t.size(-1) > 1 && t.strides().back() != 1 ? "T" : "N"; };
+    std::string label = batch > 1 ? std::to_string(batch) + " x " : std::string();
+    return label + std::to_string(M) + " x " + std::to_string(K) + " x " + std::to_string(N) + " " + layout(a) +
+           layout(b);
+}
+
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     if (a_in.dim() == 0 || b_in.dim() == 0)
         fail("matmul", "both operands need at least 1 dim, got " + shape_str(a_in.shape()) + " and " +
@@ -35,7 +46,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     shape_out.insert(shape_out.end(), {M, N});
     check_ndim(shape_out, "matmul");
     Tensor out = empty(shape_out, a.dtype(), a.device());
-    ProfileScope scope(OpKind::Gemm, 2.0 * (double)out.numel() * (double)K);
+    ProfileScope scope(OpKind::Gemm, 2.0 * (double)out.numel() * (double)K,
+                       is_profiling() ? gemm_shape_label(out.numel() / std::max<int64_t>(1, M * N), M, K, N, a, b)
+                                      : std::string());
     backend_for(a.device()).matmul(expand(a, shape_a), expand(b, shape_b), out, /*accumulate=*/false);
     if (a_in.dim() == 1) out = squeeze(out, -2);
     if (b_in.dim() == 1) out = squeeze(out, -1);
@@ -57,7 +70,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     // With a bias, C starts as the bias in every row and the GEMM adds x w^T
     // to it: no separate pass over the output to add the bias afterwards.
     Tensor out = bias.defined() ? contiguous(expand(view(bias, {1, N}), {M, N})) : empty({M, N}, x.dtype(), x.device());
-    ProfileScope scope(OpKind::Gemm, 2.0 * (double)M * (double)N * (double)K);
+    ProfileScope scope(OpKind::Gemm, 2.0 * (double)M * (double)N * (double)K,
+                       is_profiling() ? gemm_shape_label(1, M, K, N, x, transpose(w, 0, 1)) : std::string());
     backend_for(x.device()).matmul(reshape(x, {M, K}), transpose(w, 0, 1), out, /*accumulate=*/bias.defined());
     return view(out, shape_out);
 }
@@ -83,14 +97,20 @@ Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, t
 
 // ---- indexing ------------------------------------------------------------------
 
-static void check_index(const Tensor& index, const std::string& op) {
+static void check_index(const Tensor& index, Device data_device, const std::string& op) {
     if (index.dtype() != kInt64)
         fail(op, std::string("index must be an int64 tensor (from_indices), got ") + dtype_name(index.dtype()));
+    if (index.device() != data_device)
+        fail(op, "the index is on " + index.device().str() + " but the data is on " + data_device.str() +
+                     " (move one with .to())");
 }
 
 // Bounds check on the host: an out-of-range index must be an error, not a
-// read past the end of memory.
+// read past the end of memory. On the GPU the kernels check their indices
+// themselves (reading them here would make every lookup wait for the GPU)
+// and report a bad one at the next copy to the host; see cuda/cuda_common.cuh.
 static void check_bounds(const Tensor& index, int64_t size, const std::string& op, int64_t dim) {
+    if (index.device() != kCPU) return;
     for (int64_t i : index.to_int_vector())
         if (i < 0 || i >= size)
             fail(op, "index " + std::to_string(i) + " is out of range for dim " + std::to_string(dim) +
@@ -106,7 +126,7 @@ static Tensor as_3d(const Tensor& t, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-    check_index(index, "index_select");
+    check_index(index, x.device(), "index_select");
     if (index.dim() != 1) fail("index_select", "index must be 1-D, got shape " + shape_str(index.shape()));
     dim = normalize_dim(dim, x.dim(), "index_select");
     check_bounds(index, x.shape()[dim], "index_select", dim);
@@ -119,7 +139,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor index_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
-    check_index(index, "index_add");
+    check_index(index, src.device(), "index_add");
     dim = normalize_dim(dim, (int64_t)shape.size(), "index_add");
     Shape expected = shape;
     expected[dim] = index.numel();
@@ -135,8 +155,9 @@ Tensor index_add(const Shape& shape, int64_t dim, const Tensor& index, const Ten
 // gather/scatter_add index: same number of dims as x, and every dim except
 // `dim` no larger than x's (as in PyTorch); we require them equal, which is
 // what cross-entropy and friends need and keeps the kernel a simple 3-D loop.
-static void check_gather_index(const Shape& x_shape, int64_t dim, const Tensor& index, const std::string& op) {
-    check_index(index, op);
+static void check_gather_index(const Shape& x_shape, Device device, int64_t dim, const Tensor& index,
+                               const std::string& op) {
+    check_index(index, device, op);
     bool ok = index.dim() == (int64_t)x_shape.size();
     for (int64_t i = 0; ok && i < index.dim(); ++i)
         if (i != dim && index.shape()[i] != x_shape[i]) ok = false;
@@ -148,7 +169,7 @@ static void check_gather_index(const Shape& x_shape, int64_t dim, const Tensor& 
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     dim = normalize_dim(dim, x.dim(), "gather");
-    check_gather_index(x.shape(), dim, index, "gather");
+    check_gather_index(x.shape(), x.device(), dim, index, "gather");
     Tensor out = empty(index.shape(), x.dtype(), x.device());
     ProfileScope scope(OpKind::Movement);
     backend_for(x.device()).gather(as_3d(x, dim), as_3d(index, dim), as_3d(out, dim));
@@ -157,7 +178,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
     dim = normalize_dim(dim, (int64_t)shape.size(), "scatter_add");
-    check_gather_index(shape, dim, index, "scatter_add");
+    check_gather_index(shape, src.device(), dim, index, "scatter_add");
     if (src.shape() != index.shape())
         fail("scatter_add", "source shape " + shape_str(src.shape()) + " must equal index shape " +
                                 shape_str(index.shape()));

@@ -97,6 +97,13 @@ static void check_cross_entropy(const Tensor& logits, const Tensor& targets, int
                                   " (one class index per row), got " + shape_str(targets.shape()));
     if (targets.dtype() != kInt64)
         fail("cross_entropy", std::string("targets must be int64 class indices, got ") + dtype_name(targets.dtype()));
+    if (targets.device() != logits.device())
+        fail("cross_entropy", "the targets are on " + targets.device().str() + " but the logits are on " +
+                                  logits.device().str() + " (move one with .to())");
+    // On the GPU the kernel checks the targets itself (reading them here would
+    // make the op wait for the GPU) and reports a bad one at the next copy to
+    // the host; see cuda/cuda_common.cuh.
+    if (targets.device() != kCPU) return;
     int64_t V = logits.size(-1);
     for (int64_t t : targets.to_int_vector())
         if (t != ignore_index && (t < 0 || t >= V))

@@ -26,9 +26,9 @@ TEST_CASE("a freed block is handed out again without a system allocation", "[all
     void* first = cpu::allocate(100000);
     CHECK(reinterpret_cast<uintptr_t>(first) % 64 == 0);
     cpu::deallocate(first);
-    cpu::AllocatorStats before = cpu::allocator_stats();
+    AllocatorStats before = cpu::allocator_stats();
     void* second = cpu::allocate(99000);  // same size class as 100000
-    cpu::AllocatorStats after = cpu::allocator_stats();
+    AllocatorStats after = cpu::allocator_stats();
     CHECK(second == first);
     CHECK(after.system_allocations == before.system_allocations);
     CHECK(after.cache_hits == before.cache_hits + 1);
@@ -76,10 +76,10 @@ TEST_CASE("a steady-state training step makes no system allocation", "[allocator
     };
     step();  // the first steps fill the cache (and create the optimizer state)
     step();
-    cpu::AllocatorStats before = cpu::allocator_stats();
+    AllocatorStats before = cpu::allocator_stats();
     step();
     step();
-    cpu::AllocatorStats after = cpu::allocator_stats();
+    AllocatorStats after = cpu::allocator_stats();
     CHECK(after.system_allocations == before.system_allocations);
     CHECK(after.cache_hits > before.cache_hits + 100);  // it did allocate, from the cache
 }

@@ -104,6 +104,47 @@ TEST_CASE("cuda: reductions, softmax and indexing", "[cuda]") {
     same(g_cpu, g_gpu);
 }
 
+TEST_CASE("cuda: a bad index is reported at the next copy to the host, then forgotten", "[cuda][errors]") {
+    if (!gpu_or_skip()) return;
+    // The raw ops do not read GPU indices on the host (that would wait for the
+    // GPU); the kernels skip and record a bad one, copy_to_host throws.
+    Tensor gx = on_gpu(randn({5, 3}, 9));
+    Tensor picked = raw::index_select(gx, 0, on_gpu(raw::from_indices({1, 7}, {2})));  // no wait, no error yet
+    nc_test::check_error([&] { picked.to_vector(); }, {"index_select", "GPU", "index 7", "size 5"});
+    // Reported once: the next copy succeeds, and good lookups work again.
+    Tensor good = raw::index_select(gx, 0, on_gpu(raw::from_indices({4, 0}, {2})));
+    same(raw::index_select(raw::to_device(gx, kCPU), 0, raw::from_indices({4, 0}, {2})), good);
+    Tensor logits = on_gpu(randn({2, 4}, 10));
+    nc_test::check_error(
+        [&] { raw::cross_entropy(logits, on_gpu(raw::from_indices({1, 4}, {2})), -100).losses.to_vector(); },
+        {"cross_entropy", "index 4", "size 4"});
+    nc_test::check_error([&] { raw::gather(gx, 1, on_gpu(raw::from_indices({0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, -1}, {5, 3}))).to_vector(); },
+                         {"gather", "index -1", "size 3"});
+    // An index on the wrong device is caught on the host, at the op.
+    nc_test::check_error([&] { raw::index_select(gx, 0, raw::from_indices({0}, {1})); }, {"index_select", "cpu", "cuda"});
+}
+
+TEST_CASE("cuda: the device allocator counts its memory", "[cuda][memory]") {
+    if (!gpu_or_skip()) return;
+    const Backend& gpu = backend_for(kCuda);
+    gpu.reset_peak_bytes();
+    AllocatorStats before = gpu.allocator_stats();
+    {
+        Tensor big = raw::zeros({1 << 20}, kFloat32, kCuda);  // 4 MiB
+        AllocatorStats during = gpu.allocator_stats();
+        CHECK(during.bytes_in_use >= before.bytes_in_use + (4u << 20));
+        CHECK(during.peak_bytes_in_use >= during.bytes_in_use);
+    }
+    AllocatorStats after = gpu.allocator_stats();
+    CHECK(after.bytes_in_use == before.bytes_in_use);
+    CHECK(after.peak_bytes_in_use >= before.bytes_in_use + (4u << 20));
+    CHECK(after.bytes_cached >= (4u << 20));  // kept for reuse, not cudaFree'd
+    // The same size again comes from the cache.
+    Tensor again = raw::zeros({1 << 20}, kFloat32, kCuda);
+    CHECK(gpu.allocator_stats().cache_hits > after.cache_hits);
+    CHECK(gpu.allocator_stats().system_allocations == after.system_allocations);
+}
+
 TEST_CASE("cuda: matmul in every layout, batched and broadcast (cuBLAS)", "[cuda]") {
     if (!gpu_or_skip()) return;
     Tensor a = randn({33, 17}, 5), b = randn({17, 20}, 6);

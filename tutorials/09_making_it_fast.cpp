@@ -143,9 +143,9 @@ int main() {
     // entirely from blocks the first one freed.
     auto work = [&] { raw::matmul(raw::add(raw::randn({256, 256}, gen), 1.0), raw::randn({256, 256}, gen)); };
     work();
-    cpu::AllocatorStats s1 = cpu::allocator_stats();
+    AllocatorStats s1 = cpu::allocator_stats();
     work();
-    cpu::AllocatorStats s2 = cpu::allocator_stats();
+    AllocatorStats s2 = cpu::allocator_stats();
     std::printf("caching allocator: the repeated computation made %lld system allocations and reused %lld blocks\n",
                 (long long)(s2.system_allocations - s1.system_allocations), (long long)(s2.cache_hits - s1.cache_hits));
     expect(s2.system_allocations == s1.system_allocations, "no new system allocation the second time");

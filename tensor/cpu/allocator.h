@@ -14,19 +14,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tensor/backend.h"  // AllocatorStats
+
 namespace nc {
 namespace cpu {
 
 void* allocate(size_t nbytes);
 void deallocate(void* data);
 
-struct AllocatorStats {
-    int64_t system_allocations = 0;  // blocks obtained from the C library
-    int64_t cache_hits = 0;          // allocations served from a free list
-    size_t bytes_in_use = 0;         // handed out and not yet freed (size-class bytes)
-    size_t peak_bytes_in_use = 0;    // the maximum of bytes_in_use since the last reset
-    size_t bytes_cached = 0;         // on the free lists, ready for reuse
-};
+// The counters (AllocatorStats, tensor/backend.h); the CUDA allocator keeps
+// the same ones for device memory.
 AllocatorStats allocator_stats();
 void reset_peak_bytes();
 // Returns every cached block to the C library.

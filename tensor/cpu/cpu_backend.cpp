@@ -14,6 +14,8 @@ const Backend& cpu_backend() {
         "cpu",
         cpu::allocate,
         cpu::deallocate,
+        cpu::allocator_stats,
+        cpu::reset_peak_bytes,
         cpu::copy_bytes,
         cpu::copy_bytes,
         cpu::fill,
