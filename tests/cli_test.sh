@@ -138,6 +138,8 @@ grep -qE '^FMA peak \(float32, [a-z0-9]+, [0-9]+ threads\): [0-9.]+ GFLOP/s' <<<
 grep -qE 'gemm 1024x1024x1024 NN +[0-9.]+ GF/s +[0-9.]+%' <<<"$out" || fail "bench: no GEMM row in the summary: $out"
 grep -qE 'gpt2 tiny step +[0-9.]+ ms' <<<"$out" || fail "bench: no step time in the summary: $out"
 grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work/bench.json" || fail "bench --json"
+grep -qE 'gpt2 tiny +[0-9]+ shapes, slowest: [0-9]+ x [0-9]+ x [0-9]+ [NT][NT] [0-9]+ GF/s' <<<"$out" || fail "bench: no per-shape GEMM line for the step: $out"
+grep -q '"gemm_shapes"' "$work/bench.json" || fail "bench --json: no per-shape GEMMs of the step"
 
 # 7. experiment isometry at smoke scale writes its CSV, table and plot script.
 out=$("$bin" experiment isometry --smoke --out "$work/iso" 2>&1) || fail "experiment isometry --smoke: $out"

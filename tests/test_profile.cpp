@@ -33,3 +33,26 @@ TEST_CASE("the profiler sorts kernel time by kind and counts GEMM FLOPs", "[prof
     reset_profile();
     CHECK(profile_totals().calls[(int)OpKind::Gemm] == 0);
 }
+
+TEST_CASE("the profiler keeps each GEMM shape and layout apart", "[profile]") {
+    Tensor a = raw::ones({8, 16}), b = raw::ones({16, 4}), w = raw::ones({4, 16});
+    Tensor batched = raw::ones({3, 8, 16});
+    reset_profile();
+    set_profiling(true);
+    raw::matmul(a, b);
+    raw::matmul(a, b);
+    raw::matmul(raw::transpose(raw::ones({16, 8}), 0, 1), b);  // A^T B: a weight gradient's layout
+    raw::linear(batched, w, Tensor());                          // x W^T over all 24 rows
+    raw::matmul(batched, raw::ones({3, 16, 4}));
+    set_profiling(false);
+    const auto& shapes = profile_totals().gemm_shapes;
+    REQUIRE(shapes.size() == 4);
+    CHECK(shapes.at("8 x 16 x 4 NN").calls == 2);
+    CHECK(shapes.at("8 x 16 x 4 NN").flops == 2 * 2.0 * 8 * 16 * 4);
+    CHECK(shapes.at("8 x 16 x 4 TN").calls == 1);
+    CHECK(shapes.at("24 x 16 x 4 NT").calls == 1);
+    CHECK(shapes.at("3 x 8 x 16 x 4 NN").flops == 2.0 * 3 * 8 * 16 * 4);
+    for (const auto& [label, t] : shapes) CHECK(t.seconds >= 0);
+    reset_profile();
+    CHECK(profile_totals().gemm_shapes.empty());
+}
