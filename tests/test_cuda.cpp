@@ -2,6 +2,8 @@
 // its gradient, the optimizer, and a training step of each model, on the
 // same random inputs. Without a usable GPU (or without the CUDA backend in
 // this build) every case returns at once and one line says why.
+#include <cstdlib>
+
 #include "helpers.h"
 #include "autograd/ops_nn.h"
 #include "nn/models.h"
@@ -206,6 +208,41 @@ TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
         Tensor q = randn({2, 3, 70, 16}, 15), k = randn({2, 3, 70, 16}, 16), vv = randn({2, 3, 70, 8}, 17);
         same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
                             {q, k, vv});
+    }
+}
+
+TEST_CASE("cuda: the tiled attention kernels equal the CPU's and the simple kernels", "[cuda][attention]") {
+    if (!gpu_or_skip()) return;
+    // float32 with q, k, v all 16, 32 or 64 wide runs the tiled kernels
+    // (cuda/attention.cu); sizes cover one partial tile, several tiles, and a
+    // single query; non-causal also with more keys than queries.
+    using V = std::vector<Tensor>;
+    struct Case {
+        int64_t T, S, D;
+        bool causal;
+    };
+    for (Case c : {Case{70, 70, 64, true}, Case{130, 130, 32, true}, Case{1, 1, 16, true}, Case{70, 70, 64, false},
+                   Case{5, 97, 32, false}, Case{33, 33, 16, false}}) {
+        INFO("T=" << c.T << " S=" << c.S << " D=" << c.D << " causal " << c.causal);
+        Tensor q = randn({2, 3, c.T, c.D}, 30), k = randn({2, 3, c.S, c.D}, 31), v = randn({2, 3, c.S, c.D}, 32);
+        bool causal = c.causal;
+        auto attend = [causal](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); };
+        same_with_gradients(attend, {q, k, v});
+        // The same on the GPU with the simple kernels.
+        V tiled_in, simple_in;
+        for (const Tensor& x : {q, k, v}) {
+            tiled_in.push_back(raw::clone(on_gpu(x)).set_requires_grad(true));
+            simple_in.push_back(raw::clone(on_gpu(x)).set_requires_grad(true));
+        }
+        Tensor r = on_gpu(randn({2, 3, c.T, c.D}, 33));
+        Tensor tiled = attend(tiled_in);
+        backward(sum(tiled * r));
+        setenv("NORMCORE_ATTENTION", "simple", 1);
+        Tensor simple = attend(simple_in);
+        backward(sum(simple * r));
+        unsetenv("NORMCORE_ATTENTION");
+        same(raw::to_device(simple, kCPU), tiled, 1e-4);
+        for (int i = 0; i < 3; ++i) same(raw::to_device(simple_in[i].grad(), kCPU), tiled_in[i].grad(), 1e-4);
     }
 }
 
