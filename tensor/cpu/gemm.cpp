@@ -174,7 +174,6 @@ void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T
 Transpose16Fn transpose_of(const MicroKernel& kernel) { return kernel.transpose16; }
 Transpose16Fn transpose_of(const MicroKernelDouble&) { return nullptr; }
 
-
 // The operands are described by pointers, so the single-matrix entry below
 // needs no vectors: matrix b of the batch starts at data + batch_offsets[b].
 template <typename T>
