@@ -65,10 +65,16 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
     raw::CrossEntropyForward f = raw::cross_entropy(logits, targets, ignore_index);
-    // The mean runs over the rows that count; the others contribute 0.
-    int64_t counted = 0;
-    for (int64_t t : targets.to_int_vector()) counted += t != ignore_index;
-    double scale = counted ? 1.0 / (double)counted : 0.0;
+    // The mean runs over the rows that count (target != ignore_index); the
+    // others contribute 0. Their number is counted where the targets live,
+    // as a tensor: on a GPU, reading the targets on the host would make
+    // every forward wait for the GPU. scale = 1 / max(counted, 1): with no
+    // row counting, the sum is 0 and so is the loss.
+    DType dtype = logits.dtype();
+    Tensor ignored = raw::scalar((double)ignore_index, dtype, logits.device());
+    Tensor one = raw::scalar(1.0, dtype, logits.device());
+    Tensor counted = raw::sum(raw::ne(raw::to_dtype(targets, dtype), ignored));
+    Tensor scale = raw::div(one, raw::maximum(counted, one));
     Tensor loss = raw::mul(raw::sum(f.losses), scale);
     // dL/dlogits_n = (g / counted) (softmax(logits_n) - onehot(t_n)); 0 for ignored rows.
     return record("CrossEntropy", loss, {logits}, [logits, targets, f, scale, ignore_index](const Tensor& g) {

@@ -163,10 +163,15 @@ std::vector<ParamGroup> decay_groups(const nn::Module& model, double weight_deca
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     NoGradGuard no_grad;
     ProfileScope scope(OpKind::Optimizer);
-    double total = 0;
-    for (const Tensor& p : params)
-        if (p.grad().defined()) total += raw::sum(raw::mul(p.grad(), p.grad())).item();
-    double norm = std::sqrt(total);
+    // The squares are summed where the gradients live, and only the total is
+    // read on the host: one wait for the GPU per step, not one per parameter.
+    Tensor total;
+    for (const Tensor& p : params) {
+        if (!p.grad().defined()) continue;
+        Tensor squares = raw::sum(raw::mul(p.grad(), p.grad()));
+        total = total.defined() ? raw::add(total, raw::to_dtype(squares, total.dtype())) : raw::to_dtype(squares, kFloat64);
+    }
+    double norm = total.defined() ? std::sqrt(total.item()) : 0.0;
     if (max_norm > 0 && norm > max_norm) {
         double scale = max_norm / (norm + 1e-6);
         for (const Tensor& p : params)

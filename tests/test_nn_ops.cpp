@@ -118,6 +118,13 @@ TEST_CASE("fused cross-entropy equals log_softmax + gather and honours ignore_in
     std::vector<double> grad = logits.grad().to_vector();
     for (int i = 5; i < 10; ++i) CHECK(grad[i] == 0);  // row 1 was ignored
     logits.zero_grad();
+    // Every row ignored: the loss is 0 (not 0/0) and so is every gradient.
+    Tensor all_ignored = raw::full({2, 3}, -100, kInt64);
+    Tensor nothing = cross_entropy(logits, all_ignored);
+    CHECK(nothing.item() == 0);
+    backward(nothing);
+    for (double g : logits.grad().to_vector()) CHECK(g == 0);
+    logits.zero_grad();
     // Huge logits stay finite.
     Tensor big = raw::from_vector(std::vector<float>{1000, -1000, 0}, {1, 3});
     CHECK(cross_entropy(big, raw::from_indices({0}, {1})).item() == Approx(0).margin(1e-6));
