@@ -83,6 +83,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
     });
 }
 
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
+    bool has_bias = bias.defined();
+    std::vector<Tensor> inputs = {x, alpha, weight};
+    if (has_bias) inputs.push_back(bias);
+    // One backward kernel gives dx, dalpha, dweight and dbias (formulas in tensor/raw_nn.h).
+    return record("DyT", raw::dyt(x, alpha, weight, bias), inputs, [x, alpha, weight, has_bias](const Tensor& g) {
+        raw::DyTBackward d = raw::dyt_backward(raw::contiguous(g), x, alpha, weight, has_bias);
+        Grads grads{d.dx, d.dalpha, d.dweight};
+        if (has_bias) grads.push_back(d.dbias);
+        return grads;
+    });
+}
+
 Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
     // Derivation: tutorials/08-geonorm.md. One backward kernel gives all three.
     return record("GeodesicUpdate", raw::geodesic_update(x, u, alpha), {x, u, alpha}, [x, u, alpha](const Tensor& g) {

@@ -1,5 +1,5 @@
 // ops_nn.h — differentiable neural-network ops: activations and the fused
-// kernels (LayerNorm, RMSNorm, cross-entropy, the geodesic update), each with
+// kernels (LayerNorm, RMSNorm, DyT, cross-entropy, the geodesic update), each with
 // a hand-derived backward pass (ops_nn.cpp; formulas in tensor/raw_nn.h).
 #pragma once
 
@@ -27,6 +27,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
 // row by row over the last dim (tensor/raw_nn.h). alpha is a one-element
 // tensor; it gets a gradient when it requires grad.
 Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha);
+
+// Dynamic Tanh, weight * tanh(alpha x) + bias over the last dim, as one fused
+// op each way (tensor/raw_nn.h). alpha: one element; bias may be undefined.
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias);
 
 // softmax(scale q k^T + causal mask) v for q [..., T, D], k [..., S, D],
 // v [..., S, Dv]; scale <= 0 means 1/sqrt(D). One fused kernel each way.

@@ -260,6 +260,8 @@ const Backend& cuda_backend() {
         cuda::cross_entropy_backward,
         cuda::geodesic_update,
         cuda::geodesic_update_backward,
+        cuda::dyt,
+        cuda::dyt_backward,
         cuda::attention,
         cuda::attention_backward,
         cuda::adamw_update,

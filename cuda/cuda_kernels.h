@@ -42,6 +42,9 @@ void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const T
 void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
 void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                               const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
+void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
+void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
+                  const Tensor& dy_t, const Tensor& dalpha_rows);
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
                const Tensor& logsumexp);
 void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,

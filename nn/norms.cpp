@@ -74,10 +74,9 @@ DyT::DyT(int64_t C, double alpha0, bool has_bias, Options opt) {
 
 Tensor DyT::forward(const Tensor& x) const {
     check_features(x, weight.numel(), "DyT");
-    Tensor z = alpha * x;
-    if (track_) last_saturation_ = diag::saturation(z.detach(), threshold_);
-    Tensor y = weight * tanh(z);
-    return bias.defined() ? y + bias : y;
+    // The saturation diagnostic looks at z = alpha x, outside the graph.
+    if (track_) last_saturation_ = diag::saturation(raw::mul(x.detach(), alpha.detach()), threshold_);
+    return dyt(x, alpha, weight, bias);  // one fused op: weight * tanh(alpha x) + bias
 }
 
 void DyT::track_saturation(bool on, double threshold) {

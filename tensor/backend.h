@@ -120,6 +120,13 @@ struct Backend {
     // dalpha_rows: [rows], each row's contribution to dL/dalpha.
     void (*geodesic_update_backward)(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                                      const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
+    // Dynamic Tanh. x, out: contiguous [rows, C]; alpha: one element;
+    // weight: [C]; bias: [C] or undefined.
+    void (*dyt)(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
+    // dx and dy_t = dy tanh(alpha x): [rows, C]; dalpha_rows: [rows], each
+    // row's sum of dz x (the raw op sums dy_t and dalpha_rows over rows).
+    void (*dyt_backward)(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight,
+                         const Tensor& dx, const Tensor& dy_t, const Tensor& dalpha_rows);
     // q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous -> out [N, T, Dv]
     // = softmax(scale q k^T, keys j > i masked when causal) v, and logsumexp
     // [N, T] = log of each softmax row's denominator (in units of the scaled

@@ -168,6 +168,46 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
     return g;
 }
 
+// ---- Dynamic Tanh --------------------------------------------------------------------
+
+static void check_dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias,
+                      const std::string& op) {
+    if (!weight.defined()) fail(op, "needs a weight [C]");
+    check_feature_param(weight, x, "weight", op);
+    check_feature_param(bias, x, "bias", op);
+    if (!alpha.defined() || alpha.numel() != 1 || alpha.dtype() != x.dtype() || alpha.device() != x.device())
+        fail(op, "alpha must be one " + std::string(dtype_name(x.dtype())) + " value on " + x.device().str() +
+                     ", got " + (alpha.defined() ? shape_str(alpha.shape()) + " " + dtype_name(alpha.dtype()) : "none"));
+}
+
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
+    Tensor rows = as_rows(x, "dyt");
+    check_dyt(x, alpha, weight, bias, "dyt");
+    Tensor out = empty(x.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
+    backend_for(x.device()).dyt(rows, contiguous(alpha), contiguous(weight),
+                                bias.defined() ? contiguous(bias) : Tensor(), view(out, rows.shape()));
+    return out;
+}
+
+DyTBackward dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, bool has_bias) {
+    check_same(dy, x, "gradient and input", "dyt_backward");
+    Tensor rows = as_rows(x, "dyt_backward");
+    check_dyt(x, alpha, weight, Tensor(), "dyt_backward");
+    Tensor dy_rows = as_rows(dy, "dyt_backward");
+    DyTBackward g;
+    g.dx = empty(x.shape(), x.dtype(), x.device());
+    Tensor dy_t = empty(rows.shape(), x.dtype(), x.device());  // dy tanh(alpha x), summed into dweight below
+    Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
+    backend_for(x.device()).dyt_backward(dy_rows, rows, contiguous(alpha), contiguous(weight),
+                                         view(g.dx, rows.shape()), dy_t, dalpha_rows);
+    g.dalpha = reshape(sum(dalpha_rows), alpha.shape());
+    g.dweight = sum(dy_t, {0});
+    if (has_bias) g.dbias = sum(dy_rows, {0});
+    return g;
+}
+
 // Leading dims of an attention operand flattened: [..., R, C] -> contiguous [N, R, C].
 static Tensor as_batch(const Tensor& t) {
     return reshape(contiguous(t), {t.numel() == 0 ? 0 : t.numel() / (t.size(-2) * t.size(-1)), t.size(-2), t.size(-1)});

@@ -72,6 +72,18 @@ struct GeodesicBackward {
 };
 GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha);
 
+// ---- Dynamic Tanh (Zhu et al. 2025) ---------------------------------------------------
+// y = weight * tanh(alpha x) + bias over the last dim of x, in one pass
+// (weight, bias: [C], bias may be undefined; alpha: one element). Backward
+// recomputes t = tanh(alpha x) from x, with dz = dy weight (1 - t^2):
+//   dx = alpha dz,  dalpha = sum of dz x,  dweight = sum over rows of dy t,
+//   dbias = sum over rows of dy.
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias);
+struct DyTBackward {
+    Tensor dx, dalpha, dweight, dbias;  // dalpha has alpha's shape; dbias undefined without a bias
+};
+DyTBackward dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, bool has_bias);
+
 // ---- scaled dot-product attention ------------------------------------------------
 // q: [..., T, D], k: [..., S, D], v: [..., S, Dv] with the same leading dims.
 // P = softmax(scale q k^T) over S, with keys j > i masked when causal;

@@ -101,6 +101,26 @@ TEST_CASE("gradcheck: fused LayerNorm and RMSNorm with and without affine", "[nn
     check_gradcheck([](const V& v) { return rms_norm(transpose(v[0], 0, 1), Tensor(), 1e-6); }, {x});
 }
 
+TEST_CASE("fused DyT equals weight * tanh(alpha x) + bias and passes gradcheck", "[nn][fused][dyt]") {
+    Tensor x = leaf({3, 4, 7}, 40, 2.0), alpha = leaf({1}, 41, 0.3, 0.8), w = leaf({7}, 42, 0.5, 1.0), b = leaf({7}, 43);
+    check_same_function([](const V& v) { return dyt(v[0], v[1], v[2], v[3]); },
+                        [](const V& v) { return v[2] * tanh(v[1] * v[0]) + v[3]; }, {x, alpha, w, b}, 1e-12);
+    check_same_function([](const V& v) { return dyt(v[0], v[1], v[2], Tensor()); },
+                        [](const V& v) { return v[2] * tanh(v[1] * v[0]); }, {x, alpha, w}, 1e-12);
+    check_gradcheck([](const V& v) { return dyt(v[0], v[1], v[2], v[3]); }, {x, alpha, w, b});
+    check_gradcheck([](const V& v) { return dyt(v[0], v[1], v[2], Tensor()); }, {x, alpha, w});
+    // float32, a transposed (strided) input, 33 features (no SIMD width divides it).
+    Generator gen(44);
+    Tensor x32 = raw::transpose(raw::mul(raw::randn({33, 50}, gen), 3.0), 0, 1);
+    Tensor a32 = raw::full({1}, 0.7), w32 = raw::randn({33}, gen), b32 = raw::randn({33}, gen);
+    Tensor composed = raw::add(raw::mul(w32, raw::tanh(raw::mul(a32, x32))), b32);
+    check_values(raw::dyt(x32, a32, w32, b32), composed.to_vector(), 1e-6);
+    // Bad arguments name what is wrong.
+    check_error([&] { dyt(x, raw::ones({2}, kFloat64), w, b); }, {"dyt", "alpha", "[2]"});
+    check_error([&] { dyt(x, alpha, leaf({6}, 45), b); }, {"dyt", "weight", "[6]", "7 features"});
+    check_error([&] { dyt(x, alpha, Tensor(), b); }, {"dyt", "weight"});
+}
+
 TEST_CASE("fused cross-entropy equals log_softmax + gather and honours ignore_index", "[nn][fused]") {
     Tensor logits = leaf({2, 3, 5}, 38, 2.0);
     Tensor targets = raw::from_indices({0, 4, 2, 1, 1, 3}, {2, 3});

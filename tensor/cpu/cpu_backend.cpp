@@ -39,6 +39,8 @@ const Backend& cpu_backend() {
         cpu::cross_entropy_backward,
         cpu::geodesic_update,
         cpu::geodesic_update_backward,
+        cpu::dyt,
+        cpu::dyt_backward,
         cpu::attention,
         cpu::attention_backward,
         cpu::adamw_update,

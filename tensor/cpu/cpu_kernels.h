@@ -53,6 +53,9 @@ void attention_reference_backward(const Tensor& dout, const Tensor& q, const Ten
 void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
 void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                               const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
+void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
+void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
+                  const Tensor& dy_t, const Tensor& dalpha_rows);
 
 }  // namespace cpu
 }  // namespace nc

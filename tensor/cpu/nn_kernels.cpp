@@ -1,5 +1,5 @@
 // nn_kernels.cpp — CPU kernels for the fused neural-network ops: LayerNorm,
-// RMSNorm, softmax + cross-entropy and the geodesic update, forward and
+// RMSNorm, Dynamic Tanh, softmax + cross-entropy and the geodesic update, forward and
 // backward. The formulas are in tensor/raw_nn.h; the derivations in
 // tutorials 03 and 08. Every row is independent, so rows are split across
 // threads; per-row sums accumulate in double.
@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/cpu/fast_math.h"
 #include "tensor/sphere.h"
 
 namespace nc {
@@ -306,6 +307,63 @@ static void geodesic_backward_typed(const Tensor& dy_t, const Tensor& x_t, const
             dxr[i] = (T)(k.C * gr[i] - (2 * gam * q / s) * xr[i] - (kx / s) * ur[i] + (2 * c * kx / s) * xr[i] - c * kv);
         }
     }
+}
+
+// ---- Dynamic Tanh ---------------------------------------------------------------------
+//
+// Formulas in tensor/raw_nn.h. tanh_fast is vectorizable in float32 (and
+// std::tanh in float64), so the forward is one streaming pass.
+
+template <typename T>
+static void dyt_typed(const Tensor& x_t, const Tensor& alpha_t, const Tensor& weight_t, const Tensor& bias_t,
+                      const Tensor& out_t) {
+    int64_t rows = x_t.size(0), C = x_t.size(1);
+    const T *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t), *b = ptr_or_null<T>(bias_t);
+    const T alpha = *ptr_or_null<T>(alpha_t);
+    T* y = mut_or_null<T>(out_t);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * C;
+        T* yr = y + r * C;
+        if (b)
+            for (int64_t i = 0; i < C; ++i) yr[i] = w[i] * tanh_fast(alpha * xr[i]) + b[i];
+        else
+            for (int64_t i = 0; i < C; ++i) yr[i] = w[i] * tanh_fast(alpha * xr[i]);
+    }
+}
+
+template <typename T>
+static void dyt_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& alpha_t, const Tensor& weight_t,
+                               const Tensor& dx_t, const Tensor& dyt_t, const Tensor& dalpha_t) {
+    int64_t rows = x_t.size(0), C = x_t.size(1);
+    const T *g = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t);
+    const T alpha = *ptr_or_null<T>(alpha_t);
+    T *dx = mut_or_null<T>(dx_t), *gt = mut_or_null<T>(dyt_t), *dalpha = mut_or_null<T>(dalpha_t);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T *gr = g + r * C, *xr = x + r * C;
+        T *dxr = dx + r * C, *gtr = gt + r * C;
+        double dalpha_row = 0;
+        for (int64_t i = 0; i < C; ++i) {
+            T t = tanh_fast(alpha * xr[i]);
+            T dz = gr[i] * w[i] * (T(1) - t * t);  // through tanh: 1 - t^2
+            dxr[i] = alpha * dz;
+            gtr[i] = gr[i] * t;
+            dalpha_row += (double)dz * xr[i];
+        }
+        dalpha[r] = (T)dalpha_row;
+    }
+}
+
+void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+    if (x.dtype() == kFloat32) dyt_typed<float>(x, alpha, weight, bias, out);
+    else dyt_typed<double>(x, alpha, weight, bias, out);
+}
+
+void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
+                  const Tensor& dy_t, const Tensor& dalpha_rows) {
+    if (x.dtype() == kFloat32) dyt_backward_typed<float>(dy, x, alpha, weight, dx, dy_t, dalpha_rows);
+    else dyt_backward_typed<double>(dy, x, alpha, weight, dx, dy_t, dalpha_rows);
 }
 
 void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out) {
