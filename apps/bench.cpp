@@ -61,13 +61,13 @@ struct GemmShape {
 };
 
 // Times every shape once per round, for `rounds` rounds, and returns each
-// shape's best rate (in GFLOP/s). Each round also takes a sample of the FMA
-// peak and raises `peak` if it is higher: the percentages then compare
-// numbers from the same stretch of time, and the peak can only be
-// overestimated (which understates the percentages), never underestimated. Going round-robin (rather than all runs of one shape,
-// then the next) spreads each shape's runs over the whole measurement, so a
-// slow stretch on a shared machine costs every shape one sample instead of
-// costing one shape all of its samples.
+// shape's best rate (in GFLOP/s). Going round-robin (rather than all runs of
+// one shape, then the next) spreads each shape's runs over the whole
+// measurement, so a slow stretch on a shared machine costs every shape one
+// sample instead of costing one shape all of its samples. Each round also
+// takes a sample of the FMA peak and raises `peak` if it is higher: the
+// percentages then compare numbers from the same stretch of time, and the
+// peak can only be overestimated (which understates the percentages).
 std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds, cpu::SimdIsa isa, int threads,
                                 double& peak) {
     Generator gen(1);
@@ -181,7 +181,7 @@ double percent(double part, double whole) { return whole > 0 ? 100.0 * part / wh
 // Every GEMM shape the timed steps ran, as a rate (its FLOPs over its time,
 // summed over the steps) and a fraction of the peak: the slowest three per
 // model are printed, all of them go to the JSON file.
-void print_step_gemm_shapes(std::vector<StepResult>& results, double peak, json& out) {
+void print_step_gemm_shapes(const std::vector<StepResult>& results, double peak, json& out) {
     std::printf("\nGEMM shapes inside the steps (M x K x N layout, batch x in front), the slowest three per model:\n");
     for (size_t i = 0; i < results.size(); ++i) {
         std::vector<std::pair<double, std::string>> by_rate;  // GFLOP/s, shape
@@ -314,8 +314,9 @@ int bench_command(int argc, char** argv) {
                                        {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
         }
         std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
-        if (on_cpu) print_step_gemm_shapes(results, peak, out);
-        if (!on_cpu)
+        if (on_cpu)
+            print_step_gemm_shapes(results, peak, out);
+        else
             std::printf("  (on %s the split times kernel launches, not the GPU's work, which runs asynchronously;\n"
                         "   peak MiB is device memory in tensors)\n",
                         device.str().c_str());

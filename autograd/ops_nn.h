@@ -1,6 +1,6 @@
 // ops_nn.h — differentiable neural-network ops: activations and the fused
-// kernels (LayerNorm, RMSNorm, DyT, cross-entropy, the geodesic update), each with
-// a hand-derived backward pass (ops_nn.cpp; formulas in tensor/raw_nn.h).
+// kernels (LayerNorm, RMSNorm, DyT, cross-entropy, the geodesic update), each
+// with a hand-derived backward pass (ops_nn.cpp; formulas in tensor/raw_nn.h).
 #pragma once
 
 #include "autograd/ops.h"

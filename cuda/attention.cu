@@ -306,8 +306,8 @@ int tiled_head_dim(const Tensor& q, const Tensor& k, const Tensor& v) {
 }
 
 template <int HD>
-void attention_tiled(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale, const Tensor& out,
-                     const Tensor& logsumexp) {
+void launch_forward_tiled(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale,
+                          const Tensor& out, const Tensor& logsumexp) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1);
     dim3 grid((unsigned)N, (unsigned)((Tq + kForwardRows - 1) / kForwardRows));
     attention_forward_tiled<HD><<<grid, kForwardRows, 0, stream()>>>(
@@ -318,9 +318,9 @@ void attention_tiled(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
 }
 
 template <int HD>
-void attention_backward_tiled_launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const Tensor& out, const Tensor& logsumexp, bool causal, float scale,
-                                     const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+void launch_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                           const Tensor& logsumexp, bool causal, float scale, const Tensor& dq, const Tensor& dk,
+                           const Tensor& dv) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), rows = N * Tq;
     fill(dq, 0.0);
     if (N * S == 0) return;  // nothing to do (and no empty grid to launch)
@@ -347,9 +347,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
     if (N * Tq == 0) return;
     switch (tiled_head_dim(q, k, v)) {
-        case 16: return attention_tiled<16>(q, k, v, causal, (float)scale, out, logsumexp);
-        case 32: return attention_tiled<32>(q, k, v, causal, (float)scale, out, logsumexp);
-        case 64: return attention_tiled<64>(q, k, v, causal, (float)scale, out, logsumexp);
+        case 16: return launch_forward_tiled<16>(q, k, v, causal, (float)scale, out, logsumexp);
+        case 32: return launch_forward_tiled<32>(q, k, v, causal, (float)scale, out, logsumexp);
+        case 64: return launch_forward_tiled<64>(q, k, v, causal, (float)scale, out, logsumexp);
         default: break;  // the simple kernel below
     }
     int blocks = (int)std::min<int64_t>(N * Tq, 65535);
@@ -372,9 +372,9 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
                         const Tensor& dv) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
     switch (tiled_head_dim(q, k, v)) {
-        case 16: return attention_backward_tiled_launch<16>(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);
-        case 32: return attention_backward_tiled_launch<32>(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);
-        case 64: return attention_backward_tiled_launch<64>(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);
+        case 16: return launch_backward_tiled<16>(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);
+        case 32: return launch_backward_tiled<32>(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);
+        case 64: return launch_backward_tiled<64>(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);
         default: break;  // the simple kernel below
     }
     fill(dq, 0.0);

@@ -1,5 +1,5 @@
-// nn_kernels.cu — LayerNorm, RMSNorm, Dynamic Tanh, softmax + cross-entropy and the
-// geodesic update, forward and backward, on the GPU. The formulas are the
+// nn_kernels.cu — LayerNorm, RMSNorm, Dynamic Tanh, softmax + cross-entropy
+// and the geodesic update, forward and backward, on the GPU. The formulas are the
 // CPU's (tensor/cpu/nn_kernels.cpp, derivations in tutorials 3 and 8): one
 // block per row, the row's sums by block_sum in double, then one pass that
 // writes the row. The per-column parameter gradients (dgamma, dbeta) are a

@@ -169,7 +169,8 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     for (const Tensor& p : params) {
         if (!p.grad().defined()) continue;
         Tensor squares = raw::sum(raw::mul(p.grad(), p.grad()));
-        total = total.defined() ? raw::add(total, raw::to_dtype(squares, total.dtype())) : raw::to_dtype(squares, kFloat64);
+        squares = raw::to_dtype(squares, kFloat64);  // summed in float64, as the host loop did
+        total = total.defined() ? raw::add(total, squares) : squares;
     }
     double norm = total.defined() ? std::sqrt(total.item()) : 0.0;
     if (max_norm > 0 && norm > max_norm) {

@@ -48,7 +48,7 @@ void reset_profile();
 
 // RAII: times its lifetime as one call of `kind` (when profiling and not
 // already inside another scope). A GEMM also passes its FLOPs and its shape
-// label (see gemm_shape_totals above; built only when profiling is on).
+// label (the key of ProfileTotals::gemm_shapes; built only when profiling is on).
 class ProfileScope {
 public:
     explicit ProfileScope(OpKind kind, double flops = 0, std::string gemm_shape = std::string());

@@ -56,7 +56,7 @@ int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 struct Blocking {
     int64_t kc, mc, nc;
 };
-Blocking blocking_for(int mr, int nr) { return {256, (144 + mr - 1) / mr * mr, (1024 + nr - 1) / nr * nr}; }
+Blocking blocking_for(int mr, int nr) { return {256, round_up(144, mr), round_up(1024, nr)}; }
 
 // Step p of every panel of a transposed A: values r .. r+MR-1 of the stored
 // row go to panel r / MR (panels are kc * MR apart). With MR known when

@@ -1,6 +1,6 @@
 // nn_kernels.cpp — CPU kernels for the fused neural-network ops: LayerNorm,
-// RMSNorm, Dynamic Tanh, softmax + cross-entropy and the geodesic update, forward and
-// backward. The formulas are in tensor/raw_nn.h; the derivations in
+// RMSNorm, Dynamic Tanh, softmax + cross-entropy and the geodesic update,
+// forward and backward. The formulas are in tensor/raw_nn.h; the derivations in
 // tutorials 03 and 08. Every row is independent, so rows are split across
 // threads; per-row sums accumulate in double.
 #include <algorithm>
