@@ -3,8 +3,13 @@
 // transpose combination, batched with broadcasting, and vectors.
 #include "helpers.h"
 #include "tensor/cpu/gemm.h"
+#include "tensor/cpu/row_share.h"
 
 #include <omp.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "tensor/backend.h"
 
@@ -140,6 +145,56 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
         }
     }
     omp_set_num_threads(saved_threads);
+}
+
+// The threads of one GEMM split the rows through RowShare (row_share.h):
+// owners take from the front, helpers from the back, and no chunk may be
+// done twice or skipped, however the takes interleave.
+TEST_CASE("row shares hand out every chunk once to owner or helper", "[matmul]") {
+    cpu::RowShare share;
+    share.reset(10, 17);
+    cpu::ChunkRange r = share.take_front(3);
+    CHECK(r.first == 10);
+    CHECK(r.last == 13);
+    r = share.take_back();
+    CHECK(r.first == 16);
+    CHECK(r.last == 17);
+    r = share.take_front(3);
+    CHECK(r.first == 13);
+    CHECK(r.last == 16);  // only what the helper left
+    CHECK(share.take_front(3).empty());
+    CHECK(share.take_back().empty());
+
+    // Four threads, each owning 50 chunks; owner 0 is slow, so the others
+    // take part of its share. Every chunk is counted once.
+    const int64_t per_thread = 50, team = 4;
+    std::vector<cpu::RowShare> shares(team);
+    std::vector<std::atomic<int>> taken(per_thread * team);
+    for (auto& t : taken) t = 0;
+    std::atomic<int64_t> helped{0};
+    std::vector<std::thread> threads;
+    for (int me = 0; me < team; ++me) shares[me].reset(me * per_thread, (me + 1) * per_thread);
+    for (int me = 0; me < team; ++me)
+        threads.emplace_back([&, me] {
+            for (cpu::ChunkRange c = shares[me].take_front(3); !c.empty(); c = shares[me].take_front(3))
+                for (int64_t i = c.first; i < c.last; ++i) {
+                    if (me == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+                    ++taken[i];
+                }
+            for (int k = 1; k < team; ++k)
+                for (cpu::ChunkRange c = shares[(me + k) % team].take_back(); !c.empty();
+                     c = shares[(me + k) % team].take_back()) {
+                    REQUIRE(c.last == c.first + 1);
+                    ++taken[c.first];
+                    ++helped;
+                }
+        });
+    for (auto& t : threads) t.join();
+    for (int64_t i = 0; i < per_thread * team; ++i) {
+        INFO("chunk " << i);
+        CHECK(taken[i] == 1);
+    }
+    CHECK(helped > 0);  // the slow owner's share was shared
 }
 
 TEST_CASE("batched matmul broadcasts batch dims", "[matmul][broadcast]") {

@@ -28,10 +28,12 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <omp.h>
 
 #include "tensor/cpu/allocator.h"
+#include "tensor/cpu/row_share.h"
 #include "tensor/error.h"
 
 namespace nc {
@@ -262,6 +264,9 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     }
 }
 
+// Rows are handed out in chunks of this many micro-panels (48 rows).
+constexpr int64_t kPanelsPerChunk = 4;
+
 // The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
 //
 // A task is one strip of nc columns of one matrix of the batch. There are
@@ -322,41 +327,55 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
         return;
     }
 
-    // Few tasks: the rows are cut into chunks of whole micro-panels, as equal
-    // as possible (chunk c gets panels [c P / chunks, (c+1) P / chunks)), no
-    // chunk taller than mc, and a multiple of `threads` of them. A static
-    // schedule gives each thread the same rows in every slice, so its part of
-    // C stays in its own L2 from one slice to the next (a dynamic schedule,
-    // which moved rows between cores, was 2-3% slower).
-    int64_t panels = ceil_div(g.M, mr);
-    int64_t chunks = std::min(panels, round_up(ceil_div(panels, blk.mc / mr), threads));
+    // Few tasks. Per K slice, the threads first pack the B block together,
+    // once, into a shared buffer, and wait for each other; then they split
+    // the rows (see RowShare): each thread starts on its own equal share,
+    // the same rows in every slice, so its part of C stays in its L2 from
+    // one slice to the next, and a thread that runs out of rows takes the
+    // last chunks of another's share.
+    const int64_t panels = ceil_div(g.M, mr), chunks = ceil_div(panels, kPanelsPerChunk);
+    const int64_t chunks_per_take = std::max<int64_t>(1, blk.mc / mr / kPanelsPerChunk);
     // Two B buffers, used by turns: a thread done with its rows of slice s
     // packs its share of slice s + 1 into the other buffer while the rest still
     // read slice s from this one, so each slice needs one barrier, not two.
+    // The row shares have two tables for the same reason.
     ScratchBuffer<T> b_even(kc_max * nc_max), b_odd(kc_max * nc_max);
+    std::vector<RowShare> shares_even(threads), shares_odd(threads);
 #pragma omp parallel
     {
         ScratchBuffer<T> a_packed(a_block_size(g, kc_max));
-        // Every thread walks the same tasks and slices; the two `omp for`
-        // loops share out the work inside each. The barrier at the end of
-        // the packing loop keeps anyone from reading a half-packed B; no one
-        // can repack a buffer still being read, since that would mean
-        // passing the previous slice's packing barrier, which every thread
-        // reaches only after finishing its rows of the slice before.
+        const int me = omp_get_thread_num(), team = omp_get_num_threads();
+        const int64_t my_first = me * chunks / team, my_last = (me + 1) * chunks / team;
+        shares_even[me].reset(my_first, my_last);
+#pragma omp barrier
+        // Every thread walks the same tasks and slices. The barrier at the
+        // end of the packing loop keeps anyone from reading a half-packed B;
+        // no one can repack a buffer (or reset a share) still in use, since
+        // that would mean passing the previous slice's packing barrier,
+        // which every thread reaches only after finishing all its rows of
+        // the slice before.
         int64_t turn = 0;
         for (int64_t task = 0; task < tasks; ++task) {
             int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
             for (int64_t s = 0; s < slices; ++s, ++turn) {
                 int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
                 T* b_shared = turn % 2 == 0 ? b_even.data() : b_odd.data();
+                std::vector<RowShare>& shares = turn % 2 == 0 ? shares_even : shares_odd;
 #pragma omp for schedule(dynamic)
                 for (int64_t panel = 0; panel < ceil_div(n, nr); ++panel)
                     pack_b_panels(g, bi, pc, kc, jc, n, panel, panel + 1, b_shared);
-#pragma omp for schedule(static) nowait
-                for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-                    int64_t row_begin = chunk * panels / chunks * mr;
-                    int64_t row_end = std::min(g.M, (chunk + 1) * panels / chunks * mr);
+                (turn % 2 == 0 ? shares_odd : shares_even)[me].reset(my_first, my_last);  // for the next slice
+                auto multiply_chunks = [&](ChunkRange range) {
+                    int64_t row_begin = range.first * kPanelsPerChunk * mr;
+                    int64_t row_end = std::min(g.M, range.last * kPanelsPerChunk * mr);
                     multiply_rows(g, bi, pc, kc, jc, n, row_begin, row_end, b_shared, a_packed.data());
+                };
+                for (ChunkRange r = shares[me].take_front(chunks_per_take); !r.empty();
+                     r = shares[me].take_front(chunks_per_take))
+                    multiply_chunks(r);
+                for (int k = 1; k < team; ++k) {
+                    RowShare& other = shares[(me + k) % team];
+                    for (ChunkRange r = other.take_back(); !r.empty(); r = other.take_back()) multiply_chunks(r);
                 }
             }
         }
