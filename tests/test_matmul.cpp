@@ -148,25 +148,31 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
 }
 
 // The threads of one GEMM split the rows through RowShare (row_share.h):
-// owners take from the front, helpers from the back, and no chunk may be
+// owners take from the front, helpers from the back, and no panel may be
 // done twice or skipped, however the takes interleave.
-TEST_CASE("row shares hand out every chunk once to owner or helper", "[matmul]") {
+TEST_CASE("row shares hand out every panel once to owner or helper", "[matmul]") {
     cpu::RowShare share;
-    share.reset(10, 17);
-    cpu::ChunkRange r = share.take_front(3);
+    share.reset(10, 40);  // 30 panels
+    cpu::PanelRange r = share.take_front(12, 4);
     CHECK(r.first == 10);
-    CHECK(r.last == 13);
-    r = share.take_back();
-    CHECK(r.first == 16);
-    CHECK(r.last == 17);
-    r = share.take_front(3);
-    CHECK(r.first == 13);
-    CHECK(r.last == 16);  // only what the helper left
-    CHECK(share.take_front(3).empty());
-    CHECK(share.take_back().empty());
+    CHECK(r.last == 22);  // a whole block
+    r = share.take_back(4);
+    CHECK(r.first == 36);
+    CHECK(r.last == 40);
+    r = share.take_front(12, 4);  // 14 left: half of them
+    CHECK(r.first == 22);
+    CHECK(r.last == 29);
+    r = share.take_front(12, 4);  // 7 left: half is 3, but at least 4
+    CHECK(r.first == 29);
+    CHECK(r.last == 33);
+    r = share.take_back(4);  // only 3 left
+    CHECK(r.first == 33);
+    CHECK(r.last == 36);
+    CHECK(share.take_front(12, 4).empty());
+    CHECK(share.take_back(4).empty());
 
-    // Four threads, each owning 50 chunks; owner 0 is slow, so the others
-    // take part of its share. Every chunk is counted once.
+    // Four threads, each owning 50 panels; owner 0 is slow, so the others
+    // take part of its share. Every panel is done exactly once.
     const int64_t per_thread = 50, team = 4;
     std::vector<cpu::RowShare> shares(team);
     std::vector<std::atomic<int>> taken(per_thread * team);
@@ -176,22 +182,23 @@ TEST_CASE("row shares hand out every chunk once to owner or helper", "[matmul]")
     for (int me = 0; me < team; ++me) shares[me].reset(me * per_thread, (me + 1) * per_thread);
     for (int me = 0; me < team; ++me)
         threads.emplace_back([&, me] {
-            for (cpu::ChunkRange c = shares[me].take_front(3); !c.empty(); c = shares[me].take_front(3))
-                for (int64_t i = c.first; i < c.last; ++i) {
+            for (cpu::PanelRange p = shares[me].take_front(12, 4); !p.empty(); p = shares[me].take_front(12, 4))
+                for (int64_t i = p.first; i < p.last; ++i) {
                     if (me == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
                     ++taken[i];
                 }
-            for (int k = 1; k < team; ++k)
-                for (cpu::ChunkRange c = shares[(me + k) % team].take_back(); !c.empty();
-                     c = shares[(me + k) % team].take_back()) {
-                    REQUIRE(c.last == c.first + 1);
-                    ++taken[c.first];
-                    ++helped;
-                }
+            for (int k = 1; k < team; ++k) {
+                cpu::RowShare& other = shares[(me + k) % team];
+                for (cpu::PanelRange p = other.take_back(4); !p.empty(); p = other.take_back(4))
+                    for (int64_t i = p.first; i < p.last; ++i) {
+                        ++taken[i];
+                        ++helped;
+                    }
+            }
         });
     for (auto& t : threads) t.join();
     for (int64_t i = 0; i < per_thread * team; ++i) {
-        INFO("chunk " << i);
+        INFO("panel " << i);
         CHECK(taken[i] == 1);
     }
     CHECK(helped > 0);  // the slow owner's share was shared

@@ -264,9 +264,6 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     }
 }
 
-// Rows are handed out in chunks of this many micro-panels (48 rows).
-constexpr int64_t kPanelsPerChunk = 4;
-
 // The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
 //
 // A task is one strip of nc columns of one matrix of the batch. There are
@@ -277,7 +274,7 @@ constexpr int64_t kPanelsPerChunk = 4;
 //   few tasks (one big product, the usual case in a Linear layer): all the
 //     threads work on one task at a time. Per K slice they first pack the
 //     B block together, once, into a shared buffer, wait for each other, then
-//     split the rows in equal chunks, each packing its own A. (Letting each
+//     split the rows (row_share.h), each packing its own A. (Letting each
 //     thread pack the whole B block for its rows cost ~10% at M = 1024.)
 //
 // Both cut K into equal slices and N into equal strips (see below).
@@ -332,9 +329,10 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     // the rows (see RowShare): each thread starts on its own equal share,
     // the same rows in every slice, so its part of C stays in its L2 from
     // one slice to the next, and a thread that runs out of rows takes the
-    // last chunks of another's share.
-    const int64_t panels = ceil_div(g.M, mr), chunks = ceil_div(panels, kPanelsPerChunk);
-    const int64_t chunks_per_take = std::max<int64_t>(1, blk.mc / mr / kPanelsPerChunk);
+    // last pieces of another's share.
+    // Pieces of rows: an owner takes at most a cache block (mc rows) at a
+    // time; a helper takes 4 micro-panels (48 rows for AVX-512).
+    const int64_t panels = ceil_div(g.M, mr), block_panels = std::max<int64_t>(1, blk.mc / mr), helper_panels = 4;
     // Two B buffers, used by turns: a thread done with its rows of slice s
     // packs its share of slice s + 1 into the other buffer while the rest still
     // read slice s from this one, so each slice needs one barrier, not two.
@@ -345,7 +343,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     {
         ScratchBuffer<T> a_packed(a_block_size(g, kc_max));
         const int me = omp_get_thread_num(), team = omp_get_num_threads();
-        const int64_t my_first = me * chunks / team, my_last = (me + 1) * chunks / team;
+        const int64_t my_first = me * panels / team, my_last = (me + 1) * panels / team;
         shares_even[me].reset(my_first, my_last);
 #pragma omp barrier
         // Every thread walks the same tasks and slices. The barrier at the
@@ -365,17 +363,18 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
                 for (int64_t panel = 0; panel < ceil_div(n, nr); ++panel)
                     pack_b_panels(g, bi, pc, kc, jc, n, panel, panel + 1, b_shared);
                 (turn % 2 == 0 ? shares_odd : shares_even)[me].reset(my_first, my_last);  // for the next slice
-                auto multiply_chunks = [&](ChunkRange range) {
-                    int64_t row_begin = range.first * kPanelsPerChunk * mr;
-                    int64_t row_end = std::min(g.M, range.last * kPanelsPerChunk * mr);
-                    multiply_rows(g, bi, pc, kc, jc, n, row_begin, row_end, b_shared, a_packed.data());
+                auto multiply_panels = [&](PanelRange range) {
+                    multiply_rows(g, bi, pc, kc, jc, n, range.first * mr, std::min(g.M, range.last * mr), b_shared,
+                                  a_packed.data());
                 };
-                for (ChunkRange r = shares[me].take_front(chunks_per_take); !r.empty();
-                     r = shares[me].take_front(chunks_per_take))
-                    multiply_chunks(r);
+                RowShare& mine = shares[me];
+                for (PanelRange r = mine.take_front(block_panels, helper_panels); !r.empty();
+                     r = mine.take_front(block_panels, helper_panels))
+                    multiply_panels(r);
                 for (int k = 1; k < team; ++k) {
                     RowShare& other = shares[(me + k) % team];
-                    for (ChunkRange r = other.take_back(); !r.empty(); r = other.take_back()) multiply_chunks(r);
+                    for (PanelRange r = other.take_back(helper_panels); !r.empty(); r = other.take_back(helper_panels))
+                        multiply_panels(r);
                 }
             }
         }
