@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# gemm_ab.sh REV [ROUNDS] [SHAPES...] — the CPU GEMM of git revision REV
+# against the working tree's, call by call in one program (see main.cpp).
+#   bench/gemm_ab/gemm_ab.sh HEAD~1
+#   bench/gemm_ab/gemm_ab.sh 4caa28e 100 1024x1024x256:TN 1024x256x1024:NT
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rev=${1:?usage: bench/gemm_ab/gemm_ab.sh REV [ROUNDS] [SHAPES...]}
+rounds=${2:-60}
+shift $(( $# >= 2 ? 2 : 1 ))
+shapes=("$@")
+if [ ${#shapes[@]} -eq 0 ]; then
+    shapes=(1024x1024x1024:NN 1024x256x1024:NT 1024x1024x256:NN 1024x1024x256:TN 2048x384x1152:NT 1536x2048x384:TN)
+fi
+git rev-parse --verify --quiet "$rev^{commit}" > /dev/null || { echo "gemm_ab: '$rev' is not a git revision" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/old"
+git archive "$rev" tensor | tar -x -C "$work/old"
+flags=(-O3 -march=native -fno-math-errno -fopenmp -std=c++17)
+sources=(tensor/cpu/gemm.cpp tensor/cpu/allocator.cpp tensor/cpu/gemm_kernels.cpp tensor/cpu/gemm_kernel_avx512.cpp
+         tensor/cpu/gemm_kernel_avx2.cpp tensor/cpu/gemm_kernel_portable.cpp)
+objects=()
+for side in old new; do
+    root=$([ $side = old ] && echo "$work/old" || echo .)
+    rename=$([ $side = old ] && echo -Dnc=ncold || true)
+    for src in "${sources[@]}" bench/gemm_ab/side.cpp; do
+        obj="$work/$side-$(basename "$src" .cpp).o"
+        from=$([ "$src" = bench/gemm_ab/side.cpp ] && echo "$src" || echo "$root/$src")
+        g++ "${flags[@]}" -I"$root" $rename -DAB_RUN=run_$side -c "$from" -o "$obj" &
+        objects+=("$obj")
+    done
+    wait
+done
+g++ "${flags[@]}" bench/gemm_ab/main.cpp "${objects[@]}" -o "$work/gemm_ab"
+echo "old: $(git log -1 --format='%h %s' "$rev" | cut -c1-70)"
+echo "new: the working tree ($(git rev-parse --short HEAD)$(git diff --quiet -- tensor || echo ', with changes'))"
+"$work/gemm_ab" "$rounds" "${shapes[@]}"
