@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -108,6 +109,10 @@ struct StepResult {
     size_t peak_bytes = 0;
     ProfileTotals profile;
     double profiled_seconds = 0;  // wall time of the profiled steps
+    // Each GEMM shape's rate (GFLOP/s) in every timed step, from which the
+    // median is reported, as for the step time: on a shared machine one
+    // disturbed step can halve a shape's rate if only the totals are kept.
+    std::map<std::string, std::vector<double>> gemm_shape_rates;
 };
 
 // The configurations of the speed comparisons:
@@ -160,10 +165,18 @@ StepResult time_training_step(const std::string& model, const std::string& size,
     reset_profile();
     set_profiling(true);
     std::vector<double> times;
+    ProfileTotals before;  // the totals so far; a step's own share is the difference
     for (int i = 0; i < steps; ++i) {
         auto start = Clock::now();
         step();
         times.push_back(seconds_since(start));
+        ProfileTotals now = profile_totals();
+        for (const auto& [shape, t] : now.gemm_shapes) {
+            GemmShapeTotals earlier = before.gemm_shapes.count(shape) ? before.gemm_shapes.at(shape) : GemmShapeTotals{};
+            double seconds = t.seconds - earlier.seconds, flops = t.flops - earlier.flops;
+            if (seconds > 0) r.gemm_shape_rates[shape].push_back(flops / seconds / 1e9);
+        }
+        before = now;
     }
     set_profiling(false);
     r.profile = profile_totals();
@@ -178,15 +191,21 @@ StepResult time_training_step(const std::string& model, const std::string& size,
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
-// Every GEMM shape the timed steps ran, as a rate (its FLOPs over its time,
-// summed over the steps) and a fraction of the peak: the slowest three per
-// model are printed, all of them go to the JSON file.
+// Every GEMM shape the timed steps ran, as a rate (its FLOPs over its time
+// in one step, the median over the steps) and a fraction of the peak: the
+// slowest three per model are printed, all of them go to the JSON file.
 void print_step_gemm_shapes(const std::vector<StepResult>& results, double peak, json& out) {
-    std::printf("\nGEMM shapes inside the steps (M x K x N layout, batch x in front), the slowest three per model:\n");
+    std::printf(
+        "\nGEMM shapes inside the steps (M x K x N layout, batch x in front; median rate over the steps), the\n"
+        "slowest three per model:\n");
     for (size_t i = 0; i < results.size(); ++i) {
         std::vector<std::pair<double, std::string>> by_rate;  // GFLOP/s, shape
         for (const auto& [shape, t] : results[i].profile.gemm_shapes) {
-            double rate = t.seconds > 0 ? t.flops / t.seconds / 1e9 : 0;
+            std::vector<double> rates = results[i].gemm_shape_rates.count(shape)
+                                            ? results[i].gemm_shape_rates.at(shape)
+                                            : std::vector<double>{0.0};
+            std::sort(rates.begin(), rates.end());
+            double rate = rates[rates.size() / 2];
             by_rate.push_back({rate, shape});
             out["training"][i]["gemm_shapes"].push_back({{"shape", shape}, {"calls", t.calls}, {"gflops", rate},
                                                          {"percent_of_peak", percent(rate, peak)}});
