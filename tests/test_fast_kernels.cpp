@@ -45,12 +45,12 @@ void compare_with_reference(const AttentionCase& c, DType dtype, double tol) {
 }  // namespace
 
 TEST_CASE("tiled attention equals the reference kernel, value and gradient", "[attention][fast]") {
-    // Sizes that are smaller than, equal to, and not multiples of the 64 x 64
+    // Sizes that are smaller than, equal to, and not multiples of the 128 x 128
     // tile; S > T (keys beyond the queries); head sizes D != Dv.
     for (AttentionCase c : {AttentionCase{3, 1, 1, 4, 4, true}, AttentionCase{2, 7, 7, 5, 3, true},
-                            AttentionCase{2, 64, 64, 16, 16, true}, AttentionCase{2, 65, 65, 8, 8, false},
-                            AttentionCase{1, 130, 130, 33, 7, true}, AttentionCase{1, 100, 201, 16, 16, false},
-                            AttentionCase{1, 70, 150, 8, 12, true}}) {
+                            AttentionCase{2, 128, 128, 16, 16, true}, AttentionCase{2, 129, 129, 8, 8, false},
+                            AttentionCase{1, 260, 260, 33, 7, true}, AttentionCase{1, 100, 301, 16, 16, false},
+                            AttentionCase{1, 140, 300, 8, 12, true}}) {
         INFO("N=" << c.N << " T=" << c.T << " S=" << c.S << " D=" << c.D << " Dv=" << c.Dv << " causal=" << c.causal);
         compare_with_reference(c, kFloat32, 2e-5);
         compare_with_reference(c, kFloat64, 1e-12);
@@ -58,8 +58,8 @@ TEST_CASE("tiled attention equals the reference kernel, value and gradient", "[a
 }
 
 TEST_CASE("gradcheck: tiled attention across several tiles", "[attention][fast][gradcheck]") {
-    // T = 70 spans two query tiles and two key tiles (one partial).
-    Tensor q = leaf({1, 70, 3}, 71), k = leaf({1, 70, 3}, 72), v = leaf({1, 70, 2}, 73);
+    // T = 140 spans two query tiles and two key tiles (one partial).
+    Tensor q = leaf({1, 140, 3}, 71), k = leaf({1, 140, 3}, 72), v = leaf({1, 140, 2}, 73);
     GradcheckOptions options;
     options.max_elements_per_input = 40;
     for (bool causal : {true, false}) {
