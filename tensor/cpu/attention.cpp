@@ -98,15 +98,13 @@ void attention_typed(const Tensor& q_t, const Tensor& k_t, const Tensor& v_t, bo
                         T* s = scores.data() + r * bc;  // scores, then probabilities (unnormalized)
                         std::fill(s + visible, s + bc, T(0));
                         if (visible == 0) continue;  // every key of this tile is in this query's future
-                        T m_new = row_max[r];
-                        for (int64_t c = 0; c < visible; ++c) m_new = std::max(m_new, scale * s[c]);
+                        for (int64_t c = 0; c < visible; ++c) s[c] *= scale;
+                        T m_new = max_of(s, visible, row_max[r]);
                         T rescale = exp_fast(row_max[r] - m_new);  // exp(-inf) = 0 on the first tile
-                        // Two loops, not one: a running float sum would keep GCC from
-                        // vectorizing the exponentials (it may not reorder float adds).
-                        for (int64_t c = 0; c < visible; ++c) s[c] = exp_fast(scale * s[c] - m_new);
-                        T total = 0;
-                        for (int64_t c = 0; c < visible; ++c) total += s[c];
-                        row_sum[r] = rescale * row_sum[r] + total;
+                        // Separate loops: a running float sum or max would keep GCC from
+                        // vectorizing the exponentials (it may not reorder float operations).
+                        for (int64_t c = 0; c < visible; ++c) s[c] = exp_fast(s[c] - m_new);
+                        row_sum[r] = rescale * row_sum[r] + sum_of(s, visible);
                         row_max[r] = m_new;
                         T* o = acc.data() + r * Dv;
                         for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
