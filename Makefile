@@ -77,6 +77,12 @@ TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS
 
 APP_SRCS := $(wildcard apps/*.cpp)
 
+# The hand-run benchmark tools of bench/, built and given a tiny run by
+# `make test` so they do not rot: attention_time, and gemm_ab's program with
+# both sides built from the working tree (gemm_ab.sh builds one side from
+# an older revision).
+BENCH_TOOLS := $(BUILD)/bench/attention_time $(BUILD)/bench/gemm_ab_self
+
 LIB := $(BUILD)/libnormcore.a
 TEST_BIN := $(BUILD)/tests/run_tests
 APP_BIN := $(BUILD)/normcore
@@ -88,7 +94,7 @@ obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
 .PHONY: all debug asan test test-asan test-gdb run bench setup clean
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
-all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS)
+all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS)
 
 debug:
 	$(MAKE) -j$(JOBS) MODE=debug BUILD=build/debug all
@@ -125,6 +131,19 @@ $(BUILD)/tutorials/%: $(BUILD)/obj/tutorials/%.o $(LIB)
 $(APP_BIN): $(call obj,$(APP_SRCS)) $(LIB)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
+$(BUILD)/bench/attention_time: $(BUILD)/obj/bench/attention/attention_time.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/obj/bench/gemm_ab/side_%.o: bench/gemm_ab/side.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -DAB_RUN=run_$* -c $< -o $@
+
+$(BUILD)/bench/gemm_ab_self: $(BUILD)/obj/bench/gemm_ab/main.o $(BUILD)/obj/bench/gemm_ab/side_old.o \
+                             $(BUILD)/obj/bench/gemm_ab/side_new.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+
 # Setup first (packages), then the build, then the suite, then every tutorial
 # chapter's program (so the tutorials never rot). Catch2's summary closes it.
 test:
@@ -133,6 +152,8 @@ test:
 	@for t in $(TUTORIAL_BINS); do echo "== tutorial program $$t"; (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; echo "   ok (output in $$t.log)"; done
 	tests/cli_test.sh $(BUILD)
+	$(BUILD)/bench/attention_time 2 70 8
+	$(BUILD)/bench/gemm_ab_self 2 33x65x17:TN
 	$(TEST_BIN)
 
 test-asan:

@@ -2,9 +2,8 @@
 // backward, causal, on one shape: the numbers behind chapter 9's attention
 // section. Build against the library and run:
 //
-//   g++ -O3 -march=native -fopenmp -std=c++17 -I. bench/attention/attention_time.cpp \
-//       build/libnormcore.a -lz -o build/attention_time
-//   build/attention_time 48 256 64     # heads (batch x heads), T, head size: the bench's `small`
+//   make build/bench/attention_time      (`make` builds it too)
+//   build/bench/attention_time 48 256 64     # heads (batch x heads), T, head size: the bench's `small`
 //
 // Prints the median of 30 runs of each and the rate of useful work: the
 // causal half of Q K^T and P V forward, five such products backward.
