@@ -172,7 +172,8 @@ StepResult time_training_step(const std::string& model, const std::string& size,
         times.push_back(seconds_since(start));
         ProfileTotals now = profile_totals();
         for (const auto& [shape, t] : now.gemm_shapes) {
-            GemmShapeTotals earlier = before.gemm_shapes.count(shape) ? before.gemm_shapes.at(shape) : GemmShapeTotals{};
+            auto seen = before.gemm_shapes.find(shape);
+            GemmShapeTotals earlier = seen != before.gemm_shapes.end() ? seen->second : GemmShapeTotals{};
             double seconds = t.seconds - earlier.seconds, flops = t.flops - earlier.flops;
             if (seconds > 0) r.gemm_shape_rates[shape].push_back(flops / seconds / 1e9);
         }

@@ -78,12 +78,6 @@ DeviceCache& device_cache() {
     static DeviceCache* c = new DeviceCache;  // never destroyed (tensors may die during exit)
     return *c;
 }
-
-// Books a block of size class cls as handed out (the caller holds the lock).
-void count_in_use(DeviceCache& c, size_t cls) {
-    c.stats.bytes_in_use += cls;
-    c.stats.peak_bytes_in_use = std::max(c.stats.peak_bytes_in_use, c.stats.bytes_in_use);
-}
 }  // namespace
 
 void* allocate(size_t nbytes) {
@@ -96,9 +90,8 @@ void* allocate(size_t nbytes) {
             void* p = it->second.back();
             it->second.pop_back();
             c.live[p] = cls;
-            c.stats.cache_hits++;
-            c.stats.bytes_cached -= cls;
-            count_in_use(c, cls);
+            c.stats.reused(cls);
+            c.stats.handed_out(cls);
             return p;
         }
     }
@@ -120,7 +113,7 @@ void* allocate(size_t nbytes) {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.live[p] = cls;
     c.stats.system_allocations++;
-    count_in_use(c, cls);
+    c.stats.handed_out(cls);
     return p;
 }
 
@@ -131,8 +124,7 @@ void deallocate(void* data) {
     auto it = c.live.find(data);
     if (it == c.live.end()) return;  // not ours (cannot happen through Storage)
     c.free_blocks[it->second].push_back(data);
-    c.stats.bytes_in_use -= it->second;
-    c.stats.bytes_cached += it->second;
+    c.stats.returned(it->second);
     c.live.erase(it);
 }
 
@@ -143,7 +135,7 @@ AllocatorStats allocator_stats() {
 
 void reset_peak_bytes() {
     std::lock_guard<std::mutex> lock(device_cache().mutex);
-    device_cache().stats.peak_bytes_in_use = device_cache().stats.bytes_in_use;
+    device_cache().stats.reset_peak();
 }
 
 // ---- indices out of range (cuda_common.cuh) ---------------------------------------

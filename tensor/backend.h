@@ -47,6 +47,23 @@ struct AllocatorStats {
     size_t bytes_in_use = 0;         // handed out and not yet freed (size-class bytes)
     size_t peak_bytes_in_use = 0;    // the maximum of bytes_in_use since the last reset
     size_t bytes_cached = 0;         // on the free lists, ready for reuse
+
+    // The bookkeeping both caching allocators do, under their lock
+    // (tensor/cpu/allocator.cpp, cuda/cuda_backend.cu), for a block of
+    // `bytes` (its size class).
+    void handed_out(size_t bytes) {
+        bytes_in_use += bytes;
+        if (bytes_in_use > peak_bytes_in_use) peak_bytes_in_use = bytes_in_use;
+    }
+    void reused(size_t bytes) {  // the block came off a free list
+        ++cache_hits;
+        bytes_cached -= bytes;
+    }
+    void returned(size_t bytes) {  // the block went back onto a free list
+        bytes_in_use -= bytes;
+        bytes_cached += bytes;
+    }
+    void reset_peak() { peak_bytes_in_use = bytes_in_use; }
 };
 
 struct Backend {

@@ -97,7 +97,8 @@ TEST_CASE("max_of and sum_of equal the plain loops", "[fast][reduce]") {
         CHECK(cpu::max_of(x.data(), n, -3.0f) == plain_max);
         CHECK(std::abs((double)cpu::sum_of(x.data(), n) - plain_sum) <= 1e-5 * (1 + std::sqrt((double)n)));
         std::vector<double> xd(values.begin(), values.begin() + n);
-        CHECK(cpu::max_of(xd.data(), n, -(double)INFINITY) == (n ? *std::max_element(xd.begin(), xd.end()) : -(double)INFINITY));
+        const double lowest = -(double)INFINITY;
+        CHECK(cpu::max_of(xd.data(), n, lowest) == (n ? *std::max_element(xd.begin(), xd.end()) : lowest));
     }
 }
 

@@ -68,14 +68,12 @@ void* allocate(size_t nbytes) {
     Cache& c = cache();
     {
         std::lock_guard<std::mutex> lock(c.mutex);
-        c.stats.bytes_in_use += cls;
-        if (c.stats.bytes_in_use > c.stats.peak_bytes_in_use) c.stats.peak_bytes_in_use = c.stats.bytes_in_use;
+        c.stats.handed_out(cls);
         auto it = c.free_blocks.find(cls);
         if (it != c.free_blocks.end() && !it->second.empty()) {
             void* user = it->second.back();
             it->second.pop_back();
-            c.stats.cache_hits++;
-            c.stats.bytes_cached -= cls;
+            c.stats.reused(cls);
             unpoison(static_cast<char*>(user) - kHeader, kHeader + cls);
             return user;
         }
@@ -97,8 +95,7 @@ void deallocate(void* user) {
     size_t cls = header_size_class(user);
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    c.stats.bytes_in_use -= cls;
-    c.stats.bytes_cached += cls;
+    c.stats.returned(cls);
     c.free_blocks[cls].push_back(user);
     poison(static_cast<char*>(user) - kHeader, kHeader + cls);
 }
@@ -110,7 +107,7 @@ AllocatorStats allocator_stats() {
 
 void reset_peak_bytes() {
     std::lock_guard<std::mutex> lock(cache().mutex);
-    cache().stats.peak_bytes_in_use = cache().stats.bytes_in_use;
+    cache().stats.reset_peak();
 }
 
 void empty_cache() {

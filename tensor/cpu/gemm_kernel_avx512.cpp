@@ -5,7 +5,8 @@
 // (32 floats of one packed row) and, for each of the 12 rows, broadcasts one
 // A value and issues two FMAs: 24 FMAs for 2 loads + 12 broadcasts, enough
 // to keep both FMA ports busy (an FMA has ~4 cycles latency and the 24
-// independent chains hide it).
+// independent chains hide it). The last panel of a block with fewer rows
+// runs a 4- or 8-row copy of the same loop (kernel_rows<ROWS>).
 //
 // This file is compiled for AVX-512 whatever the build's -march says
 // (`#pragma GCC target`), and its functions are only called after
@@ -80,6 +81,7 @@ void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t
     else if (m <= 8) kernel_rows<8>(kc, a, b, c, ldc, m, n, accumulate);
     else kernel_rows<MR>(kc, a, b, c, ldc, m, n, accumulate);
 }
+
 // A 16 x 16 transpose in registers: four rounds of shuffles, each swapping
 // ever larger sub-blocks (1 float, 2 floats, 4 floats, 8 floats) between
 // pairs of rows. Rows past `rows` read as zero; only `width` floats of each
