@@ -69,7 +69,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     shape_out.back() = N;
     // With a bias, C starts as the bias in every row and the GEMM adds x w^T
     // to it: no separate pass over the output to add the bias afterwards.
-    Tensor out = bias.defined() ? contiguous(expand(view(bias, {1, N}), {M, N})) : empty({M, N}, x.dtype(), x.device());
+    // clone, never contiguous(): with M = 1 the expanded bias is already
+    // contiguous, contiguous() would hand back the bias's own storage, and
+    // the GEMM would add x w^T into the parameter (the aliasing rule in
+    // raw_ops.h).
+    Tensor out = bias.defined() ? clone(expand(view(bias, {1, N}), {M, N})) : empty({M, N}, x.dtype(), x.device());
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)M * (double)N * (double)K,
                        is_profiling() ? gemm_shape_label(1, M, K, N, x, transpose(w, 0, 1)) : std::string());
     backend_for(x.device()).matmul(reshape(x, {M, K}), transpose(w, 0, 1), out, /*accumulate=*/bias.defined());

@@ -9,6 +9,20 @@
 // Users normally call the differentiable versions in autograd/ops.h; raw ops
 // are for code that must not touch the graph (optimizers, initialisers,
 // gradient formulas).
+//
+// The aliasing rule. An op writes only into the tensors its caller hands it
+// as outputs: copy_'s and fill_'s dst, the parameters and state of
+// adamw_update (raw_nn.h), a backend kernel's `out`. Every other argument is
+// read-only, whatever shape it has. The result of an op has storage of its
+// own, except for these, which share their input's storage on purpose:
+//   - the views below (view, permute, transpose, narrow, expand, squeeze,
+//     unsqueeze), and reshape when the strides allow a view;
+//   - contiguous(t) when t is already contiguous, to_dtype / to_device when
+//     t already has that dtype / device, and sum_to(g, shape) when g already
+//     has that shape: each returns t itself.
+// So never write into such a result unless you own its input: an op that
+// needs a private buffer to accumulate into (a GEMM's C, say) takes a
+// clone(), never a contiguous() (tests/test_aliasing.cpp).
 #pragma once
 
 #include <vector>

@@ -312,3 +312,57 @@ TEST_CASE("cuda: a training step of each model equals the CPU's", "[cuda][traini
         }
     }
 }
+
+// The aliasing rule on the GPU (tests/test_aliasing.cpp has the CPU side):
+// forward passes of other shapes, B*T = 1 included, in training and eval
+// mode, leave every weight bit-identical and a probe's logits unchanged,
+// and the GPU's logits equal the CPU's.
+TEST_CASE("cuda: forward passes never write the weights, and logits do not depend on earlier shapes",
+          "[cuda][aliasing]") {
+    if (!gpu_or_skip()) return;
+    for (nn::Family family : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
+        nn::TransformerConfig c = nc_test::tiny_config(family == nn::Family::GPT2    ? nn::gpt2_config()
+                                                       : family == nn::Family::Llama ? nn::llama_config()
+                                                                                     : nn::vit_config());
+        c.image_size = 8, c.patch_size = 4, c.channels = 1, c.num_classes = 4;
+        c.dropout = 0.1;
+        Generator g1(5), g2(5);
+        std::shared_ptr<nn::TransformerModel> cpu_model, gpu_model;
+        if (family == nn::Family::GPT2) cpu_model = std::make_shared<nn::GPT2>(c, g1), gpu_model = std::make_shared<nn::GPT2>(c, g2);
+        else if (family == nn::Family::Llama) cpu_model = std::make_shared<nn::Llama>(c, g1), gpu_model = std::make_shared<nn::Llama>(c, g2);
+        else cpu_model = std::make_shared<nn::ViT>(c, g1), gpu_model = std::make_shared<nn::ViT>(c, g2);
+        gpu_model->to(kCuda);
+        auto forward = [&](const nn::TransformerModel& m, const Tensor& x) {
+            if (auto* g = dynamic_cast<const nn::GPT2*>(&m)) return g->forward(x);
+            if (auto* l = dynamic_cast<const nn::Llama*>(&m)) return l->forward(x);
+            return dynamic_cast<const nn::ViT&>(m).forward(x);
+        };
+        auto input = [&](int64_t B, int64_t T, uint64_t seed) {
+            if (family == nn::Family::ViT) return on_gpu(randn({B, 1, 8, 8}, seed));
+            std::vector<int64_t> ids;
+            for (int64_t i = 0; i < B * T; ++i) ids.push_back((int64_t)((seed + 7 * i) % c.vocab_size));
+            return on_gpu(raw::from_indices(ids, {B, T}));
+        };
+        std::map<std::string, std::vector<double>> before;
+        for (auto& [name, t] : gpu_model->state_dict()) before[name] = t.to_vector();
+        gpu_model->eval();
+        cpu_model->eval();
+        Tensor probe = input(1, 3, 1);
+        std::vector<double> first = forward(*gpu_model, probe).to_vector();
+        same(forward(*cpu_model, raw::to_device(probe, kCPU)), forward(*gpu_model, probe), 1e-4);
+        for (bool training : {true, false}) {
+            gpu_model->train(training);
+            for (int64_t T : {int64_t(1), int64_t(2), int64_t(7), c.block_size}) {
+                forward(*gpu_model, input(1, T, 10 + T));
+                forward(*gpu_model, input(2, T, 20 + T));
+            }
+        }
+        gpu_model->eval();
+        INFO("model family " << (int)family);
+        CHECK(forward(*gpu_model, probe).to_vector() == first);
+        for (auto& [name, t] : gpu_model->state_dict()) {
+            INFO(name);
+            CHECK(t.to_vector() == before.at(name));
+        }
+    }
+}
