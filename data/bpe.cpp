@@ -5,58 +5,68 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
 
+#include "data/unicode.h"
 #include "tensor/error.h"
 
 namespace nc {
 namespace data {
 
-// Byte classes for the pre-tokenizer. Bytes >= 128 (UTF-8 letters and marks)
-// count as letters, so a non-ASCII word stays one chunk.
-static bool is_letter(unsigned char c) { return std::isalpha(c) || c >= 128; }
-static bool is_digit(unsigned char c) { return std::isdigit(c); }
-static bool is_space(unsigned char c) { return std::isspace(c); }
+// The pre-tokenizer is GPT-2's pattern, matched by hand:
+//
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//
+// A regex engine tries the alternatives in order at each position and takes
+// the first that matches. Which one can match is decided by the first one or
+// two characters, so the matcher looks at those and runs the class to its
+// end. The one backtracking case is \s+(?!\S): a run of whitespace followed
+// by a non-space gives its last character back to the next chunk (so
+// " world" keeps its space), unless the run is one character long, when
+// \s+ takes it alone. "Hello\n\nWorld" thus cuts into "Hello", "\n", "\n",
+// "World". Bytes that are not valid UTF-8 (GPT-2's Python never sees them)
+// count as "other" characters, one per byte.
+enum class CharClass { Letter, Number, Space, Other };
+
+static CharClass class_of(const Utf8Char& c) {
+    if (!c.valid) return CharClass::Other;
+    if (is_unicode_letter(c.cp)) return CharClass::Letter;
+    if (is_unicode_number(c.cp)) return CharClass::Number;
+    if (is_unicode_space(c.cp)) return CharClass::Space;
+    return CharClass::Other;
+}
 
 std::vector<std::string> BPETokenizer::chunks(const std::string& text) {
-    std::vector<std::string> out;
-    size_t i = 0, n = text.size();
-    auto run = [&](size_t from, bool (*in_class)(unsigned char)) {
-        size_t j = from;
-        while (j < n && in_class((unsigned char)text[j])) ++j;
-        return j;
+    std::vector<Utf8Char> chars = decode_utf8(text);
+    size_t n = chars.size();
+    std::vector<CharClass> cls(n);
+    for (size_t i = 0; i < n; ++i) cls[i] = class_of(chars[i]);
+    auto run_end = [&](size_t from, CharClass c) {
+        while (from < n && cls[from] == c) ++from;
+        return from;
     };
-    auto other = [](unsigned char c) { return !is_letter(c) && !is_digit(c) && !is_space(c); };
+    auto is = [&](size_t k, char ascii) { return k < n && chars[k].valid && chars[k].cp == (uint32_t)ascii; };
+    std::vector<std::string> out;
+    size_t i = 0;
     while (i < n) {
-        unsigned char c = (unsigned char)text[i];
-        // Contractions: 's 't 're 've 'm 'll 'd
-        size_t contraction = 0;
-        if (c == '\'')
-            for (const char* suffix : {"s", "t", "re", "ve", "m", "ll", "d"}) {
-                size_t len = std::char_traits<char>::length(suffix);
-                if (text.compare(i + 1, len, suffix) == 0 && (i + 1 + len == n || !is_letter((unsigned char)text[i + 1 + len])))
-                    contraction = 1 + len;
-            }
-        if (contraction > 0) {
-            out.push_back(text.substr(i, contraction));
-            i += contraction;
-            continue;
-        }
-        // An optional single space, then a run of one class.
-        size_t start = i, k = i;
-        if (c == ' ' && k + 1 < n && !is_space((unsigned char)text[k + 1])) ++k;
-        unsigned char d = (unsigned char)text[k];
         size_t end;
-        if (is_letter(d)) end = run(k, is_letter);
-        else if (is_digit(d)) end = run(k, is_digit);
-        else if (!is_space(d)) {
-            end = k;
-            while (end < n && other((unsigned char)text[end])) ++end;
+        if (is(i, '\'') && (is(i + 1, 's') || is(i + 1, 't') || is(i + 1, 'm') || is(i + 1, 'd'))) {
+            end = i + 2;  // 's 't 'm 'd
+        } else if (is(i, '\'') && ((is(i + 1, 'r') && is(i + 2, 'e')) || (is(i + 1, 'v') && is(i + 2, 'e')) ||
+                                    (is(i + 1, 'l') && is(i + 2, 'l')))) {
+            end = i + 3;  // 're 've 'll
+        } else if (is(i, ' ') && i + 1 < n && cls[i + 1] != CharClass::Space) {
+            end = run_end(i + 1, cls[i + 1]);  // " ?" then letters, numbers or others
+        } else if (cls[i] != CharClass::Space) {
+            end = run_end(i, cls[i]);
         } else {
-            // Whitespace: all of it, except a last space that belongs to the next word.
-            end = run(k, is_space);
-            if (end < n && end - start > 1 && text[end - 1] == ' ') --end;
+            end = run_end(i, CharClass::Space);
+            // \s+(?!\S): a run followed by a non-space leaves its last
+            // character to the next chunk; a run of one is \s+ alone.
+            if (end < n && end - i > 1) --end;
         }
-        out.push_back(text.substr(start, end - start));
+        size_t first = chars[i].start, last = chars[end - 1].start + chars[end - 1].length;
+        out.push_back(text.substr(first, last - first));
         i = end;
     }
     return out;
@@ -119,32 +129,47 @@ BPETokenizer BPETokenizer::train(const std::string& text, int64_t vocab_size) {
     return tok;
 }
 
+// GPT-2's merge loop (its encoder.py's bpe()): find the adjacent pair with
+// the lowest merge rank, merge every occurrence of it from left to right,
+// and repeat until no adjacent pair is a merge.
 std::vector<int64_t> BPETokenizer::encode_chunk(const std::string& chunk) const {
     std::vector<int64_t> ids;
     for (unsigned char c : chunk) ids.push_back(byte_token_[c]);
     while (ids.size() > 1) {
-        // The adjacent pair with the lowest merge rank.
-        int64_t best_rank = -1, best_at = -1, best_result = -1;
+        int64_t best_rank = -1;
+        std::pair<int64_t, int64_t> best;
+        int64_t result = -1;
         for (size_t i = 0; i + 1 < ids.size(); ++i) {
             auto it = merges_.find({ids[i], ids[i + 1]});
             if (it != merges_.end() && (best_rank < 0 || it->second.first < best_rank)) {
                 best_rank = it->second.first;
-                best_at = (int64_t)i;
-                best_result = it->second.second;
+                best = it->first;
+                result = it->second.second;
             }
         }
         if (best_rank < 0) break;
-        ids[best_at] = best_result;
-        ids.erase(ids.begin() + best_at + 1);
+        std::vector<int64_t> merged;
+        for (size_t i = 0; i < ids.size(); ++i) {
+            if (i + 1 < ids.size() && ids[i] == best.first && ids[i + 1] == best.second) {
+                merged.push_back(result);
+                ++i;
+            } else {
+                merged.push_back(ids[i]);
+            }
+        }
+        ids.swap(merged);
     }
     return ids;
 }
 
 std::vector<int64_t> BPETokenizer::encode(const std::string& text) const {
+    // Natural text repeats its words: each distinct chunk is merged once.
+    std::unordered_map<std::string, std::vector<int64_t>> cache;
     std::vector<int64_t> out;
     for (const std::string& c : chunks(text)) {
-        std::vector<int64_t> ids = encode_chunk(c);
-        out.insert(out.end(), ids.begin(), ids.end());
+        auto it = cache.find(c);
+        if (it == cache.end()) it = cache.emplace(c, encode_chunk(c)).first;
+        out.insert(out.end(), it->second.begin(), it->second.end());
     }
     return out;
 }

