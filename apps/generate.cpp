@@ -1,6 +1,9 @@
 // generate.cpp — `normcore generate` (sample text from trained weights) and
 // `normcore eval` (loss and perplexity of weights on a data set).
+#include <chrono>
 #include <cmath>
+#include <fstream>
+#include <memory>
 #include <filesystem>
 #include <cstdio>
 #include <iostream>
@@ -43,10 +46,12 @@ int generate_command(int argc, char** argv) {
                                 {"resume", "", "or a training checkpoint"},
                                 {"prompt", "", "text to continue (default: a newline)"},
                                 {"max-tokens", "200", "tokens to generate"},
-                                {"temperature", "0.8", "sampling temperature (0: always the most likely byte)"},
-                                {"top-k", "0", "sample among the k most likely bytes (0: all)"},
+                                {"temperature", "0.8", "sampling temperature (0: always the most likely token)"},
+                                {"top-k", "0", "sample among the k most likely tokens (0: all)"},
                                 {"seed", "1", "sampling seed"},
                                 {"tokenizer", "byte", "byte, a BPE file, or a GPT-2 vocab.json + merges.txt directory"},
+                                {"no-cache", "false", "recompute the whole context for every token (no key/value cache)", true},
+                                {"out", "", "also write the exact bytes of prompt + generated text to this file"},
                             }));
     flags.parse(argc, argv, 2);
     if (flags.help_requested()) {
@@ -54,16 +59,26 @@ int generate_command(int argc, char** argv) {
         return 0;
     }
     LanguageModel lm = load_model(flags);
-    Generator gen((uint64_t)flags.integer("seed"));
-    std::string prompt = flags.str("prompt");
-    std::printf("%s", prompt.c_str());
     TextCodec codec = make_codec(flags, "");
-    sample_tokens(lm, codec.encode(prompt.empty() ? std::string("\n") : prompt), flags.integer("max-tokens"), flags.number("temperature"),
-                  flags.integer("top-k"), gen, [&codec](int64_t t) {
-                      std::fputs(codec.token_text(t).c_str(), stdout);
-                      std::fflush(stdout);
-                  });
+    check_vocabulary(codec, lm.module->config());
+    std::unique_ptr<std::ofstream> out;
+    if (flags.given("out")) {
+        out = std::make_unique<std::ofstream>(flags.str("out"), std::ios::binary);
+        if (!*out) throw Error("--out: cannot write '" + flags.str("out") + "'");
+    }
+    Generator gen((uint64_t)flags.integer("seed"));
+    nn::SampleOptions options{flags.number("temperature"), flags.integer("top-k"), !flags.on("no-cache")};
+    int64_t count = flags.integer("max-tokens");
+    if (count < 0) throw Error("flag --max-tokens must be >= 0, got " + flags.str("max-tokens"));
+    auto start = std::chrono::steady_clock::now();
+    print_sample(lm, codec, flags.str("prompt"), count, options, gen, out.get());
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("\n");
+    std::fflush(stdout);
+    if (out && !out->flush()) throw Error("--out: writing '" + flags.str("out") + "' failed");
+    // On stderr, so that the text on stdout is only the text.
+    std::fprintf(stderr, "generated %lld tokens in %.2f s: %.1f tokens/s (%s)\n", (long long)count, seconds,
+                 seconds > 0 ? (double)count / seconds : 0.0, options.use_cache ? "key/value cache" : "no cache");
     return 0;
 }
 
@@ -118,7 +133,9 @@ int eval_command(int argc, char** argv) {
     nn::TransformerConfig cfg = resolve_config(flags);
     if (cfg.family == nn::Family::ViT) return eval_vit(flags, cfg);
     LanguageModel lm = load_model(flags);
-    std::vector<int64_t> tokens = make_codec(flags, "").encode(data::read_corpus(flags.str("data")));
+    TextCodec codec = make_codec(flags, "");
+    check_vocabulary(codec, cfg);
+    std::vector<int64_t> tokens = codec.encode(data::read_corpus(flags.str("data")));
     double fraction = flags.number("val-fraction");
     if (!(fraction > 0 && fraction <= 1)) throw Error("--val-fraction must be in (0, 1], got " + flags.str("val-fraction"));
     std::vector<int64_t> part(tokens.begin() + (int64_t)((double)tokens.size() * (1 - fraction)), tokens.end());

@@ -5,6 +5,7 @@
 #include "apps/checkpoint.h"
 #include "data/bpe.h"
 #include "data/text.h"
+#include "data/unicode.h"
 
 #include <filesystem>
 
@@ -148,48 +149,26 @@ LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen)
     return lm;
 }
 
-std::vector<int64_t> sample_tokens(const LanguageModel& lm, std::vector<int64_t> tokens, int64_t count,
-                                   double temperature, int64_t top_k, Generator& gen,
-                                   const std::function<void(int64_t)>& on_token) {
-    NoGradGuard no_grad;
-    int64_t block = lm.module->config().block_size;
-    // A byte '\n' is not token 10 in every vocabulary: callers encode their own default prompt.
-    if (tokens.empty()) throw Error("sample_tokens: the prompt must hold at least one token");
-    std::vector<int64_t> produced;
-    for (int64_t i = 0; i < count; ++i) {
-        int64_t start = std::max<int64_t>(0, (int64_t)tokens.size() - block);
-        std::vector<int64_t> context(tokens.begin() + start, tokens.end());
-        Tensor logits = lm.forward(raw::from_indices(context, {1, (int64_t)context.size()}));
-        std::vector<double> last = raw::narrow(logits, 1, (int64_t)context.size() - 1, 1).to_vector();
-        int64_t next;
-        if (temperature <= 0) {
-            next = std::max_element(last.begin(), last.end()) - last.begin();
-        } else {
-            // Keep the top k logits (all if k <= 0), then softmax(logits / temperature).
-            std::vector<double> sorted = last;
-            std::sort(sorted.rbegin(), sorted.rend());
-            double cutoff = top_k > 0 && top_k < (int64_t)sorted.size() ? sorted[top_k - 1] : -INFINITY;
-            double m = sorted[0], total = 0;
-            std::vector<double> p(last.size());
-            for (size_t v = 0; v < last.size(); ++v) {
-                p[v] = last[v] < cutoff ? 0 : std::exp((last[v] - m) / temperature);
-                total += p[v];
-            }
-            double u = raw::rand({1}, gen, kFloat64).item() * total, acc = 0;
-            next = (int64_t)last.size() - 1;
-            for (size_t v = 0; v < p.size(); ++v) {
-                acc += p[v];
-                if (u < acc) {
-                    next = (int64_t)v;
-                    break;
-                }
-            }
-        }
-        tokens.push_back(next);
-        produced.push_back(next);
-        if (on_token) on_token(next);
-    }
-    return produced;
+void check_vocabulary(const TextCodec& codec, const TransformerConfig& cfg) {
+    if (codec.vocab_size > cfg.vocab_size)
+        throw Error("the tokenizer has " + std::to_string(codec.vocab_size) + " tokens, the model's vocabulary is " +
+                    std::to_string(cfg.vocab_size) + " (give the tokenizer the model was trained with)");
+}
+
+std::vector<int64_t> print_sample(const LanguageModel& lm, const TextCodec& codec, const std::string& prompt,
+                                  int64_t count, const SampleOptions& options, Generator& gen, std::ostream* exact) {
+    data::PrintableStream screen;
+    std::fputs(screen.feed(prompt).c_str(), stdout);
+    if (exact) *exact << prompt;
+    std::vector<int64_t> ids = codec.encode(prompt.empty() ? std::string("\n") : prompt);
+    std::vector<int64_t> out = generate_tokens(*lm.module, ids, count, options, gen, [&](int64_t t) {
+        std::string bytes = codec.token_text(t);
+        std::fputs(screen.feed(bytes).c_str(), stdout);
+        std::fflush(stdout);
+        if (exact) *exact << bytes;
+    });
+    std::fputs(screen.finish().c_str(), stdout);
+    return out;
 }
 
 }  // namespace app

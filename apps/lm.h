@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apps/flags.h"
+#include "nn/generate.h"
 #include "nn/models.h"
 
 namespace nc {
@@ -49,12 +50,17 @@ struct LanguageModel {
 };
 LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen);
 
-// Samples `count` tokens after `prompt` (at least one token), feeding at most block_size tokens of
-// context. temperature <= 0 picks the most likely token; top_k > 0 samples
-// among the k most likely. `on_token` sees each token as it is produced.
-std::vector<int64_t> sample_tokens(const LanguageModel& lm, std::vector<int64_t> prompt, int64_t count,
-                                   double temperature, int64_t top_k, Generator& gen,
-                                   const std::function<void(int64_t)>& on_token = nullptr);
+// The tokenizer must fit the model: "the tokenizer has 1024 tokens, the
+// model's vocabulary is 256" otherwise.
+void check_vocabulary(const TextCodec& codec, const nn::TransformerConfig& cfg);
+
+// Samples `count` tokens after `prompt` (nn/generate.h) and prints the prompt
+// and each token to stdout as it comes, in the terminal-safe form
+// (data/unicode.h: invalid UTF-8 as U+FFFD, control bytes escaped). `exact`,
+// if given, receives the exact bytes. An empty prompt starts from a newline.
+std::vector<int64_t> print_sample(const LanguageModel& lm, const TextCodec& codec, const std::string& prompt,
+                                  int64_t count, const nn::SampleOptions& options, Generator& gen,
+                                  std::ostream* exact = nullptr);
 
 }  // namespace app
 }  // namespace nc

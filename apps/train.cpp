@@ -4,6 +4,7 @@
 // step, with a learning-rate schedule, validation every N steps, a progress
 // bar, a CSV log of every step in the run directory, a text sample at the
 // end, and the summary line of the command-line contract.
+#include <omp.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "nn/diagnostics.h"
 #include "optim/optimizer.h"
 #include "tensor/cpu/allocator.h"
+#include "tensor/cpu/gemm_kernels.h"
 
 namespace nc {
 namespace app {
@@ -64,7 +66,9 @@ static std::vector<FlagSpec> train_flags() {
         {"train-tokens", "0", "text: use only the first N tokens of the training split (0: all); validation is unchanged"},
         {"sample-tokens", "300", "tokens of text sampled at the end (0: none)"},
         {"temperature", "0.8", "sampling temperature"},
-        {"top-k", "0", "sample among the k most likely bytes (0: all)"},
+        {"top-k", "0", "sample among the k most likely tokens (0: all)"},
+        {"sample-every", "0", "also print a short sample (--sample-every-tokens tokens) every N steps (0: only at the end)"},
+        {"sample-every-tokens", "80", "tokens of each sample printed during training"},
         {"prompt", "", "text the sample continues (default: a newline)"},
         {"run-dir", "", "where the CSV log goes (default: runs/<model>-<date>-<time>)"},
         {"init", "", "initial weights: a safetensors file (architecture from the flags) or a model directory"},
@@ -75,6 +79,17 @@ static std::vector<FlagSpec> train_flags() {
     };
     specs.insert(specs.end(), more.begin(), more.end());
     return specs;
+}
+
+// The CPU's float32 FMA peak, the best of three short samples after a
+// warm-up (about 50 ms; `normcore bench` takes longer and more samples).
+static double quick_fma_peak_gflops() {
+    cpu::SimdIsa isa = cpu::best_simd_isa();
+    int threads = omp_get_max_threads();
+    cpu::measure_fma_peak_gflops(isa, threads, 2000000);
+    double best = 0;
+    for (int r = 0; r < 3; ++r) best = std::max(best, cpu::measure_fma_peak_gflops(isa, threads, 5000000));
+    return best;
 }
 
 static std::string default_run_dir(const std::string& model) {
@@ -101,6 +116,7 @@ struct Task {
     std::function<Tensor()> train_loss;          // draws the next batch; mean loss
     std::function<double()> validate;            // mean validation loss (NaN: no validation data)
     std::function<void()> finish;                // a text sample, or the accuracy
+    std::function<void(int64_t)> sample_during;  // a short text sample at this step (text only)
     std::function<Generator&()> batch_generator; // the training stream, for checkpoints
     std::function<int64_t()> batches_taken;
     std::function<void(int64_t)> set_batches_taken;
@@ -120,9 +136,7 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
     std::string text = data::read_corpus(flags.str("data"));
     TextCodec codec = make_codec(flags, text);
     if (!flags.given("resume") && !(flags.given("init") && is_directory_target(flags.str("init")))) cfg.vocab_size = codec.vocab_size;
-    if (codec.vocab_size > cfg.vocab_size)
-        throw Error("the tokenizer has " + std::to_string(codec.vocab_size) + " tokens but the model only " +
-                    std::to_string(cfg.vocab_size));
+    check_vocabulary(codec, cfg);
     data::Split split = data::split_tokens(codec.encode(text), flags.number("val-fraction"));
     int64_t B = flags.integer("batch"), T = flags.integer("seq"), eval_batches = flags.integer("eval-batches");
     // A smaller training set (the DyT study's data regimes): its first N
@@ -161,20 +175,23 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
             return cross_entropy(logits, raw::to_device(b.targets, logits.device()));
         });
     };
-    task.finish = [lm, &flags, seed, codec] {
-        int64_t count = flags.integer("sample-tokens");
-        if (count <= 0) return;
-        Generator sample_gen(seed + 3);
-        std::string prompt = flags.str("prompt");
-        std::printf("\n--- sample (temperature %.2f) ---\n%s", flags.number("temperature"), prompt.c_str());
+    // A sample of `count` tokens, from its own generator so that samples
+    // never change the training run (dropout and batches draw elsewhere).
+    auto sample = [lm, &flags, codec](int64_t count, uint64_t sample_seed, const std::string& title) {
+        Generator sample_gen(sample_seed);
+        std::printf("\n--- %s (temperature %.2f) ---\n", title.c_str(), flags.number("temperature"));
         lm.module->eval();
-        sample_tokens(lm, codec.encode(prompt.empty() ? std::string("\n") : prompt), count, flags.number("temperature"), flags.integer("top-k"), sample_gen,
-                      [&codec](int64_t t) {
-                          std::fputs(codec.token_text(t).c_str(), stdout);
-                          std::fflush(stdout);
-                      });
+        print_sample(lm, codec, flags.str("prompt"), count,
+                     nn::SampleOptions{flags.number("temperature"), flags.integer("top-k"), true}, sample_gen);
         lm.module->train();
-        std::printf("\n--- end of sample ---\n");
+        std::printf("\n--- end of %s ---\n", title.c_str());
+        std::fflush(stdout);
+    };
+    task.finish = [sample, &flags, seed] {
+        if (flags.integer("sample-tokens") > 0) sample(flags.integer("sample-tokens"), seed + 3, "sample");
+    };
+    task.sample_during = [sample, &flags, seed](int64_t step) {
+        sample(flags.integer("sample-every-tokens"), seed + 3 + (uint64_t)step, "sample at step " + std::to_string(step));
     };
     task.batch_generator = [train]() -> Generator& { return train->generator(); };
     task.batches_taken = [train] { return train->batches_taken(); };
@@ -352,6 +369,17 @@ int train_command(int argc, char** argv) {
         }
     }
     int64_t stop = flags.integer("stop-after") > 0 ? std::min(steps, flags.integer("stop-after")) : steps;
+    // Model FLOPs utilization: the step's FLOPs (nn/models.h) per second over
+    // the FMA peak of this CPU, sampled quickly here as `bench` measures it
+    // (no peak is known for a GPU, so no MFU there).
+    int64_t positions = vision ? (cfg.image_size / cfg.patch_size) * (cfg.image_size / cfg.patch_size) + 1
+                               : flags.integer("seq");
+    double flops_per_token = nn::training_flops_per_token(cfg, positions);
+    double peak_gflops = device == kCPU ? quick_fma_peak_gflops() : 0;
+    auto mfu = [&](double tok_per_s) { return peak_gflops > 0 ? 100.0 * tok_per_s * flops_per_token / (peak_gflops * 1e9) : NAN; };
+    std::vector<double> recent_seconds;  // the last few steps, for the instantaneous rate
+    int64_t sample_every = flags.integer("sample-every");
+    if (sample_every < 0) throw Error("flag --sample-every must be >= 0, got " + flags.str("sample-every"));
     for (int64_t step = first_step; step < stop; ++step) {
         auto start = std::chrono::steady_clock::now();
         double step_lr = optim::learning_rate(schedule, lr, step, steps, flags.integer("warmup"), flags.number("min-lr-ratio"));
@@ -386,13 +414,22 @@ int train_command(int argc, char** argv) {
             << grad_norm << "," << train_seconds << "\n";
 
         int64_t done_here = step + 1 - first_step;
-        double tok_per_s = (double)(task.tokens_per_batch * accum) * (double)done_here / train_seconds;
+        double tok_per_step = (double)(task.tokens_per_batch * accum);
+        double tok_per_s = tok_per_step * (double)done_here / train_seconds;
+        recent_seconds.push_back(seconds);
+        if (recent_seconds.size() > 10) recent_seconds.erase(recent_seconds.begin());
+        double recent = 0;
+        for (double s : recent_seconds) recent += s;
+        double tok_per_s_now = tok_per_step * (double)recent_seconds.size() / recent;
         double eta = train_seconds / (double)done_here * (double)(stop - step - 1);
         int64_t every = flags.integer("checkpoint-every");
         if (every > 0 && (step + 1) % every == 0 && !last) checkpoint(step + 1);
-        char line[256];
-        std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | %6.0f tok/s | ETA %s",
-                      (long long)(step + 1), (long long)stop, last_loss, step_lr, tok_per_s, format_duration(eta).c_str());
+        char line[320], mfu_text[32] = "";
+        if (peak_gflops > 0) std::snprintf(mfu_text, sizeof mfu_text, " | MFU %.1f%%", mfu(tok_per_s_now));
+        // tok/s: the last 10 steps (now), then the average since the start.
+        std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | %6.0f tok/s (avg %.0f)%s | ETA %s",
+                      (long long)(step + 1), (long long)stop, last_loss, step_lr, tok_per_s_now, tok_per_s, mfu_text,
+                      format_duration(eta).c_str());
         if (tty) {
             int width = 24, filled = (int)((step + 1) * width / steps);
             std::printf("\r[%s%s] %s", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), line);
@@ -401,6 +438,10 @@ int train_command(int argc, char** argv) {
         } else if (!std::isnan(val) || (step + 1) % report_every == 0 || last) {
             std::printf("%s%s\n", line, std::isnan(val) ? "" : (" | val " + std::to_string(val)).c_str());
             std::fflush(stdout);
+        }
+        if (sample_every > 0 && (step + 1) % sample_every == 0 && !last && task.sample_during) {
+            if (tty && std::isnan(val)) std::printf("\n");  // leave the progress line
+            task.sample_during(step + 1);
         }
     }
     if (tty) std::printf("\n");
@@ -450,8 +491,15 @@ int train_command(int argc, char** argv) {
     std::printf("memory: peak %.1f MiB in tensors on %s, %lld blocks from the system, %lld reused\n",
                 (double)memory.peak_bytes_in_use / 1048576.0, device.str().c_str(), (long long)memory.system_allocations,
                 (long long)memory.cache_hits);
-    std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)stop,
-                last_loss, last_val, ms_per_step, (double)(task.tokens_per_batch * accum) / (ms_per_step / 1000));
+    double summary_tok_per_s = (double)(task.tokens_per_batch * accum) / (ms_per_step / 1000);
+    if (peak_gflops > 0)
+        std::printf("throughput: %.0f tok/s x %.3g FLOPs/token = %.1f GFLOP/s, MFU %.1f%% of the %.1f GFLOP/s FMA peak\n",
+                    summary_tok_per_s, flops_per_token, summary_tok_per_s * flops_per_token / 1e9, mfu(summary_tok_per_s),
+                    peak_gflops);
+    std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f", (long long)stop,
+                last_loss, last_val, ms_per_step, summary_tok_per_s);
+    if (peak_gflops > 0) std::printf(" mfu_pct=%.1f", mfu(summary_tok_per_s));
+    std::printf("\n");
     return 0;
 }
 

@@ -82,5 +82,32 @@ std::string printable_text(const std::string& bytes) {
     return out;
 }
 
+// The length of the incomplete UTF-8 sequence that ends `s` and might still
+// be completed by later bytes (0 if there is none).
+static size_t incomplete_tail(const std::string& s) {
+    size_t n = s.size();
+    for (size_t back = 1; back <= 3 && back <= n; ++back) {
+        unsigned char b = (unsigned char)s[n - back];
+        if ((b & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+        size_t need = b >= 0xF0 && b <= 0xF4 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b < 0xE0 ? 2 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+std::string PrintableStream::feed(const std::string& bytes) {
+    pending_ += bytes;
+    size_t keep = incomplete_tail(pending_);
+    std::string ready = pending_.substr(0, pending_.size() - keep);
+    pending_.erase(0, pending_.size() - keep);
+    return printable_text(ready);
+}
+
+std::string PrintableStream::finish() {
+    std::string rest = printable_text(pending_);
+    pending_.clear();
+    return rest;
+}
+
 }  // namespace data
 }  // namespace nc

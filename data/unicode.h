@@ -35,5 +35,16 @@ const char* unicode_tables_version();
 // character. For printing only: `generate --out` writes the exact bytes.
 std::string printable_text(const std::string& bytes);
 
+// printable_text for text that arrives in pieces (a token at a time): a
+// UTF-8 character split across tokens is held back until its last byte
+// arrives, instead of showing as replacement characters.
+class PrintableStream {
+public:
+    std::string feed(const std::string& bytes);  // what can be shown now
+    std::string finish();                        // whatever is left, at the end
+private:
+    std::string pending_;
+};
+
 }  // namespace data
 }  // namespace nc

@@ -5,7 +5,8 @@
 namespace nc {
 namespace nn {
 
-Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt) : cfg_(cfg) {
+Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt)
+    : cfg_(cfg), layer_index_(layer_index) {
     int64_t C = cfg.n_embd, kv = cfg.kv_heads() * cfg.head_dim();
     switch (cfg.family) {
         case Family::GPT2:
@@ -74,7 +75,23 @@ static Tensor repeat_kv(const Tensor& t, int64_t groups) {
     return reshape(expanded, {shape[0], shape[1] * groups, shape[2], shape[3]});
 }
 
-Tensor Attention::forward(const Tensor& x, const RopeTables* rope) const {
+bool Attention::use_cache(Tensor& k, Tensor& v, KVCache* cache) const {
+    if (!cache) return cfg_.causal;
+    if (is_grad_enabled()) fail("attention", "the key/value cache is for inference: run it under NoGradGuard");
+    if (!cfg_.causal) fail("attention", "a key/value cache needs a causal model (later tokens would change earlier keys)");
+    int64_t past = cache->length, T = k.size(2);
+    if (past > 0 && T != 1)
+        fail("attention", "a non-empty key/value cache takes one token at a time, got " + std::to_string(T) +
+                              " after " + std::to_string(past) + " cached (reset() it to start over)");
+    CachedKV all = append_to_cache(cache->layers.at(layer_index_), k, v, past, cache->capacity);
+    k = all.k;
+    v = all.v;
+    // The prompt (past = 0) is causal as usual; one new token sees every
+    // cached key, all of which are in its past.
+    return past == 0;
+}
+
+Tensor Attention::forward(const Tensor& x, const RopeTables* rope, KVCache* cache) const {
     if (x.dim() != 3 || x.size(2) != cfg_.n_embd)
         fail("attention", "expects [B, T, " + std::to_string(cfg_.n_embd) + "], got " + shape_str(x.shape()));
     Tensor q, k, v;
@@ -89,23 +106,26 @@ Tensor Attention::forward(const Tensor& x, const RopeTables* rope) const {
         k = k_->forward(x);
         v = v_->forward(x);
     }
-    Tensor y = cfg_.attention == AttentionKind::Differential ? differential(q, k, v, rope) : standard(q, k, v, rope);
+    Tensor y = cfg_.attention == AttentionKind::Differential ? differential(q, k, v, rope, cache)
+                                                             : standard(q, k, v, rope, cache);
     return out_->forward(y);
 }
 
-Tensor Attention::standard(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const RopeTables* rope) const {
+Tensor Attention::standard(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const RopeTables* rope,
+                           KVCache* cache) const {
     int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, Hkv = cfg_.kv_heads(), hd = cfg_.head_dim();
     Tensor q = split_heads(q_in, H, hd), k = split_heads(k_in, Hkv, hd), v = split_heads(v_in, Hkv, hd);
     if (rope) {
         q = apply_rope(q, *rope);
         k = apply_rope(k, *rope);
     }
-    Tensor y = scaled_dot_product_attention(q, repeat_kv(k, H / Hkv), repeat_kv(v, H / Hkv), cfg_.causal);
+    bool causal = use_cache(k, v, cache);  // the cache holds the Hkv heads, repeated after
+    Tensor y = scaled_dot_product_attention(q, repeat_kv(k, H / Hkv), repeat_kv(v, H / Hkv), causal);
     return reshape(transpose(y, 1, 2), {B, T, H * hd});  // [B, H, T, hd] -> [B, T, C]
 }
 
-Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                               const RopeTables* rope) const {
+Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const RopeTables* rope,
+                               KVCache* cache) const {
     // q, k: 2H sub-heads of size dh; v: H heads of size 2 dh. Sub-heads 2h and
     // 2h+1 form the two softmax maps of head h.
     int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, dh = cfg_.head_dim() / 2;
@@ -114,11 +134,12 @@ Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Ten
         q = apply_rope(q, *rope);
         k = apply_rope(k, *rope);
     }
-    auto pair = [&](const Tensor& t, int64_t which) {  // [B, 2H, T, dh] -> sub-head `which` of each pair
-        return squeeze(narrow(view(t, {B, H, 2, T, dh}), 2, which, 1), 2);
+    bool causal = use_cache(k, v, cache);
+    auto pair = [&](const Tensor& t, int64_t which) {  // [B, 2H, S, dh] -> sub-head `which` of each pair
+        return squeeze(narrow(reshape(t, {B, H, 2, t.size(2), dh}), 2, which, 1), 2);
     };
-    Tensor a1 = scaled_dot_product_attention(pair(q, 0), pair(k, 0), v, cfg_.causal);
-    Tensor a2 = scaled_dot_product_attention(pair(q, 1), pair(k, 1), v, cfg_.causal);
+    Tensor a1 = scaled_dot_product_attention(pair(q, 0), pair(k, 0), v, causal);
+    Tensor a2 = scaled_dot_product_attention(pair(q, 1), pair(k, 1), v, causal);
     // lambda = exp(<lq1, lk1>) - exp(<lq2, lk2>) + lambda_init, one scalar per layer.
     Tensor lambda = exp(sum(lambda_q1_ * lambda_k1_)) - exp(sum(lambda_q2_ * lambda_k2_)) + lambda_init;
     Tensor o = subln_->forward(a1 - lambda * a2) * (1.0 - lambda_init);  // per-head RMSNorm over 2 dh

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "nn/config.h"
+#include "nn/kv_cache.h"
 #include "nn/norms.h"
 #include "nn/rope.h"
 
@@ -20,8 +21,11 @@ namespace nn {
 class Attention : public Module {
 public:
     Attention(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt = {});
-    // x: [B, T, C] -> [B, T, C]. rope: tables for this T when positions = rope.
-    Tensor forward(const Tensor& x, const RopeTables* rope) const;
+    // x: [B, T, C] -> [B, T, C]. rope: tables for these T positions when
+    // positions = rope. With a cache (generation, kv_cache.h), x holds the T
+    // tokens after the cache->length cached ones, and their keys and values
+    // are appended to this layer's part of the cache.
+    Tensor forward(const Tensor& x, const RopeTables* rope, KVCache* cache = nullptr) const;
 
     // The weights init schemes treat specially.
     std::vector<Tensor> output_weights() const;  // the projection back into the residual stream
@@ -32,10 +36,15 @@ public:
 
 private:
     Tensor split_heads(const Tensor& t, int64_t heads, int64_t size) const;  // [B,T,h*s] -> [B,h,T,s]
-    Tensor standard(const Tensor& q, const Tensor& k, const Tensor& v, const RopeTables* rope) const;
-    Tensor differential(const Tensor& q, const Tensor& k, const Tensor& v, const RopeTables* rope) const;
+    Tensor standard(const Tensor& q, const Tensor& k, const Tensor& v, const RopeTables* rope, KVCache* cache) const;
+    Tensor differential(const Tensor& q, const Tensor& k, const Tensor& v, const RopeTables* rope,
+                        KVCache* cache) const;
+    // With a cache: stores the new keys and values, replaces k and v by all
+    // the cached ones, and returns whether the queries need the causal mask.
+    bool use_cache(Tensor& k, Tensor& v, KVCache* cache) const;
 
     TransformerConfig cfg_;
+    int64_t layer_index_;
     std::shared_ptr<Linear> qkv_, q_, k_, v_, out_;
     Tensor lambda_q1_, lambda_k1_, lambda_q2_, lambda_k2_;
     std::shared_ptr<RMSNorm> subln_;

@@ -137,28 +137,28 @@ Tensor Block::drop(const Tensor& x) const {
     return dropout(x, cfg_.dropout, true, *dropout_gen_);
 }
 
-Tensor Block::forward(const Tensor& x, const RopeTables* rope) const {
+Tensor Block::forward(const Tensor& x, const RopeTables* rope, KVCache* cache) const {
     switch (cfg_.placement) {
         case Placement::Pre: {
-            Tensor h = x + drop(attn->forward(norm(norm_1, x), rope));
+            Tensor h = x + drop(attn->forward(norm(norm_1, x), rope, cache));
             return h + drop(mlp.forward(norm(norm_2, h)));
         }
         case Placement::Post: {
-            Tensor h = norm(norm_1, x + drop(attn->forward(x, rope)));
+            Tensor h = norm(norm_1, x + drop(attn->forward(x, rope, cache)));
             return norm(norm_2, h + drop(mlp.forward(h)));
         }
         case Placement::Sandwich: {
-            Tensor h = x + drop(norm(norm_1_out, attn->forward(norm(norm_1, x), rope)));
+            Tensor h = x + drop(norm(norm_1_out, attn->forward(norm(norm_1, x), rope, cache)));
             return h + drop(norm(norm_2_out, mlp.forward(norm(norm_2, h))));
         }
         case Placement::DeepNorm: {
-            Tensor h = norm(norm_1, x * residual_alpha + drop(attn->forward(x, rope)));
+            Tensor h = norm(norm_1, x * residual_alpha + drop(attn->forward(x, rope, cache)));
             return norm(norm_2, h * residual_alpha + drop(mlp.forward(h)));
         }
         case Placement::GeoNorm: {
             // The geodesic update replaces "add, then normalize": x stays on its sphere.
             Tensor a1 = reshape(attn_step, {}), a2 = reshape(mlp_step, {});
-            Tensor h = geodesic_update(x, bound_angle(x, drop(attn->forward(norm(norm_1, x), rope)), a1), a1);
+            Tensor h = geodesic_update(x, bound_angle(x, drop(attn->forward(norm(norm_1, x), rope, cache)), a1), a1);
             return geodesic_update(h, bound_angle(h, drop(mlp.forward(norm(norm_2, h))), a2), a2);
         }
     }

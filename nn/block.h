@@ -42,7 +42,8 @@ public:
     // dropout_gen: the model's dropout generator (used in training mode when cfg.dropout > 0).
     Block(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt = {},
           Generator* dropout_gen = nullptr);
-    Tensor forward(const Tensor& x, const RopeTables* rope) const;
+    // cache: generation's key/value cache (kv_cache.h), handed to the attention.
+    Tensor forward(const Tensor& x, const RopeTables* rope, KVCache* cache = nullptr) const;
 
     std::shared_ptr<Attention> attn;
     MlpLayers mlp;

@@ -21,7 +21,15 @@ void TransformerModel::build(Generator& gen, Options opt) {
     if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt);
 }
 
-Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream) const {
+KVCache TransformerModel::make_cache(int64_t B) const {
+    KVCache cache;
+    cache.layers.resize(blocks_.size());
+    cache.capacity = cfg_.block_size;
+    cache.batch = B;
+    return cache;
+}
+
+Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream, KVCache* cache) const {
     int64_t T = x.size(1);
     if (cfg_.placement == Placement::GeoNorm) {
         // Onto the sphere: x0 = r e / |e| per token (exact, no epsilon, no gain).
@@ -31,11 +39,19 @@ Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream) const
     RopeTables tables;
     if (cfg_.positions == Positions::Rope) {
         int64_t rope_dim = cfg_.attention == AttentionKind::Differential ? cfg_.head_dim() / 2 : cfg_.head_dim();
-        tables = rope_tables(T, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
+        if (cache) {
+            // The new tokens sit at absolute positions length..length+T-1:
+            // rows of tables built once for the whole cache.
+            if (!cache->rope.cos.defined())
+                cache->rope = rope_tables(cache->capacity, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
+            tables = {narrow(cache->rope.cos, 0, cache->length, T), narrow(cache->rope.sin, 0, cache->length, T)};
+        } else {
+            tables = rope_tables(T, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
+        }
     }
     if (stream) stream->push_back(x);
     for (const auto& block : blocks_) {
-        x = block->forward(x, cfg_.positions == Positions::Rope ? &tables : nullptr);
+        x = block->forward(x, cfg_.positions == Positions::Rope ? &tables : nullptr, cache);
         if (stream) stream->push_back(x);
     }
     return final_norm_ ? final_norm_->forward(x) : x;
@@ -91,16 +107,22 @@ void TransformerModel::init_language_tables(Generator& gen, const Embedding& tok
 }
 
 Tensor TransformerModel::language_forward(const Tensor& ids, const Embedding& tokens, const Embedding* positions,
-                                          const Linear* head, std::vector<Tensor>* stream, const char* model) const {
+                                          const Linear* head, std::vector<Tensor>* stream, const char* model,
+                                          KVCache* cache) const {
     if (ids.dim() != 2 || ids.dtype() != kInt64)
         fail(model, "expects int64 token ids of shape [B, T], got " + std::string(dtype_name(ids.dtype())) + " " +
                         shape_str(ids.shape()));
-    int64_t T = ids.size(1);
-    if (positions && T > cfg_.block_size)
-        fail(model, "sequence length " + std::to_string(T) + " exceeds the block size " + std::to_string(cfg_.block_size));
-    Tensor x = tokens.forward(ids);                              // [B, T, C]
-    if (positions) x = x + narrow(positions->weight, 0, 0, T);  // learned positions 0..T-1
-    Tensor h = run_blocks(x, stream);
+    int64_t T = ids.size(1), past = cache ? cache->length : 0;
+    if (cache && (cache->layers.size() != blocks_.size() || cache->batch != ids.size(0)))
+        fail(model, "the key/value cache was made for another model or batch size (make it with make_cache(" +
+                        std::to_string(ids.size(0)) + "))");
+    if ((positions || cache) && past + T > cfg_.block_size)
+        fail(model, "sequence length " + std::to_string(past + T) + " exceeds the block size " +
+                        std::to_string(cfg_.block_size));
+    Tensor x = tokens.forward(ids);                                 // [B, T, C]
+    if (positions) x = x + narrow(positions->weight, 0, past, T);  // learned positions past..past+T-1
+    Tensor h = run_blocks(x, stream, cache);
+    if (cache) cache->length += T;
     // Untied: a separate head. Tied (GPT-2): logits against the token table
     // itself, h E^T, as a linear layer without bias: one GEMM over all B T
     // tokens, and one for E's gradient (a matmul with E^T broadcast over the
@@ -126,6 +148,10 @@ Tensor GPT2::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
     return language_forward(ids, *wte, wpe.get(), lm_head.get(), stream, "GPT2");
 }
 
+Tensor GPT2::forward(const Tensor& ids, KVCache& cache) const {
+    return language_forward(ids, *wte, wpe.get(), lm_head.get(), nullptr, "GPT2", &cache);
+}
+
 // ---- Llama -------------------------------------------------------------------------
 
 Llama::Llama(const TransformerConfig& cfg, Generator& gen, Options opt) : TransformerModel(cfg) {
@@ -143,6 +169,10 @@ Llama::Llama(const TransformerConfig& cfg, Generator& gen, Options opt) : Transf
 
 Tensor Llama::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
     return language_forward(ids, *embed_tokens, embed_positions.get(), lm_head.get(), stream, "Llama");
+}
+
+Tensor Llama::forward(const Tensor& ids, KVCache& cache) const {
+    return language_forward(ids, *embed_tokens, embed_positions.get(), lm_head.get(), nullptr, "Llama", &cache);
 }
 
 // ---- ViT ---------------------------------------------------------------------------
@@ -196,6 +226,14 @@ Tensor ViT::forward(const Tensor& images, std::vector<Tensor>* stream) const {
 }
 
 // ---- parameter counts -----------------------------------------------------------------
+
+double training_flops_per_token(const TransformerConfig& c, int64_t T) {
+    double N = (double)count_parameters(c);
+    if (c.positions == Positions::Learned)
+        N -= c.family == Family::ViT ? (double)(((c.image_size / c.patch_size) * (c.image_size / c.patch_size) + 1) * c.n_embd)
+                                     : (double)(c.block_size * c.n_embd);
+    return 6.0 * N + 12.0 * (double)c.n_layer * (double)T * (double)c.n_embd;
+}
 
 int64_t count_parameters(const TransformerConfig& c) {
     int64_t C = c.n_embd, kv = c.kv_heads() * c.head_dim(), b = c.bias ? 1 : 0;

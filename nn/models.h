@@ -33,6 +33,8 @@ public:
     // Dropout's random stream (seeded from the init generator); a training
     // checkpoint saves its position so a resumed run drops the same units.
     Generator& dropout_generator() { return dropout_gen_; }
+    // An empty key/value cache for generating B sequences (kv_cache.h).
+    KVCache make_cache(int64_t B = 1) const;
 
 protected:
     // Builds the blocks and the final norm; the subclass registers them.
@@ -40,14 +42,15 @@ protected:
     // Embedded tokens x [B, T, C] -> the final (normalized) stream [B, T, C].
     // `stream`, if given, receives the residual stream entering block 0 and
     // after every block (L + 1 tensors), for diagnostics and chapter 4.
-    Tensor run_blocks(Tensor x, std::vector<Tensor>* stream) const;
+    // With a cache, x holds the tokens after the cached ones (kv_cache.h).
+    Tensor run_blocks(Tensor x, std::vector<Tensor>* stream, KVCache* cache = nullptr) const;
     // Family-specific initialization, then DeepNet's beta when placement = deepnorm.
     void init_weights(Generator& gen);
     // The language models' shared parts: N(0, init_std) for the tables and
     // head, and ids -> embeddings (+ positions) -> blocks -> logits.
     void init_language_tables(Generator& gen, const Embedding& tokens, const Embedding* positions, const Linear* head);
     Tensor language_forward(const Tensor& ids, const Embedding& tokens, const Embedding* positions, const Linear* head,
-                            std::vector<Tensor>* stream, const char* model) const;
+                            std::vector<Tensor>* stream, const char* model, KVCache* cache = nullptr) const;
 
     TransformerConfig cfg_;
     std::shared_ptr<ModuleList> block_list_;
@@ -60,6 +63,9 @@ class GPT2 : public TransformerModel {
 public:
     GPT2(const TransformerConfig& cfg, Generator& gen, Options opt = {});
     Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
+    // ids [B, T] following the cache's tokens -> their logits [B, T, V]; the
+    // cache grows by T (generation; kv_cache.h).
+    Tensor forward(const Tensor& ids, KVCache& cache) const;
     std::shared_ptr<Embedding> wte, wpe;
     std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
 };
@@ -68,6 +74,7 @@ class Llama : public TransformerModel {
 public:
     Llama(const TransformerConfig& cfg, Generator& gen, Options opt = {});
     Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
+    Tensor forward(const Tensor& ids, KVCache& cache) const;  // as GPT2's
     std::shared_ptr<Embedding> embed_tokens, embed_positions;
     std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
 };
@@ -86,6 +93,15 @@ public:
 // The closed-form parameter count of a configuration (what num_parameters()
 // of the built model must equal).
 int64_t count_parameters(const TransformerConfig& cfg);
+
+// The FLOPs of one training step per token at sequence length T, by the
+// standard estimate (Kaplan et al. 2020; PaLM, appendix B): 6 N for the
+// matrix products of forward (2 N) and backward (4 N), N the parameters
+// without the position table (a lookup costs no FLOPs), plus 12 L T C for
+// attention's two T x T products (2 x 2 T C per token and layer forward,
+// times 3 with backward; the causal half is not subtracted). The basis of
+// model FLOPs utilization (MFU): achieved FLOP/s over the machine's peak.
+double training_flops_per_token(const TransformerConfig& cfg, int64_t T);
 
 }  // namespace nn
 }  // namespace nc

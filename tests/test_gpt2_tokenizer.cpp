@@ -116,3 +116,22 @@ TEST_CASE("printable_text keeps UTF-8 and escapes what a terminal would act on",
     CHECK(data::printable_text("cut \xE2\x82") == "cut \xEF\xBF\xBD\xEF\xBF\xBD");
     CHECK(data::printable_text("c1 \xC2\x9B") == "c1 \\x9B");
 }
+
+TEST_CASE("PrintableStream holds back a character split across tokens", "[unicode]") {
+    data::PrintableStream s;
+    // "é" (C3 A9) and "日" (E6 97 A5) arriving a byte at a time.
+    std::string shown = s.feed("a\xC3");
+    CHECK(shown == "a");
+    shown += s.feed("\xA9 \xE6");
+    shown += s.feed("\x97");
+    shown += s.feed("\xA5\x1b");
+    shown += s.finish();
+    CHECK(shown == "a\xC3\xA9 \xE6\x97\xA5\\x1B");
+    // A lead byte that never gets its continuation is shown as U+FFFD at the end.
+    data::PrintableStream cut;
+    CHECK(cut.feed("x\xE6\x97") == "x");
+    CHECK(cut.finish() == "\xEF\xBF\xBD\xEF\xBF\xBD");
+    // A stray continuation byte is not held back.
+    data::PrintableStream stray;
+    CHECK(stray.feed("\xA9") == "\xEF\xBF\xBD");
+}

@@ -1,0 +1,84 @@
+#include "nn/generate.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nc {
+namespace nn {
+
+int64_t context_start(int64_t n, int64_t block_size) {
+    if (n <= block_size) return 0;
+    int64_t shift = std::max<int64_t>(1, block_size / 2);
+    return (n - block_size + shift - 1) / shift * shift;  // the smallest multiple of shift leaving <= block tokens
+}
+
+int64_t pick_token(const std::vector<double>& logits, double temperature, int64_t top_k, Generator& gen) {
+    if (temperature <= 0) return std::max_element(logits.begin(), logits.end()) - logits.begin();
+    // Keep the top k logits (all if k <= 0), then softmax(logits / temperature).
+    std::vector<double> sorted = logits;
+    std::sort(sorted.rbegin(), sorted.rend());
+    double cutoff = top_k > 0 && top_k < (int64_t)sorted.size() ? sorted[top_k - 1] : -INFINITY;
+    double m = sorted[0], total = 0;
+    std::vector<double> p(logits.size());
+    for (size_t v = 0; v < logits.size(); ++v) {
+        p[v] = logits[v] < cutoff ? 0 : std::exp((logits[v] - m) / temperature);
+        total += p[v];
+    }
+    double u = raw::rand({1}, gen, kFloat64).item() * total, acc = 0;
+    for (size_t v = 0; v < p.size(); ++v) {
+        acc += p[v];
+        if (u < acc) return (int64_t)v;
+    }
+    return (int64_t)logits.size() - 1;
+}
+
+// ids [1, T] -> logits [1, T, V], through the cache when one is given.
+static Tensor forward(const TransformerModel& model, const Tensor& ids, KVCache* cache) {
+    Tensor on_device = raw::to_device(ids, model.device());
+    if (auto* g = dynamic_cast<const GPT2*>(&model)) return cache ? g->forward(on_device, *cache) : g->forward(on_device);
+    if (auto* l = dynamic_cast<const Llama*>(&model)) return cache ? l->forward(on_device, *cache) : l->forward(on_device);
+    fail("generate", "only language models (gpt2, llama) generate text");
+    return Tensor();
+}
+
+std::vector<int64_t> generate_tokens(const TransformerModel& model, std::vector<int64_t> tokens, int64_t count,
+                                     const SampleOptions& options, Generator& gen,
+                                     const std::function<void(int64_t)>& on_token) {
+    NoGradGuard no_grad;
+    // A byte '\n' is not token 10 in every vocabulary: callers encode their own default prompt.
+    if (tokens.empty()) fail("generate", "the prompt must hold at least one token");
+    int64_t vocab = model.config().vocab_size;
+    for (int64_t t : tokens)
+        if (t < 0 || t >= vocab)
+            fail("generate", "prompt token " + std::to_string(t) + " is outside the model's vocabulary of " +
+                                 std::to_string(vocab));
+    int64_t block = model.config().block_size;
+    KVCache cache = model.make_cache(1);
+    int64_t cache_start = 0;  // the text position of the cache's first token
+    std::vector<int64_t> produced;
+    for (int64_t i = 0; i < count; ++i) {
+        int64_t n = (int64_t)tokens.size(), start = context_start(n, block);
+        Tensor logits;
+        if (!options.use_cache) {
+            std::vector<int64_t> context(tokens.begin() + start, tokens.end());
+            logits = forward(model, raw::from_indices(context, {1, n - start}), nullptr);
+        } else if (start == cache_start && cache.length == n - start - 1 && cache.length > 0) {
+            logits = forward(model, raw::from_indices({tokens.back()}, {1, 1}), &cache);  // one new token
+        } else {
+            // The first step, or the window moved: fill the cache from the window.
+            cache.reset();
+            cache_start = start;
+            std::vector<int64_t> context(tokens.begin() + start, tokens.end());
+            logits = forward(model, raw::from_indices(context, {1, n - start}), &cache);
+        }
+        std::vector<double> last = raw::narrow(logits, 1, logits.size(1) - 1, 1).to_vector();
+        int64_t next = pick_token(last, options.temperature, options.top_k, gen);
+        tokens.push_back(next);
+        produced.push_back(next);
+        if (on_token) on_token(next);
+    }
+    return produced;
+}
+
+}  // namespace nn
+}  // namespace nc

@@ -1,0 +1,28 @@
+#include "nn/kv_cache.h"
+
+#include "tensor/raw_ops.h"
+
+namespace nc {
+namespace nn {
+
+CachedKV append_to_cache(KVCache::Layer& layer, const Tensor& k_new, const Tensor& v_new, int64_t past,
+                         int64_t capacity) {
+    int64_t T = k_new.size(2);
+    if (past + T > capacity)
+        fail("kv cache", "positions " + std::to_string(past) + ".." + std::to_string(past + T - 1) +
+                             " do not fit a cache of " + std::to_string(capacity) + " positions (the block size)");
+    if (!layer.k.defined() || layer.k.size(0) != k_new.size(0)) {
+        Shape ks = k_new.shape(), vs = v_new.shape();
+        ks[2] = capacity;
+        vs[2] = capacity;
+        layer.k = raw::zeros(ks, k_new.dtype(), k_new.device());
+        layer.v = raw::zeros(vs, v_new.dtype(), v_new.device());
+    }
+    // The cache's buffers are outputs the model owns; copy_ is the one write.
+    raw::copy_(raw::narrow(layer.k, 2, past, T), k_new);
+    raw::copy_(raw::narrow(layer.v, 2, past, T), v_new);
+    return {raw::narrow(layer.k, 2, 0, past + T), raw::narrow(layer.v, 2, 0, past + T)};
+}
+
+}  // namespace nn
+}  // namespace nc
