@@ -115,10 +115,14 @@ $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# The library, and next to it the linker flags a program built against it
+# needs (OpenMP, zlib, and cuBLAS/CUDA runtime when the CUDA backend is in):
+# g++ ... prog.cpp build/libnormcore.a $$(cat build/link-flags).
 $(LIB): $(call obj,$(LIB_SRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRCS))
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
+	@echo "$(strip $(LDFLAGS) $(LDLIBS))" > $(BUILD)/link-flags
 
 $(TEST_BIN): $(call obj,$(TEST_SRCS)) $(LIB)
 	@mkdir -p $(dir $@)

@@ -64,6 +64,7 @@ void save_training_checkpoint(const std::string& path, const nn::TransformerMode
         {"batch_offset", std::to_string(s.batch_offset)},
         {"dropout_seed", std::to_string(s.dropout_seed)},
         {"dropout_offset", std::to_string(s.dropout_offset)},
+        {"schedule_steps", std::to_string(s.schedule_steps)},
     };
     data::write_safetensors(path, tensors, meta);
 }
@@ -103,6 +104,8 @@ TrainingState load_training_checkpoint(const std::string& path, nn::TransformerM
     s.batch_offset = number("batch_offset");
     s.dropout_seed = number("dropout_seed");
     s.dropout_offset = number("dropout_offset");
+    // Older checkpoints did not record it.
+    s.schedule_steps = f.metadata.count("schedule_steps") ? (int64_t)std::stoull(f.metadata.at("schedule_steps")) : 0;
     return s;
 }
 

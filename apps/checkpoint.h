@@ -32,6 +32,7 @@ struct TrainingState {
     int64_t batches_taken = 0;   // batches drawn from the training stream
     uint64_t batch_seed = 0, batch_offset = 0;      // the batch generator
     uint64_t dropout_seed = 0, dropout_offset = 0;  // the model's dropout generator
+    int64_t schedule_steps = 0;  // the run's --steps, which the learning-rate schedule spans (0: not recorded)
 };
 
 void save_training_checkpoint(const std::string& path, const nn::TransformerModel& model, const optim::Optimizer& opt,

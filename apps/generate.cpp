@@ -135,10 +135,10 @@ int eval_command(int argc, char** argv) {
     LanguageModel lm = load_model(flags);
     TextCodec codec = make_codec(flags, "");
     check_vocabulary(codec, cfg);
-    std::vector<int64_t> tokens = codec.encode(data::read_corpus(flags.str("data")));
+    data::TokenIds tokens = load_corpus_tokens(flags.str("data"), codec);
     double fraction = flags.number("val-fraction");
     if (!(fraction > 0 && fraction <= 1)) throw Error("--val-fraction must be in (0, 1], got " + flags.str("val-fraction"));
-    std::vector<int64_t> part(tokens.begin() + (int64_t)((double)tokens.size() * (1 - fraction)), tokens.end());
+    data::TokenIds part = tokens.slice((int64_t)((double)tokens.size() * (1 - fraction)), tokens.size());
     int64_t T = flags.integer("seq"), batches = flags.integer("batches");
     data::LMBatches windows(part, flags.integer("batch"), T, false, 0);
     NoGradGuard no_grad;

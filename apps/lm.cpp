@@ -5,6 +5,7 @@
 #include "apps/checkpoint.h"
 #include "data/bpe.h"
 #include "data/text.h"
+#include "data/token_file.h"
 #include "data/unicode.h"
 
 #include <filesystem>
@@ -102,11 +103,67 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text) {
     return codec;
 }
 
+// A model flag given on the command line must agree with the configuration
+// that a model directory or checkpoint brings: silently preferring one would
+// build a model the user did not ask for (or fail later with a list of
+// missing weights). Each given flag is read the way config_from_flags reads
+// it and compared with the loaded value.
+static void check_flags_agree(const Flags& flags, const TransformerConfig& loaded, const std::string& source) {
+    const char* family = loaded.family == Family::GPT2 ? "gpt2" : loaded.family == Family::Llama ? "llama" : "vit";
+    auto number = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", v);
+        return std::string(buf);
+    };
+    // flag -> (its value as the flag says it, the loaded config's value).
+    std::vector<std::pair<std::string, std::function<std::pair<std::string, std::string>(const std::string&)>>> checks = {
+        {"model", [&](const std::string& v) { return std::make_pair(v, std::string(family)); }},
+        {"norm", [&](const std::string& v) { return std::make_pair(to_string(parse_norm(v)), to_string(loaded.norm)); }},
+        {"placement", [&](const std::string& v) { return std::make_pair(to_string(parse_placement(v)), to_string(loaded.placement)); }},
+        {"decay", [&](const std::string& v) { return std::make_pair(to_string(parse_decay(v)), to_string(loaded.decay)); }},
+        {"attention", [&](const std::string& v) { return std::make_pair(to_string(parse_attention(v)), to_string(loaded.attention)); }},
+        {"mlp", [&](const std::string& v) { return std::make_pair(to_string(parse_mlp(v)), to_string(loaded.mlp)); }},
+        {"positions", [&](const std::string& v) { return std::make_pair(to_string(parse_positions(v)), to_string(loaded.positions)); }},
+        {"layers", [&](const std::string&) { return std::make_pair(std::to_string(flags.integer("layers")), std::to_string(loaded.n_layer)); }},
+        {"width", [&](const std::string&) { return std::make_pair(std::to_string(flags.integer("width")), std::to_string(loaded.n_embd)); }},
+        {"heads", [&](const std::string&) { return std::make_pair(std::to_string(flags.integer("heads")), std::to_string(loaded.n_head)); }},
+        {"kv-heads", [&](const std::string&) {
+             int64_t k = flags.integer("kv-heads");
+             return std::make_pair(std::to_string(k > 0 ? k : loaded.n_head), std::to_string(loaded.kv_heads()));
+         }},
+        {"dyt-alpha", [&](const std::string&) { return std::make_pair(number(flags.number("dyt-alpha")), number(loaded.dyt_alpha0)); }},
+        {"geo-step", [&](const std::string&) { return std::make_pair(number(flags.number("geo-step")), number(loaded.geo_step)); }},
+        {"geo-max-angle", [&](const std::string&) { return std::make_pair(number(flags.number("geo-max-angle")), number(loaded.geo_max_angle)); }},
+    };
+    if (loaded.family == Family::ViT) {
+        checks.push_back({"image-size", [&](const std::string&) { return std::make_pair(std::to_string(flags.integer("image-size")), std::to_string(loaded.image_size)); }});
+        checks.push_back({"patch", [&](const std::string&) { return std::make_pair(std::to_string(flags.integer("patch")), std::to_string(loaded.patch_size)); }});
+        checks.push_back({"channels", [&](const std::string&) { return std::make_pair(std::to_string(flags.integer("channels")), std::to_string(loaded.channels)); }});
+    }
+    for (auto& [name, values] : checks) {
+        if (!flags.accepts(name) || !flags.given(name)) continue;
+        auto [wanted, have] = values(flags.str(name));
+        if (wanted != have)
+            throw Error("flag --" + name + " " + flags.str(name) + " contradicts " + source + ", which says " + have +
+                        " (drop the flag to use the saved model as it is)");
+    }
+}
+
 TransformerConfig resolve_config(const Flags& flags) {
     auto has = [&](const char* name) { return flags.accepts(name) && flags.given(name); };
-    if (has("resume")) return read_checkpoint_config(flags.str("resume"));
-    if (has("init") && is_directory_target(flags.str("init"))) return read_directory_config(flags.str("init"));
-    return config_from_flags(flags);
+    TransformerConfig cfg;
+    if (has("resume")) {
+        cfg = read_checkpoint_config(flags.str("resume"));
+        check_flags_agree(flags, cfg, "the checkpoint " + flags.str("resume"));
+    } else if (has("init") && is_directory_target(flags.str("init"))) {
+        cfg = read_directory_config(flags.str("init"));
+        check_flags_agree(flags, cfg, (std::filesystem::path(flags.str("init")) / "config.json").string());
+    } else {
+        return config_from_flags(flags);
+    }
+    // Dropout is a training setting, not part of the weights: the flag wins.
+    if (has("dropout")) cfg.dropout = flags.number("dropout");
+    return cfg;
 }
 
 std::string describe(const TransformerConfig& c) {
@@ -147,6 +204,21 @@ LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen)
         throw Error("the vit model classifies images; it has no text forward");
     }
     return lm;
+}
+
+data::TokenIds load_corpus_tokens(const std::string& path, const TextCodec& codec) {
+    if (!data::is_token_file(path)) return codec.encode(data::read_corpus(path));
+    data::TokenFileInfo info;
+    data::TokenIds ids = data::map_token_file(path, &info);
+    if (info.vocab_size != codec.vocab_size)
+        throw Error("--data: the token file '" + path + "' was written with a vocabulary of " +
+                    std::to_string(info.vocab_size) + " tokens, the tokenizer (" + codec.name + ") has " +
+                    std::to_string(codec.vocab_size) + " (give --tokenizer the one `normcore tokenize` used)");
+    return ids;
+}
+
+std::string corpus_text_if_any(const std::string& path) {
+    return data::is_token_file(path) ? std::string() : data::read_corpus(path);
 }
 
 void check_vocabulary(const TextCodec& codec, const TransformerConfig& cfg) {

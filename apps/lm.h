@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apps/flags.h"
+#include "data/tokens.h"
 #include "nn/generate.h"
 #include "nn/models.h"
 
@@ -49,6 +50,14 @@ struct LanguageModel {
     std::function<Tensor(const Tensor&, std::vector<Tensor>*)> forward_with_stream;
 };
 LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen);
+
+// The tokens of --data: a token file written by `normcore tokenize`
+// (mapped into memory; it must have been written with a vocabulary of the
+// codec's size), or a text file or directory, encoded with the codec.
+data::TokenIds load_corpus_tokens(const std::string& path, const TextCodec& codec);
+// The text of --data when it is text (a BPE vocabulary may be trained on
+// it), or nothing for a token file.
+std::string corpus_text_if_any(const std::string& path);
 
 // The tokenizer must fit the model: "the tokenizer has 1024 tokens, the
 // model's vocabulary is 256" otherwise.

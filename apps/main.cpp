@@ -1,4 +1,4 @@
-// main.cpp — the `normcore` program: `normcore train | generate | eval | bench`.
+// main.cpp — the `normcore` program: `normcore train | generate | eval | tokenize | bench | experiment`.
 //
 // Every error a user can cause ends here as one clear line on stderr and a
 // non-zero exit status; nothing crashes.
@@ -16,8 +16,12 @@ static const char* kUsage =
     "  train     train a model (no flags: the default small GPT-2 on the fortunes corpus)\n"
     "  generate  sample text from trained weights\n"
     "  eval      loss and perplexity of trained weights on a data set\n"
+    "  tokenize  encode a corpus once into a token file that train and eval map into memory\n"
     "  bench     the machine's FMA peak, GEMM GFLOP/s, and training-step times by kind of op\n"
-    "  experiment <name>  a study with logs, a table and plots (isometry)\n"
+    "  experiment <name>  a study with logs, a table and plots:\n"
+    "            norms     the residual placements (post, pre, sandwich, DeepNorm, GeoNorm)\n"
+    "            dyt       LayerNorm/RMSNorm against Dynamic Tanh and differential attention\n"
+    "            isometry  MLPs at initialization: the isometry gap against depth\n"
     "\n"
     "`normcore <command> --help` lists a command's flags.\n";
 
@@ -31,6 +35,7 @@ int main(int argc, char** argv) {
         if (!std::strcmp(argv[1], "generate")) return nc::app::generate_command(argc, argv);
         if (!std::strcmp(argv[1], "eval")) return nc::app::eval_command(argc, argv);
         if (!std::strcmp(argv[1], "bench")) return nc::app::bench_command(argc, argv);
+        if (!std::strcmp(argv[1], "tokenize")) return nc::app::tokenize_command(argc, argv);
         if (!std::strcmp(argv[1], "experiment")) return nc::app::experiment_command(argc, argv);
         std::fprintf(stderr, "normcore: unknown command '%s'\n\n%s", argv[1], kUsage);
         return 2;

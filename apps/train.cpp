@@ -133,11 +133,13 @@ static double mean_loss(nn::TransformerModel& model, int64_t batches, const std:
 }
 
 static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
-    std::string text = data::read_corpus(flags.str("data"));
+    std::string text = corpus_text_if_any(flags.str("data"));
     TextCodec codec = make_codec(flags, text);
     if (!flags.given("resume") && !(flags.given("init") && is_directory_target(flags.str("init")))) cfg.vocab_size = codec.vocab_size;
     check_vocabulary(codec, cfg);
-    data::Split split = data::split_tokens(codec.encode(text), flags.number("val-fraction"));
+    data::Split split = data::split_tokens(text.empty() ? load_corpus_tokens(flags.str("data"), codec) : codec.encode(text),
+                                           flags.number("val-fraction"));
+    text.clear();  // the tokens are all that is needed from here on
     int64_t B = flags.integer("batch"), T = flags.integer("seq"), eval_batches = flags.integer("eval-batches");
     // A smaller training set (the DyT study's data regimes): its first N
     // tokens. Validation keeps the same held-out tail, so runs compare.
@@ -145,14 +147,14 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
     if (limit < 0 || (limit > 0 && limit < T + 1))
         throw Error("flag --train-tokens: " + std::to_string(limit) + " tokens cannot fill one window of --seq " +
                     std::to_string(T) + " + 1");
-    if (limit > 0 && limit < (int64_t)split.train.size()) split.train.resize(limit);
+    if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit);
     auto train = std::make_shared<data::LMBatches>(split.train, B, T, !flags.on("no-shuffle"), seed + 1);
     std::shared_ptr<data::LMBatches> val;
-    if ((int64_t)split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, B, T, false, seed + 2);
+    if (split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, B, T, false, seed + 2);
     Generator init_gen(seed);
     LanguageModel lm = build_language_model(cfg, init_gen);
-    std::printf("data: %s, %s, %zu train / %zu val tokens; batch %lld x %lld\n", flags.str("data").c_str(),
-                codec.name.c_str(), split.train.size(), split.val.size(), (long long)B, (long long)T);
+    std::printf("data: %s, %s, %lld train / %lld val tokens; batch %lld x %lld\n", flags.str("data").c_str(),
+                codec.name.c_str(), (long long)split.train.size(), (long long)split.val.size(), (long long)B, (long long)T);
     Task task;
     task.model = lm.module;
     task.tokens_per_batch = B * T;
@@ -331,10 +333,14 @@ int train_command(int argc, char** argv) {
             throw Error("--resume: the checkpoint is at step " + std::to_string(first_step) + ", nothing left for --steps " +
                         std::to_string(steps));
         std::printf("resumed from %s at step %lld\n", flags.str("resume").c_str(), (long long)first_step);
+        if (state.schedule_steps > 0 && state.schedule_steps != steps)
+            std::printf("warning: the checkpoint's run was scheduled for %lld steps and --steps is %lld: the "
+                        "learning-rate schedule changes from here on, so this run will not match an uninterrupted one\n",
+                        (long long)state.schedule_steps, (long long)steps);
     }
     auto checkpoint = [&](int64_t done) {
         TrainingState state{done, task.batches_taken(), task.batch_generator().seed(), task.batch_generator().offset(),
-                            model.dropout_generator().seed(), model.dropout_generator().offset()};
+                            model.dropout_generator().seed(), model.dropout_generator().offset(), steps};
         save_training_checkpoint(run_dir + "/checkpoint.safetensors", model, *opt, state);
     };
 
@@ -496,10 +502,10 @@ int train_command(int argc, char** argv) {
         std::printf("throughput: %.0f tok/s x %.3g FLOPs/token = %.1f GFLOP/s, MFU %.1f%% of the %.1f GFLOP/s FMA peak\n",
                     summary_tok_per_s, flops_per_token, summary_tok_per_s * flops_per_token / 1e9, mfu(summary_tok_per_s),
                     peak_gflops);
-    std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f", (long long)stop,
+    // The contract's line, exactly (checks outside the suite parse it): the
+    // MFU is on the throughput line above it.
+    std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)stop,
                 last_loss, last_val, ms_per_step, summary_tok_per_s);
-    if (peak_gflops > 0) std::printf(" mfu_pct=%.1f", mfu(summary_tok_per_s));
-    std::printf("\n");
     return 0;
 }
 

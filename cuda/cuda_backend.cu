@@ -208,12 +208,13 @@ bool cuda_device_usable(std::string* why) {
         int count = 0;
         cudaError_t status = cudaGetDeviceCount(&count);
         if (status != cudaSuccess) {
-            reason = std::string("no usable GPU: cudaGetDeviceCount says ") + cudaGetErrorString(status);
+            // What a user needs first: there is no GPU. The driver's words follow.
+            reason = std::string("no GPU was found (the CUDA runtime says: ") + cudaGetErrorString(status) + ")";
             cudaGetLastError();  // clear it
             return false;
         }
         if (count == 0) {
-            reason = "no GPU found";
+            reason = "no GPU was found (the CUDA runtime sees no devices)";
             return false;
         }
         return true;

@@ -72,6 +72,13 @@ std::vector<std::string> BPETokenizer::chunks(const std::string& text) {
     return out;
 }
 
+size_t BPETokenizer::safe_cut_after(const std::string& text, size_t pos) {
+    auto visible = [&](size_t k) { return text[k] > ' ' && text[k] < 0x7F; };
+    for (size_t i = std::max<size_t>(pos, 2); i < text.size(); ++i)
+        if (text[i - 1] == '\n' && visible(i - 2) && visible(i)) return i;
+    return text.size();
+}
+
 void BPETokenizer::add_merge(int64_t left, int64_t right, int64_t result) {
     merges_[{left, right}] = {(int64_t)merges_.size(), result};
 }

@@ -41,6 +41,12 @@ public:
 
     // The pre-tokenizer's chunks of `text`.
     static std::vector<std::string> chunks(const std::string& text);
+    // The first position >= pos where `text` can be cut into two pieces whose
+    // chunks are exactly the whole text's chunks (text.size() if there is
+    // none): just after a newline that sits between two visible ASCII
+    // characters, where no alternative of the pattern can span the cut. Long
+    // corpora are encoded piece by piece this way (normcore tokenize).
+    static size_t safe_cut_after(const std::string& text, size_t pos);
 
 private:
     void add_merge(int64_t left, int64_t right, int64_t result);

@@ -57,25 +57,24 @@ std::string decode_bytes(const std::vector<int64_t>& tokens) {
     return text;
 }
 
-Split split_tokens(const std::vector<int64_t>& tokens, double val_fraction) {
+Split split_tokens(const TokenIds& tokens, double val_fraction) {
     if (!(val_fraction >= 0 && val_fraction < 1))
         throw Error("--val-fraction must be in [0, 1), got " + std::to_string(val_fraction));
-    size_t n_train = (size_t)((double)tokens.size() * (1 - val_fraction));
-    return {std::vector<int64_t>(tokens.begin(), tokens.begin() + n_train),
-            std::vector<int64_t>(tokens.begin() + n_train, tokens.end())};
+    int64_t n_train = (int64_t)((double)tokens.size() * (1 - val_fraction));
+    return {tokens.slice(0, n_train), tokens.slice(n_train, tokens.size())};
 }
 
-LMBatches::LMBatches(std::vector<int64_t> tokens, int64_t B, int64_t T, bool shuffle, uint64_t seed)
+LMBatches::LMBatches(TokenIds tokens, int64_t B, int64_t T, bool shuffle, uint64_t seed)
     : tokens_(std::move(tokens)), B_(B), T_(T), shuffle_(shuffle), gen_(seed) {
     if (B <= 0 || T <= 0) throw Error("batches: --batch and --seq must be positive");
-    if ((int64_t)tokens_.size() < T + 1)
+    if (tokens_.size() < T + 1)
         throw Error("batches: the data has " + std::to_string(tokens_.size()) + " tokens, fewer than one window of --seq " +
                     std::to_string(T) + " + 1");
 }
 
 Batch LMBatches::make(const std::vector<int64_t>& starts) const {
     std::vector<int64_t> in, out;
-    int64_t n = (int64_t)tokens_.size();
+    int64_t n = tokens_.size();
     for (int64_t start : starts)
         for (int64_t t = 0; t < T_; ++t) {
             in.push_back(tokens_[(start + t) % n]);  // wraps around the end
@@ -86,7 +85,7 @@ Batch LMBatches::make(const std::vector<int64_t>& starts) const {
 
 Batch LMBatches::at(int64_t i) const {
     std::vector<int64_t> starts;
-    int64_t n = (int64_t)tokens_.size();
+    int64_t n = tokens_.size();
     for (int64_t j = 0; j < B_; ++j) starts.push_back(((i * B_ + j) * T_) % n);
     return make(starts);
 }
@@ -96,7 +95,7 @@ Batch LMBatches::next() {
     ++taken_;
     std::vector<double> u = raw::rand({B_}, gen_, kFloat64).to_vector();
     std::vector<int64_t> starts;
-    int64_t span = (int64_t)tokens_.size() - T_;  // windows lie fully inside the data
+    int64_t span = tokens_.size() - T_;  // windows lie fully inside the data
     for (double x : u) starts.push_back(std::min(span - 1, (int64_t)(x * (double)span)));
     return make(starts);
 }

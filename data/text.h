@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "data/tokens.h"
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -25,10 +26,10 @@ std::vector<int64_t> encode_bytes(const std::string& text);
 std::string decode_bytes(const std::vector<int64_t>& tokens);
 
 struct Split {
-    std::vector<int64_t> train, val;
+    TokenIds train, val;  // views of the same ids
 };
 // The first (1 - val_fraction) of the tokens train, the rest validate.
-Split split_tokens(const std::vector<int64_t>& tokens, double val_fraction);
+Split split_tokens(const TokenIds& tokens, double val_fraction);
 
 // Batches of B windows of T+1 tokens: inputs are each window's first T
 // tokens, targets its last T.
@@ -41,7 +42,7 @@ public:
     // shuffle: windows start at random offsets drawn from a seeded generator.
     // !shuffle (--no-shuffle): window j of batch i starts at token (i B + j) T,
     // wrapping around the end, so another framework can replay the batches.
-    LMBatches(std::vector<int64_t> tokens, int64_t B, int64_t T, bool shuffle, uint64_t seed);
+    LMBatches(TokenIds tokens, int64_t B, int64_t T, bool shuffle, uint64_t seed);
     Batch next();
     Batch at(int64_t batch_index) const;  // the --no-shuffle batch i
     int64_t batches_taken() const { return taken_; }
@@ -50,7 +51,7 @@ public:
 
 private:
     Batch make(const std::vector<int64_t>& starts) const;
-    std::vector<int64_t> tokens_;
+    TokenIds tokens_;
     int64_t B_, T_;
     bool shuffle_;
     Generator gen_;

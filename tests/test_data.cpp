@@ -41,7 +41,7 @@ TEST_CASE("split and --no-shuffle batches follow the contract", "[data]") {
     for (int i = 0; i < 100; ++i) tokens[i] = i;
     data::Split split = data::split_tokens(tokens, 0.1);
     CHECK(split.train.size() == 90);
-    CHECK(split.val.front() == 90);
+    CHECK(split.val[0] == 90);
     data::LMBatches batches(tokens, 2, 5, false, 0);
     data::Batch b0 = batches.next();
     CHECK(b0.inputs.to_int_vector() == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
@@ -52,8 +52,8 @@ TEST_CASE("split and --no-shuffle batches follow the contract", "[data]") {
     CHECK(b9.targets.to_int_vector() == std::vector<int64_t>{91, 92, 93, 94, 95, 96, 97, 98, 99, 0});
     // Batch 10 starts over at token 0 (100 mod 100).
     CHECK(batches.at(10).inputs.to_int_vector()[0] == 0);
-    check_error([] { data::split_tokens({1, 2}, 1.0); }, {"--val-fraction"});
-    check_error([&] { data::LMBatches tiny({1, 2, 3}, 1, 5, true, 0); }, {"--seq 5"});
+    check_error([] { data::split_tokens(std::vector<int64_t>{1, 2}, 1.0); }, {"--val-fraction"});
+    check_error([&] { data::LMBatches tiny(std::vector<int64_t>{1, 2, 3}, 1, 5, true, 0); }, {"--seq 5"});
 }
 
 TEST_CASE("shuffled batches are reproducible from the seed and stay inside the data", "[data]") {

@@ -135,3 +135,23 @@ TEST_CASE("PrintableStream holds back a character split across tokens", "[unicod
     data::PrintableStream stray;
     CHECK(stray.feed("\xA9") == "\xEF\xBF\xBD");
 }
+
+TEST_CASE("encoding piece by piece at safe cuts gives the whole text's ids", "[bpe][gpt2]") {
+    for (const char* name : {"english", "cyrillic", "synthetic"}) {
+        std::string text = read_file(kDir + "texts/" + name + ".txt");
+        std::vector<int64_t> whole = gpt2().encode(text), pieces;
+        size_t start = 0, cuts = 0;
+        while (start < text.size()) {
+            size_t end = data::BPETokenizer::safe_cut_after(text, start + 997);
+            std::vector<int64_t> ids = gpt2().encode(text.substr(start, end - start));
+            pieces.insert(pieces.end(), ids.begin(), ids.end());
+            start = end;
+            ++cuts;
+        }
+        INFO(name << ": " << cuts << " pieces");
+        CHECK(cuts > 10);
+        CHECK(pieces == whole);
+    }
+    CHECK(data::BPETokenizer::safe_cut_after("ab\ncd", 0) == 3);
+    CHECK(data::BPETokenizer::safe_cut_after("ab\n cd\n\nef", 0) == 10);  // a space or a blank line is no cut
+}
