@@ -72,10 +72,22 @@ std::vector<std::string> BPETokenizer::chunks(const std::string& text) {
     return out;
 }
 
+// Why such a cut is safe: in "X\nY" with X and Y not whitespace, X's chunk
+// ends at X (a newline is in no class but whitespace), the newline is a run
+// of one followed by a non-space, so \s+ takes it alone, and it is not the
+// literal space that " ?..." could prefix to Y. At the end of a piece,
+// \s+(?!\S) takes the same newline, so both pieces cut the same chunks.
 size_t BPETokenizer::safe_cut_after(const std::string& text, size_t pos) {
-    auto visible = [&](size_t k) { return text[k] > ' ' && text[k] < 0x7F; };
-    for (size_t i = std::max<size_t>(pos, 2); i < text.size(); ++i)
-        if (text[i - 1] == '\n' && visible(i - 2) && visible(i)) return i;
+    auto not_space_at = [&](size_t start, size_t end) {  // the one character in text[start, end)
+        std::vector<Utf8Char> c = decode_utf8(text.substr(start, end - start));
+        return !c.empty() && class_of(c[0]) != CharClass::Space;
+    };
+    for (size_t i = std::max<size_t>(pos, 2); i < text.size(); ++i) {
+        if (text[i - 1] != '\n') continue;
+        size_t before = i - 2;  // the start of the character that ends just before the newline
+        while (before > 0 && i - 2 - before < 3 && ((unsigned char)text[before] & 0xC0) == 0x80) --before;
+        if (not_space_at(before, i - 1) && not_space_at(i, std::min(text.size(), i + 4))) return i;
+    }
     return text.size();
 }
 

@@ -137,7 +137,7 @@ TEST_CASE("PrintableStream holds back a character split across tokens", "[unicod
 }
 
 TEST_CASE("encoding piece by piece at safe cuts gives the whole text's ids", "[bpe][gpt2]") {
-    for (const char* name : {"english", "cyrillic", "synthetic"}) {
+    for (const char* name : {"english", "cyrillic", "chinese", "synthetic"}) {
         std::string text = read_file(kDir + "texts/" + name + ".txt");
         std::vector<int64_t> whole = gpt2().encode(text), pieces;
         size_t start = 0, cuts = 0;
@@ -154,4 +154,6 @@ TEST_CASE("encoding piece by piece at safe cuts gives the whole text's ids", "[b
     }
     CHECK(data::BPETokenizer::safe_cut_after("ab\ncd", 0) == 3);
     CHECK(data::BPETokenizer::safe_cut_after("ab\n cd\n\nef", 0) == 10);  // a space or a blank line is no cut
+    CHECK(data::BPETokenizer::safe_cut_after("яб\nвг", 0) == 5);          // any non-space characters around it
+    CHECK(data::BPETokenizer::safe_cut_after("a\xE3\x80\x80\nb", 0) == 6);  // U+3000 is whitespace: no cut
 }
