@@ -438,7 +438,8 @@ int train_command(int argc, char** argv) {
                       format_duration(eta).c_str());
         if (tty) {
             int width = 24, filled = (int)((step + 1) * width / steps);
-            std::printf("\r[%s%s] %s", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), line);
+            // \033[K clears what a longer previous line left at the end.
+            std::printf("\r[%s%s] %s\033[K", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), line);
             if (!std::isnan(val)) std::printf(" | val %.4f\n", val);
             std::fflush(stdout);
         } else if (!std::isnan(val) || (step + 1) % report_every == 0 || last) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "nn/generate.h"
 #include "nn/models.h"
 
 using namespace nc;
@@ -73,6 +74,44 @@ int main() {
         if (step % 20 == 0) std::printf("step %2d  loss %.4f\n", step, last);
     }
     expect(last < first / 2, "the model to memorize the batch (loss halved)");
+
+    // Generating: the key/value cache gives the logits of the full forward
+    // pass, one new position at a time.
+    model.eval();
+    NoGradGuard no_grad;
+    std::vector<int64_t> sentence(in.begin(), in.begin() + T);
+    Tensor full = model.forward(raw::from_indices(sentence, {1, T}));
+    KVCache cache = model.make_cache(1);
+    model.forward(raw::from_indices(std::vector<int64_t>(sentence.begin(), sentence.begin() + 4), {1, 4}), cache);
+    double worst = 0;
+    for (int64_t t = 4; t < T; ++t) {
+        Tensor step = model.forward(raw::from_indices({sentence[t]}, {1, 1}), cache);
+        worst = std::max(worst, raw::max(raw::abs(raw::sub(step, raw::narrow(full, 1, t, 1)))).item());
+    }
+    std::printf("cached logits vs the full forward pass, positions 4..%lld: largest difference %.1e\n",
+                (long long)T - 1, worst);
+    expect(worst < 1e-5, "the cache to give the full forward pass's logits");
+
+    // The same tokens with and without the cache, and how many positions
+    // each path runs through the model: 60 tokens after a 10-byte prompt,
+    // with a block of 32 (the window moves by 16 when it is full).
+    std::vector<int64_t> prompt(in.begin(), in.begin() + 10);
+    Generator g1(5), g2(5);
+    std::vector<int64_t> with = generate_tokens(model, prompt, 60, SampleOptions{0.8, 0, true}, g1);
+    std::vector<int64_t> without = generate_tokens(model, prompt, 60, SampleOptions{0.8, 0, false}, g2);
+    int64_t uncached = 0, cached = 0, moves = 0, previous_start = 0;
+    for (int64_t n = 10; n < 70; ++n) {  // n tokens known, the next one to predict
+        int64_t start = context_start(n, cfg.block_size);
+        uncached += n - start;  // the whole window, every step
+        bool refill = n == 10 || start != previous_start;
+        cached += refill ? n - start : 1;
+        moves += refill && n > 10;
+        previous_start = start;
+    }
+    std::printf("60 tokens: the same with and without the cache: %s; positions run: %lld without, %lld with "
+                "(%lld window moves)\n",
+                with == without ? "yes" : "no", (long long)uncached, (long long)cached, (long long)moves);
+    expect(with == without, "the cached and uncached paths to sample the same tokens");
     std::cout << "chapter 5: all checks passed\n";
     return 0;
 }

@@ -62,6 +62,22 @@ int main() {
     double diff = raw::max(raw::abs(raw::sub(raw::narrow(logits2, 1, 0, 8), raw::narrow(logits, 1, 0, 8)))).item();
     std::printf("changing tokens 8..11 changes logits 0..7 by at most %.1e\n", diff);
     expect(diff == 0, "causal attention: earlier positions never see later tokens");
+
+    // The key/value cache keeps the 2 key/value heads only, rotated by RoPE
+    // at their absolute positions; the logits equal the full forward pass's.
+    NoGradGuard no_grad;
+    KVCache cache = model.make_cache(1);
+    model.forward(raw::narrow(ids, 1, 0, 5), cache);
+    double worst = 0;
+    for (int64_t t = 5; t < 12; ++t) {
+        Tensor step = model.forward(raw::narrow(ids, 1, t, 1), cache);
+        worst = std::max(worst, raw::max(raw::abs(raw::sub(step, raw::narrow(logits, 1, t, 1)))).item());
+    }
+    std::printf("key/value cache of a layer: k %s (H_kv = 2 of 4 heads, %lld positions); cached logits 5..11 differ "
+                "from the full forward pass by at most %.1e\n",
+                shape_str(cache.layers[0].k.shape()).c_str(), (long long)cache.capacity, worst);
+    expect(cache.layers[0].k.shape() == Shape({1, 2, 32, 16}), "the cache to hold the kv heads only");
+    expect(worst < 1e-5, "cached logits to equal the full forward pass");
     std::cout << "chapter 6: all checks passed\n";
     return 0;
 }
