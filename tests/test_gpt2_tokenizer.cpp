@@ -157,3 +157,34 @@ TEST_CASE("encoding piece by piece at safe cuts gives the whole text's ids", "[b
     CHECK(data::BPETokenizer::safe_cut_after("яб\nвг", 0) == 5);          // any non-space characters around it
     CHECK(data::BPETokenizer::safe_cut_after("a\xE3\x80\x80\nb", 0) == 6);  // U+3000 is whitespace: no cut
 }
+
+TEST_CASE("the normcore BPE format encodes exactly as GPT-2 with GPT-2's merges", "[bpe][gpt2]") {
+    // GPT-2's 50,000 merges rewritten in normcore's format (bytes are ids
+    // 0..255, merge i makes id 256 + i), loaded back, must cut every text
+    // into the same tokens: the same pre-tokenizer and merge loop serve both.
+    const data::BPETokenizer& g = gpt2();
+    std::map<std::string, int64_t> ours_of_bytes;
+    for (int b = 0; b < 256; ++b) ours_of_bytes[std::string(1, (char)b)] = b;
+    std::vector<std::pair<int64_t, int64_t>> merges = g.merges();
+    REQUIRE(merges.size() == 50000);
+    std::filesystem::path file = nc_test::temp_dir("gpt2_as_normcore") / "gpt2.bpe";
+    {
+        std::ofstream out(file);
+        out << "normcore-bpe 1 " << merges.size() << "\n";
+        for (size_t i = 0; i < merges.size(); ++i) {
+            const std::string &left = g.token(merges[i].first), &right = g.token(merges[i].second);
+            out << ours_of_bytes.at(left) << " " << ours_of_bytes.at(right) << "\n";
+            ours_of_bytes[left + right] = 256 + (int64_t)i;
+        }
+    }
+    data::BPETokenizer ours = data::BPETokenizer::load(file.string());
+    REQUIRE(ours.vocab_size() == 50256);
+    std::map<std::string, int64_t> gpt2_of_bytes;
+    for (int64_t id = 0; id < g.vocab_size(); ++id) gpt2_of_bytes[g.token(id)] = id;
+    for (const char* name : {"english", "cyrillic", "chinese", "synthetic", "edge"}) {
+        std::vector<int64_t> mapped;
+        for (int64_t id : ours.encode(read_file(kDir + "texts/" + name + ".txt"))) mapped.push_back(gpt2_of_bytes.at(ours.token(id)));
+        INFO(name);
+        CHECK(mapped == read_ids(kDir + name + ".ids"));
+    }
+}
