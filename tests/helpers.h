@@ -10,6 +10,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "nn/config.h"
+#include "nn/models.h"
 
 namespace nc_test {
 
@@ -25,6 +26,21 @@ inline nc::nn::TransformerConfig tiny_config(nc::nn::TransformerConfig c) {
     c.block_size = 8;
     c.swiglu_multiple = 8;
     return c;
+}
+
+// The model of c's family (GPT2, Llama or ViT).
+inline std::shared_ptr<nc::nn::TransformerModel> build_model(const nc::nn::TransformerConfig& c, nc::Generator& gen,
+                                                             nc::nn::Options opt = {}) {
+    if (c.family == nc::nn::Family::GPT2) return std::make_shared<nc::nn::GPT2>(c, gen, opt);
+    if (c.family == nc::nn::Family::Llama) return std::make_shared<nc::nn::Llama>(c, gen, opt);
+    return std::make_shared<nc::nn::ViT>(c, gen, opt);
+}
+
+// Its forward pass: ids [B, T] -> logits [B, T, V], or images -> [B, classes].
+inline Tensor run_model(const nc::nn::TransformerModel& m, const Tensor& input) {
+    if (auto* g = dynamic_cast<const nc::nn::GPT2*>(&m)) return g->forward(input);
+    if (auto* l = dynamic_cast<const nc::nn::Llama*>(&m)) return l->forward(input);
+    return dynamic_cast<const nc::nn::ViT&>(m).forward(input);
 }
 
 // Every element of `t` within tol of `expected`; on failure prints the

@@ -39,6 +39,15 @@ void same(const Tensor& cpu, const Tensor& gpu, double tol = 1e-5) {
     check_values(gpu, expected, tol * scale);
 }
 
+// A tiny model of the family; ViTs on 8 x 8 one-channel images, 4 classes.
+nn::TransformerConfig tiny_model_config(nn::Family family) {
+    nn::TransformerConfig c = nc_test::tiny_config(family == nn::Family::GPT2    ? nn::gpt2_config()
+                                                   : family == nn::Family::Llama ? nn::llama_config()
+                                                                                 : nn::vit_config());
+    c.image_size = 8, c.patch_size = 4, c.channels = 1, c.num_classes = 4;
+    return c;
+}
+
 Tensor randn(const Shape& shape, uint64_t seed) {
     Generator gen(seed);
     return raw::randn(shape, gen);
@@ -264,10 +273,7 @@ TEST_CASE("cuda: the fused AdamW step", "[cuda][optim]") {
 TEST_CASE("cuda: a training step of each model equals the CPU's", "[cuda][training]") {
     if (!gpu_or_skip()) return;
     for (nn::Family family : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
-        nn::TransformerConfig c = nc_test::tiny_config(family == nn::Family::GPT2    ? nn::gpt2_config()
-                                                       : family == nn::Family::Llama ? nn::llama_config()
-                                                                                     : nn::vit_config());
-        c.image_size = 8, c.patch_size = 4, c.channels = 1, c.num_classes = 4;
+        nn::TransformerConfig c = tiny_model_config(family);
         struct Built {
             std::shared_ptr<nn::TransformerModel> model;
             std::function<Tensor(const Tensor&)> forward;
@@ -321,22 +327,12 @@ TEST_CASE("cuda: forward passes never write the weights, and logits do not depen
           "[cuda][aliasing]") {
     if (!gpu_or_skip()) return;
     for (nn::Family family : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
-        nn::TransformerConfig c = nc_test::tiny_config(family == nn::Family::GPT2    ? nn::gpt2_config()
-                                                       : family == nn::Family::Llama ? nn::llama_config()
-                                                                                     : nn::vit_config());
-        c.image_size = 8, c.patch_size = 4, c.channels = 1, c.num_classes = 4;
+        nn::TransformerConfig c = tiny_model_config(family);
         c.dropout = 0.1;
         Generator g1(5), g2(5);
-        std::shared_ptr<nn::TransformerModel> cpu_model, gpu_model;
-        if (family == nn::Family::GPT2) cpu_model = std::make_shared<nn::GPT2>(c, g1), gpu_model = std::make_shared<nn::GPT2>(c, g2);
-        else if (family == nn::Family::Llama) cpu_model = std::make_shared<nn::Llama>(c, g1), gpu_model = std::make_shared<nn::Llama>(c, g2);
-        else cpu_model = std::make_shared<nn::ViT>(c, g1), gpu_model = std::make_shared<nn::ViT>(c, g2);
+        std::shared_ptr<nn::TransformerModel> cpu_model = nc_test::build_model(c, g1), gpu_model = nc_test::build_model(c, g2);
         gpu_model->to(kCuda);
-        auto forward = [&](const nn::TransformerModel& m, const Tensor& x) {
-            if (auto* g = dynamic_cast<const nn::GPT2*>(&m)) return g->forward(x);
-            if (auto* l = dynamic_cast<const nn::Llama*>(&m)) return l->forward(x);
-            return dynamic_cast<const nn::ViT&>(m).forward(x);
-        };
+        auto forward = nc_test::run_model;
         auto input = [&](int64_t B, int64_t T, uint64_t seed) {
             if (family == nn::Family::ViT) return on_gpu(randn({B, 1, 8, 8}, seed));
             std::vector<int64_t> ids;

@@ -12,15 +12,10 @@ using nc_test::check_error;
 namespace {
 
 std::shared_ptr<TransformerModel> build(const TransformerConfig& c, Generator& gen, DType dtype) {
-    Options opt{dtype, kCPU};
-    if (c.family == Family::GPT2) return std::make_shared<GPT2>(c, gen, opt);
-    return std::make_shared<Llama>(c, gen, opt);
+    return nc_test::build_model(c, gen, Options{dtype, kCPU});
 }
 
-Tensor full_forward(const TransformerModel& m, const Tensor& ids) {
-    if (auto* g = dynamic_cast<const GPT2*>(&m)) return g->forward(ids);
-    return dynamic_cast<const Llama&>(m).forward(ids);
-}
+Tensor full_forward(const TransformerModel& m, const Tensor& ids) { return nc_test::run_model(m, ids); }
 
 Tensor cached_forward(const TransformerModel& m, const Tensor& ids, KVCache& cache) {
     if (auto* g = dynamic_cast<const GPT2*>(&m)) return g->forward(ids, cache);

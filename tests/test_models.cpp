@@ -30,16 +30,10 @@ static TransformerConfig tiny(Family family) {
 }
 
 static std::shared_ptr<TransformerModel> build(const TransformerConfig& c, Generator& gen, Options opt = f64) {
-    if (c.family == Family::GPT2) return std::make_shared<GPT2>(c, gen, opt);
-    if (c.family == Family::Llama) return std::make_shared<Llama>(c, gen, opt);
-    return std::make_shared<ViT>(c, gen, opt);
+    return nc_test::build_model(c, gen, opt);
 }
 
-static Tensor run(const TransformerModel& m, const Tensor& input) {
-    if (auto* g = dynamic_cast<const GPT2*>(&m)) return g->forward(input);
-    if (auto* l = dynamic_cast<const Llama*>(&m)) return l->forward(input);
-    return dynamic_cast<const ViT&>(m).forward(input);
-}
+static Tensor run(const TransformerModel& m, const Tensor& input) { return nc_test::run_model(m, input); }
 
 static Tensor tiny_input(const TransformerConfig& c, Generator& gen) {
     if (c.family == Family::ViT) return raw::randn({2, c.channels, c.image_size, c.image_size}, gen, kFloat64);

@@ -27,21 +27,13 @@ std::shared_ptr<TransformerModel> load(const std::string& name, DType dtype) {
     text << in.rdbuf();
     TransformerConfig cfg = config_from_hf_json(text.str(), name);
     Generator gen(0);
-    Options opt{dtype, kCPU};
-    std::shared_ptr<TransformerModel> m;
-    if (cfg.family == Family::GPT2) m = std::make_shared<GPT2>(cfg, gen, opt);
-    else if (cfg.family == Family::Llama) m = std::make_shared<Llama>(cfg, gen, opt);
-    else m = std::make_shared<ViT>(cfg, gen, opt);
+    std::shared_ptr<TransformerModel> m = nc_test::build_model(cfg, gen, Options{dtype, kCPU});
     load_hf_layout(*m, data::read_safetensors(kDir + name + "/model.safetensors").tensors);
     m->eval();
     return m;
 }
 
-Tensor forward(const TransformerModel& m, const Tensor& x) {
-    if (auto* g = dynamic_cast<const GPT2*>(&m)) return g->forward(x);
-    if (auto* l = dynamic_cast<const Llama*>(&m)) return l->forward(x);
-    return dynamic_cast<const ViT&>(m).forward(x);
-}
+Tensor forward(const TransformerModel& m, const Tensor& x) { return nc_test::run_model(m, x); }
 
 // Every element within tol * max(1, the reference's largest magnitude);
 // the largest difference is printed either way.
