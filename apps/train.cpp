@@ -5,6 +5,7 @@
 // bar, a CSV log of every step in the run directory, a text sample at the
 // end, and the summary line of the command-line contract.
 #include <omp.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -90,6 +91,13 @@ static double quick_fma_peak_gflops() {
     double best = 0;
     for (int r = 0; r < 3; ++r) best = std::max(best, cpu::measure_fma_peak_gflops(isa, threads, 5000000));
     return best;
+}
+
+// The terminal's width (80 when it cannot be asked).
+static int terminal_columns() {
+    struct winsize w;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 20) return w.ws_col;
+    return 80;
 }
 
 static std::string default_run_dir(const std::string& model) {
@@ -353,6 +361,7 @@ int train_command(int argc, char** argv) {
                 accum > 1 ? (" of " + std::to_string(accum) + " micro-batches").c_str() : "", run_dir.c_str());
 
     bool tty = isatty(STDOUT_FILENO);
+    bool line_open = false;  // a progress line without its newline is on the screen
     int64_t eval_every = flags.integer("eval-every");
     int64_t report_every = std::max<int64_t>(1, steps / 20);
     double last_loss = 0, last_val = NAN, train_seconds = 0;
@@ -430,28 +439,39 @@ int train_command(int argc, char** argv) {
         double eta = train_seconds / (double)done_here * (double)(stop - step - 1);
         int64_t every = flags.integer("checkpoint-every");
         if (every > 0 && (step + 1) % every == 0 && !last) checkpoint(step + 1);
-        char line[320], mfu_text[32] = "";
+        char line[320], mfu_text[32] = "", val_text[32] = "";
         if (peak_gflops > 0) std::snprintf(mfu_text, sizeof mfu_text, " | MFU %.1f%%", mfu(tok_per_s_now));
+        if (!std::isnan(val)) std::snprintf(val_text, sizeof val_text, " | val %.4f", val);
         // tok/s: the last 10 steps (now), then the average since the start.
-        std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | %6.0f tok/s (avg %.0f)%s | ETA %s",
-                      (long long)(step + 1), (long long)stop, last_loss, step_lr, tok_per_s_now, tok_per_s, mfu_text,
-                      format_duration(eta).c_str());
+        // What matters most comes first: a narrow terminal cuts the end.
+        std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f%s | %6.0f tok/s (avg %.0f)%s | lr %.2e | ETA %s",
+                      (long long)(step + 1), (long long)stop, last_loss, val_text, tok_per_s_now, tok_per_s, mfu_text,
+                      step_lr, format_duration(eta).c_str());
         if (tty) {
             int width = 24, filled = (int)((step + 1) * width / steps);
-            // \033[K clears what a longer previous line left at the end.
-            std::printf("\r[%s%s] %s\033[K", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), line);
-            if (!std::isnan(val)) std::printf(" | val %.4f\n", val);
+            std::string text = line;
+            std::string shown = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "] " + text;
+            // A line wider than the terminal wraps, and \r then returns to
+            // its last row only: drop the bar, then cut, to stay on one row.
+            int columns = terminal_columns();
+            if ((int)shown.size() >= columns) shown = text;
+            if ((int)shown.size() >= columns) shown.resize(columns - 1);
+            // \033[K clears what a longer previous line left at the end; a
+            // line with a validation loss stays on the screen.
+            std::printf("\r%s\033[K%s", shown.c_str(), std::isnan(val) ? "" : "\n");
+            line_open = std::isnan(val);
             std::fflush(stdout);
         } else if (!std::isnan(val) || (step + 1) % report_every == 0 || last) {
-            std::printf("%s%s\n", line, std::isnan(val) ? "" : (" | val " + std::to_string(val)).c_str());
+            std::printf("%s\n", line);
             std::fflush(stdout);
         }
         if (sample_every > 0 && (step + 1) % sample_every == 0 && !last && task.sample_during) {
-            if (tty && std::isnan(val)) std::printf("\n");  // leave the progress line
+            if (line_open) std::printf("\n");  // leave the progress line
+            line_open = false;
             task.sample_during(step + 1);
         }
     }
-    if (tty) std::printf("\n");
+    if (line_open) std::printf("\n");
     checkpoint(stop);
     if (flags.given("save")) {
         save_weights(model, flags.str("save"));
