@@ -102,6 +102,13 @@ void copy_(const Tensor& dst, const Tensor& src_in) {
     if (shape != dst.shape())
         fail("copy_", "source shape " + shape_str(src.shape()) + " does not broadcast to destination shape " +
                           shape_str(dst.shape()));
+    // A source in the destination's own storage (x[1:] = x[:-1]) would be
+    // read after parts of it were overwritten: copy it out first, so the
+    // result is that of copying the old values. The very same view is a no-op.
+    if (src.storage() == dst.storage()) {
+        if (src.offset() == dst.offset() && src.shape() == dst.shape() && src.strides() == dst.strides()) return;
+        src = clone(src);
+    }
     ProfileScope scope(OpKind::Movement);
     backend_for(dst.device()).unary(UnaryOp::Copy, expand(src, dst.shape()), dst);
 }

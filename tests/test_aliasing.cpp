@@ -175,6 +175,20 @@ TEST_CASE("non-view raw ops return storage of their own and never write their in
     CHECK(!shares_storage(raw::reshape(raw::transpose(w, 0, 1), {16}), w));
 }
 
+TEST_CASE("copy_ from an overlapping view of the destination copies the old values", "[aliasing]") {
+    Tensor x = raw::from_vector(std::vector<double>{0, 1, 2, 3, 4}, {5});
+    raw::copy_(raw::narrow(x, 0, 1, 4), raw::narrow(x, 0, 0, 4));  // x[1:] = x[:-1]
+    CHECK(x.to_vector() == std::vector<double>{0, 0, 1, 2, 3});
+    Tensor y = raw::from_vector(std::vector<double>{0, 1, 2, 3, 4}, {5});
+    raw::copy_(raw::narrow(y, 0, 0, 4), raw::narrow(y, 0, 1, 4));  // y[:-1] = y[1:]
+    CHECK(y.to_vector() == std::vector<double>{1, 2, 3, 4, 4});
+    Tensor m = raw::from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2});
+    raw::copy_(m, raw::transpose(m, 0, 1));  // m = m^T, in place
+    CHECK(m.to_vector() == std::vector<double>{1, 3, 2, 4});
+    raw::copy_(m, m);  // the same view: nothing to do
+    CHECK(m.to_vector() == std::vector<double>{1, 3, 2, 4});
+}
+
 TEST_CASE("layers' forward passes leave their parameters and buffers bit-identical", "[aliasing]") {
     Generator gen(7);
     auto run_both_modes = [&](Module& m, const std::function<void(int64_t)>& fwd, const char* what,
