@@ -102,7 +102,19 @@ SafetensorsFile read_safetensors(const std::string& path) {
         size_t element = code == "F32" ? 4 : code == "F64" || code == "I64" ? 8 : code == "F16" || code == "BF16" ? 2 : 0;
         if (element == 0) throw bad("entry '" + name + "' has dtype " + code + ", which normcore cannot read (F32, F64, I64, F16, BF16)");
         check_ndim(shape, "safetensors");
-        uint64_t nbytes = (uint64_t)shape_numel(shape) * element;
+        // The element count and byte size of a crafted shape can exceed 64
+        // bits ([2^31, 2^31] F32 "needs" 2^64 bytes, which wraps to 0): check
+        // both before comparing them with the offsets.
+        int64_t numel = 0;
+        try {
+            numel = shape_numel(shape);
+        } catch (const Error&) {
+            throw bad("entry '" + name + "' has shape " + shape_str(shape) + ", more elements than 2^63");
+        }
+        uint64_t nbytes = 0;
+        if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)element, &nbytes) || nbytes > data_len)
+            throw bad("entry '" + name + "': shape " + shape_str(shape) + " " + code + " needs more bytes than the " +
+                      std::to_string(data_len) + " bytes of data in the file");
         if (end < begin || end - begin != nbytes)
             throw bad("entry '" + name + "': shape " + shape_str(shape) + " " + code + " needs " + std::to_string(nbytes) +
                       " bytes, the offsets give " + std::to_string(end - begin));

@@ -11,8 +11,12 @@ std::string shape_str(const Shape& shape) {
 }
 
 int64_t shape_numel(const Shape& shape) {
+    for (int64_t d : shape)
+        if (d == 0) return 0;  // [2^32, 2^32, 0] is empty, whatever the other dims multiply to
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    for (int64_t d : shape)
+        if (d < 0 || __builtin_mul_overflow(n, d, &n))
+            throw Error("shape " + shape_str(shape) + (d < 0 ? " has a negative size" : " has more than 2^63 elements"));
     return n;
 }
 

@@ -18,7 +18,7 @@ using Shape = std::vector<int64_t>;
 constexpr int kMaxDims = 8;
 
 std::string shape_str(const Shape& shape);                       // "[2, 3]"
-int64_t shape_numel(const Shape& shape);                         // product, 1 for []
+int64_t shape_numel(const Shape& shape);                         // product, 1 for []; throws past 2^63 - 1
 Shape contiguous_strides(const Shape& shape);                    // row-major strides
 // NumPy broadcasting: align from the right, a size-1 dim stretches.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op);

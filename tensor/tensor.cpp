@@ -142,7 +142,10 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
     impl->dtype = dtype;
     impl->device = device;
     // Never allocate zero bytes: keeps data pointers valid for empty tensors.
-    size_t nbytes = std::max<size_t>(1, (size_t)shape_numel(shape) * dtype_size(dtype));
+    size_t numel = (size_t)shape_numel(shape), nbytes = 0;
+    if (__builtin_mul_overflow(numel, dtype_size(dtype), &nbytes))
+        fail("empty", "shape " + shape_str(shape) + " needs more bytes than memory can address");
+    nbytes = std::max<size_t>(1, nbytes);
     impl->storage = std::make_shared<Storage>(nbytes, device);
     return Tensor(impl);
 }

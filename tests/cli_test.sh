@@ -127,13 +127,14 @@ expect_error "give the weights" generate
 expect_error "cannot open" eval --init "$work/nothing.safetensors" --data "$work/tiny.txt"
 expect_error "unknown device 'tpu'" train --device tpu
 # Without a usable GPU (or without the CUDA backend) --device cuda says why, no GPU first.
-if ! "$bin" train --device cuda --steps 0 >/dev/null 2>&1; then
+if ! "$bin" train --device cuda --data "$work/tiny.txt" --steps 1 --layers 1 --width 16 --heads 2 --seq 8 --batch 1 \
+     --eval-batches 1 --sample-tokens 0 --run-dir "$work/cuda-probe" >/dev/null 2>&1; then
   expect_error "cuda is not available" train --device cuda --data "$work/tiny.txt"
   grep -qE "cuda is not available: (no GPU was found|normcore was built without the CUDA backend)" <<<"$out" \
     || fail "--device cuda without a GPU should say so first: $out"
 fi
 expect_error "unknown model 'gpt3'" bench --models gpt3
-expect_error "needs at least 1 timed step" bench --steps 0
+expect_error "flag --steps: 0 is out of range" bench --steps 0
 
 # 6. bench: one small run prints the peak, the GEMM table and a step time, and writes JSON.
 out=$("$bin" bench --models gpt2 --sizes tiny --steps 1 --repeats 1 --json "$work/bench.json" 2>&1) || fail "bench: $out"
@@ -194,6 +195,20 @@ out=$("$bin" train --data "$work/tiny.txt" --train-tokens 100 --steps 1 --batch 
 grep -q ', 100 train / ' <<<"$out" || fail "train --train-tokens 100 should train on 100 tokens: $out"
 expect_error "cannot fill one window" train --data "$work/tiny.txt" --train-tokens 10 --seq 16
 expect_error "choose one of" experiment isometry --smoke --full
+
+# Numbers out of range, or too large to parse, are refused before anything runs (issue 15, item 10).
+expect_error "flag --steps: 99999999999999999999 is too large" train --steps 99999999999999999999
+expect_error "flag --width: 99999999999999999999 is too large" train --width 99999999999999999999
+expect_error "flag --lr: -1 is out of range" train --lr -1
+expect_error "flag --lr: 'nan' is not a finite number" train --lr nan
+expect_error "flag --lr: 'inf' is not a finite number" train --lr inf
+expect_error "flag --grad-clip: -1 is out of range" train --grad-clip -1
+expect_error "flag --warmup: -5 is out of range" train --warmup -5
+expect_error "flag --checkpoint-every: -1 is out of range" train --checkpoint-every -1
+expect_error "flag --temperature: 'nan' is not a finite number" generate --init "$work/wdir" --temperature nan
+expect_error "flag --max-tokens: -5 is out of range" generate --init "$work/wdir" --max-tokens -5
+expect_error "flag --batches: 0 is out of range" eval --init "$work/wdir" --batches 0
+expect_error "flag --width 32 contradicts" train --resume "$work/split/checkpoint.safetensors" --width 32 --data "$work/tiny.txt" --steps 8
 
 # (capture first: grep -q may exit before the writer finishes, and pipefail would count the SIGPIPE)
 help=$("$bin" train --help 2>&1)
