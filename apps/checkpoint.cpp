@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "data/safetensors.h"
+#include "tensor/raw_ops.h"
 #include "nn/hf.h"
 
 namespace nc {
@@ -16,19 +17,45 @@ bool is_directory_target(const std::string& path) {
     return !path.empty() && (path.back() == '/' || fs::is_directory(path));
 }
 
+void check_finite_weights(const nn::TransformerModel& model, const std::string& path) {
+    for (auto& [name, t] : model.named_parameters())
+        if (!raw::all_finite(t))
+            throw Error("refusing to write '" + path + "': parameter " + name +
+                        " holds NaN or Inf values; whatever was there is unchanged");
+}
+
 void save_weights(const nn::TransformerModel& model, const std::string& path) {
+    check_finite_weights(model, path);
     std::map<std::string, std::string> meta = {{"format", "pt"}, {"normcore_config", nn::hf_config_json(model.config())}};
-    if (is_directory_target(path)) {
-        fs::create_directories(path);
-        std::string config = (fs::path(path) / "config.json").string();
-        std::ofstream out(config + ".tmp");
+    if (!is_directory_target(path)) {
+        data::write_safetensors(path, nn::to_hf_layout(model), meta);
+        return;
+    }
+    // A directory is a pair: both files are written under temporary names
+    // first and renamed only when both are complete, so a full disk never
+    // leaves a new config.json beside old weights.
+    fs::create_directories(path);
+    std::string weights = (fs::path(path) / "model.safetensors").string(), config = (fs::path(path) / "config.json").string();
+    auto drop_temporaries = [&] {
+        std::remove((weights + ".new").c_str());
+        std::remove((config + ".new").c_str());
+    };
+    try {
+        data::write_safetensors(weights + ".new", nn::to_hf_layout(model), meta);
+        std::ofstream out(config + ".new");
         out << nn::hf_config_json(model.config()) << "\n";
         out.close();
-        if (!out) throw Error("--save: cannot write '" + config + "'");
-        fs::rename(config + ".tmp", config);
-        data::write_safetensors((fs::path(path) / "model.safetensors").string(), nn::to_hf_layout(model), meta);
-    } else {
-        data::write_safetensors(path, nn::to_hf_layout(model), meta);
+        if (!out) throw Error("--save: cannot write '" + config + ".new' (disk full?)");
+    } catch (...) {
+        drop_temporaries();
+        throw;
+    }
+    std::error_code ec1, ec2;
+    fs::rename(weights + ".new", weights, ec1);
+    if (!ec1) fs::rename(config + ".new", config, ec2);
+    if (ec1 || ec2) {
+        drop_temporaries();
+        throw Error("--save: cannot move the new files into '" + path + "': " + (ec1 ? ec1 : ec2).message());
     }
 }
 
@@ -52,6 +79,7 @@ nn::TransformerConfig read_directory_config(const std::string& dir) {
 
 void save_training_checkpoint(const std::string& path, const nn::TransformerModel& model, const optim::Optimizer& opt,
                               const TrainingState& s) {
+    check_finite_weights(model, path);
     std::map<std::string, Tensor> tensors;
     for (auto& [name, t] : nn::to_hf_layout(model)) tensors["model." + name] = t;
     for (auto& [name, t] : opt.state()) tensors["optimizer." + name] = t;
@@ -96,16 +124,29 @@ TrainingState load_training_checkpoint(const std::string& path, nn::TransformerM
     } catch (const Error& e) {
         throw Error("--resume '" + path + "': " + e.what());
     }
-    auto number = [&](const char* key) { return std::stoull(required(f.metadata, key, path)); };
+    // Every field: decimal digits only, at most `max` (the positions count
+    // steps and batches; seeds and offsets are full 64-bit generator states).
+    auto number = [&](const char* key, uint64_t max) {
+        const std::string& text = required(f.metadata, key, path);
+        uint64_t v = 0;
+        bool ok = !text.empty() && text.size() <= 20;
+        for (char c : text) ok = ok && c >= '0' && c <= '9' && !__builtin_mul_overflow(v, 10, &v) &&
+                                 !__builtin_add_overflow(v, (uint64_t)(c - '0'), &v);
+        if (!ok || v > max)
+            throw Error("--resume: '" + path + "': metadata field " + key + " is '" + text +
+                        "', not a whole number from 0 to " + std::to_string(max));
+        return v;
+    };
+    const uint64_t kMaxCount = 1000000000000000ull;  // 10^15 steps or batches
     TrainingState s;
-    s.step = (int64_t)number("step");
-    s.batches_taken = (int64_t)number("batches_taken");
-    s.batch_seed = number("batch_seed");
-    s.batch_offset = number("batch_offset");
-    s.dropout_seed = number("dropout_seed");
-    s.dropout_offset = number("dropout_offset");
+    s.step = (int64_t)number("step", kMaxCount);
+    s.batches_taken = (int64_t)number("batches_taken", kMaxCount);
+    s.batch_seed = number("batch_seed", UINT64_MAX);
+    s.batch_offset = number("batch_offset", UINT64_MAX);
+    s.dropout_seed = number("dropout_seed", UINT64_MAX);
+    s.dropout_offset = number("dropout_offset", UINT64_MAX);
     // Older checkpoints did not record it.
-    s.schedule_steps = f.metadata.count("schedule_steps") ? (int64_t)std::stoull(f.metadata.at("schedule_steps")) : 0;
+    s.schedule_steps = f.metadata.count("schedule_steps") ? (int64_t)number("schedule_steps", kMaxCount) : 0;
     return s;
 }
 

@@ -21,6 +21,10 @@ namespace app {
 
 // A path ending in '/' or naming an existing directory means "directory".
 bool is_directory_target(const std::string& path);
+// Refuses (nc::Error naming the parameter) to write weights holding NaN or
+// Inf: a diverged run must never replace a good file. save_weights and
+// save_training_checkpoint call it first.
+void check_finite_weights(const nn::TransformerModel& model, const std::string& path);
 void save_weights(const nn::TransformerModel& model, const std::string& path);
 // Loads weights into `model` (from a file, or a directory's model.safetensors).
 void load_weights(nn::TransformerModel& model, const std::string& path);

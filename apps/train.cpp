@@ -77,6 +77,7 @@ static std::vector<FlagSpec> train_flags() {
         {"resume", "", "continue from a training checkpoint (<run-dir>/checkpoint.safetensors)"},
         {"stop-after", "0", "stop after this many steps as if interrupted (the schedule still spans --steps)"},
         {"checkpoint-every", "0", "also write <run-dir>/checkpoint.safetensors every N steps (it is always written at the end)"},
+        {"skip-nonfinite", "false", "skip a step whose loss or gradient is NaN or Inf instead of stopping (at most 100 in a row)", true},
     };
     specs.insert(specs.end(), more.begin(), more.end());
     return specs;
@@ -98,6 +99,52 @@ static int terminal_columns() {
     struct winsize w;
     if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 20) return w.ws_col;
     return 80;
+}
+
+// What a killed or failed run can leave behind: the temporaries that are
+// renamed over the real files only when complete. They are never good data.
+static void remove_stale_temporaries(const std::string& run_dir, const std::string& save) {
+    std::vector<std::string> stale = {run_dir + "/checkpoint.safetensors.tmp"};
+    if (!save.empty()) {
+        stale.push_back(save + ".tmp");
+        for (const char* f : {"/model.safetensors.new", "/model.safetensors.new.tmp", "/config.json.new"})
+            stale.push_back(save + f);
+    }
+    for (const std::string& path : stale)
+        if (std::filesystem::is_regular_file(path) && std::remove(path.c_str()) == 0)
+            std::printf("removed %s, a temporary file a killed or failed run left behind\n", path.c_str());
+}
+
+// train_log.csv, ready to append a row per step. A new run starts it with
+// the header; a resumed run keeps the header and the rows up to the
+// checkpoint's step (rows past it belong to steps that will run again), so
+// one file holds the whole run.
+static std::ofstream open_train_log(const std::string& path, int64_t first_step) {
+    const std::string header = "step,loss,val_loss,lr,grad_norm,time_s";
+    std::vector<std::string> kept;
+    if (first_step > 0) {
+        std::ifstream in(path);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line == header || line.empty()) continue;
+            char* end = nullptr;
+            long long step = std::strtoll(line.c_str(), &end, 10);
+            if (end != line.c_str() && *end == ',' && step >= 1 && step <= first_step) kept.push_back(line);
+        }
+    }
+    {
+        std::ofstream out(path + ".tmp", std::ios::trunc);
+        out << header << "\n";
+        for (const std::string& row : kept) out << row << "\n";
+        out.close();
+        if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
+            std::remove((path + ".tmp").c_str());
+            throw Error("--run-dir: cannot write '" + path + "' (disk full, or the directory is not writable)");
+        }
+    }
+    std::ofstream csv(path, std::ios::app);
+    if (!csv) throw Error("--run-dir: cannot write '" + path + "'");
+    return csv;
 }
 
 static std::string default_run_dir(const std::string& model) {
@@ -353,9 +400,9 @@ int train_command(int argc, char** argv) {
     };
 
     std::filesystem::create_directories(run_dir);
-    std::ofstream csv(run_dir + "/train_log.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
-    if (!csv) throw Error("--run-dir: cannot write '" + run_dir + "/train_log.csv'");
-    if (first_step == 0) csv << "step,loss,val_loss,lr,grad_norm,time_s\n";
+    remove_stale_temporaries(run_dir, flags.str("save"));
+    std::string log_path = run_dir + "/train_log.csv";
+    std::ofstream csv = open_train_log(log_path, first_step);
     std::printf("model: %s, %lld parameters\n", describe(cfg).c_str(), (long long)model.num_parameters());
     std::printf("training: %lld steps%s, log in %s/train_log.csv\n", (long long)steps,
                 accum > 1 ? (" of " + std::to_string(accum) + " micro-batches").c_str() : "", run_dir.c_str());
@@ -393,6 +440,7 @@ int train_command(int argc, char** argv) {
     double peak_gflops = device == kCPU ? quick_fma_peak_gflops() : 0;
     auto mfu = [&](double tok_per_s) { return peak_gflops > 0 ? 100.0 * tok_per_s * flops_per_token / (peak_gflops * 1e9) : NAN; };
     std::vector<double> recent_seconds;  // the last few steps, for the instantaneous rate
+    int64_t skipped_steps = 0, skipped_in_a_row = 0;  // --skip-nonfinite
     int64_t sample_every = flags.integer("sample-every");
     if (sample_every < 0) throw Error("flag --sample-every must be >= 0, got " + flags.str("sample-every"));
     for (int64_t step = first_step; step < stop; ++step) {
@@ -407,6 +455,27 @@ int train_command(int argc, char** argv) {
             backward(accum > 1 ? loss * (1.0 / (double)accum) : loss);  // the mean over micro-batches
         }
         last_loss = loss_sum / (double)accum;
+        // A NaN or Inf loss (a learning rate too high, bad data, non-finite
+        // --init weights) would spread into every weight at the next update,
+        // and the run would then save them over good files: stop here, or
+        // skip the step when asked to.
+        auto non_finite = [&](const char* what, double value) {
+            if (!flags.on("skip-nonfinite"))
+                throw Error("step " + std::to_string(step + 1) + ": the " + what + " is " + std::to_string(value) +
+                            ". Stopping with nothing saved from this run's later steps (lower --lr, check the data "
+                            "and the --init weights, or pass --skip-nonfinite to skip such steps)");
+            if (++skipped_in_a_row > 100)
+                throw Error("step " + std::to_string(step + 1) + ": 100 steps in a row had a non-finite " + what +
+                            "; stopping (--skip-nonfinite skips isolated steps only)");
+            ++skipped_steps;
+            opt->zero_grad();
+            std::printf("%sstep %lld: skipped, the %s is %g\n", line_open ? "\n" : "", (long long)(step + 1), what, value);
+            line_open = false;
+        };
+        if (!std::isfinite(last_loss)) {
+            non_finite("training loss", last_loss);
+            continue;
+        }
         if (diagnostics) {
             std::vector<double> norms = diag::block_grad_norms(model, cfg.n_layer);
             diag_csv << step + 1 << "," << last_loss << "," << (spikes.observe(last_loss) ? 1 : 0);
@@ -415,6 +484,11 @@ int train_command(int argc, char** argv) {
             diag_csv << "\n";
         }
         double grad_norm = optim::clip_grad_norm(params, flags.number("grad-clip"));
+        if (!std::isfinite(grad_norm)) {
+            non_finite("gradient norm", grad_norm);
+            continue;
+        }
+        skipped_in_a_row = 0;
         opt->step();
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         train_seconds += seconds;
@@ -425,8 +499,10 @@ int train_command(int argc, char** argv) {
             val = task.validate();
             if (!std::isnan(val)) last_val = val;
         }
+        // One row per step, flushed: a killed run keeps its log up to there.
         csv << step + 1 << "," << last_loss << "," << (std::isnan(val) ? "" : std::to_string(val)) << "," << step_lr << ","
-            << grad_norm << "," << train_seconds << "\n";
+            << grad_norm << "," << train_seconds << "\n" << std::flush;
+        if (!csv) throw Error("step " + std::to_string(step + 1) + ": cannot write '" + log_path + "' (disk full?)");
 
         int64_t done_here = step + 1 - first_step;
         double tok_per_step = (double)(task.tokens_per_batch * accum);
@@ -472,6 +548,8 @@ int train_command(int argc, char** argv) {
         }
     }
     if (line_open) std::printf("\n");
+    if (skipped_steps > 0)
+        std::printf("skipped %lld steps whose loss or gradient was not finite (--skip-nonfinite)\n", (long long)skipped_steps);
     checkpoint(stop);
     if (flags.given("save")) {
         save_weights(model, flags.str("save"));

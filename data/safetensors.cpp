@@ -168,12 +168,18 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
         out.write(reinterpret_cast<const char*>(len_bytes), 8);
         out.write(text.data(), (std::streamsize)text.size());
         for (const Tensor& c : host) out.write(static_cast<const char*>(c.raw_data()), (std::streamsize)(c.numel() * dtype_size(c.dtype())));
-        out.flush();
-        if (!out) throw Error("safetensors: writing '" + tmp + "' failed (disk full?); '" + path + "' was left as it was");
+        out.close();
+        if (!out) {
+            std::remove(tmp.c_str());  // a partial temporary helps nobody
+            throw Error("safetensors: writing '" + tmp + "' failed (disk full?); '" + path + "' was left as it was");
+        }
     }
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
-    if (ec) throw Error("safetensors: cannot move '" + tmp + "' to '" + path + "': " + ec.message());
+    if (ec) {
+        std::remove(tmp.c_str());
+        throw Error("safetensors: cannot move '" + tmp + "' to '" + path + "': " + ec.message());
+    }
 }
 
 }  // namespace data

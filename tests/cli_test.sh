@@ -281,6 +281,63 @@ out=$("$bin" train "${common[@]}" --steps 12 --resume "$work/split/checkpoint.sa
   || fail "resume with other --steps: $out"
 grep -q "warning: the checkpoint's run was scheduled for 8 steps and --steps is 12" <<<"$out" || fail "resume: no schedule warning: $out"
 
+# 15. nothing good is lost (issue 15): a non-finite loss stops the run before it overwrites
+#     anything, no NaN weights are ever written, --save DIR/ renames its two files together,
+#     the log holds every step, and bad checkpoint metadata is refused.
+nan_file() {  # nan_file SRC DST: DST is SRC with its first weight replaced by a NaN
+  cp "$1" "$2"
+  local len; len=$(od -An -t u8 -N8 "$2" | tr -d ' ')
+  printf '\x00\x00\xc0\x7f' | dd of="$2" bs=1 seek=$((8 + len)) conv=notrunc status=none
+}
+nan_file "$work/w.safetensors" "$work/nan.safetensors"
+cp "$work/w.safetensors" "$work/keep.safetensors"; cp "$work/keep.safetensors" "$work/keep.orig"
+small=(--model llama --layers 1 --width 16 --heads 2 --data "$work/tiny.txt" --batch 2 --seq 16 --eval-batches 1 --sample-tokens 0)
+"$bin" train "${small[@]}" --steps 3 --run-dir "$work/nanrun" > /dev/null 2>&1 || fail "a good run for the NaN test"
+cp "$work/nanrun/checkpoint.safetensors" "$work/nanrun.orig"
+expect_error "step 1: the training loss is nan" train "${small[@]}" --steps 3 --init "$work/nan.safetensors" \
+  --save "$work/keep.safetensors" --run-dir "$work/nanrun"
+cmp -s "$work/keep.safetensors" "$work/keep.orig" || fail "a NaN run overwrote the --save file"
+cmp -s "$work/nanrun/checkpoint.safetensors" "$work/nanrun.orig" || fail "a NaN run overwrote the checkpoint"
+expect_error "refusing to write" train "${small[@]}" --steps 3 --init "$work/nan.safetensors" --skip-nonfinite \
+  --save "$work/keep.safetensors" --run-dir "$work/nanrun"
+grep -q "step 2: skipped, the training loss is nan" <<<"$out" || fail "--skip-nonfinite should report the skipped steps: $out"
+cmp -s "$work/keep.safetensors" "$work/keep.orig" && cmp -s "$work/nanrun/checkpoint.safetensors" "$work/nanrun.orig" \
+  || fail "--skip-nonfinite with NaN weights overwrote a good file"
+# --save DIR/: a failed weights write leaves the old pair as it was (the temporary is made unwritable).
+cp -r "$work/wdir" "$work/pair"; cp "$work/pair/config.json" "$work/pair.config.orig"
+mkdir -p "$work/pair/model.safetensors.new.tmp"
+expect_error "cannot write" train --model gpt2 --layers 1 --width 32 --heads 2 --data "$work/tiny.txt" --steps 1 --batch 2 \
+  --seq 16 --eval-batches 1 --sample-tokens 0 --run-dir "$work/pairrun" --save "$work/pair/"
+cmp -s "$work/pair/config.json" "$work/pair.config.orig" || fail "a failed --save DIR/ replaced config.json"
+[ ! -e "$work/pair/config.json.new" ] || fail "a failed --save DIR/ left config.json.new behind"
+"$bin" generate --init "$work/pair" --max-tokens 2 > /dev/null 2>&1 || fail "the old pair should still load"
+# The log: a row per step as it goes; on resume the rows past the checkpoint go, the header stays;
+# a stale temporary from a killed run is removed.
+"$bin" train "${common[@]}" --stop-after 4 --run-dir "$work/logrun" > /dev/null 2>&1 || fail "log run"
+echo "5,9.9,,0.001,1.0,0.5" >> "$work/logrun/train_log.csv"   # a step the killed run logged after its checkpoint
+echo "junk" > "$work/logrun/checkpoint.safetensors.tmp"
+out=$("$bin" train "${common[@]}" --resume "$work/logrun/checkpoint.safetensors" --run-dir "$work/logrun" 2>&1) || fail "log resume: $out"
+grep -q "removed $work/logrun/checkpoint.safetensors.tmp" <<<"$out" || fail "the stale temporary should be removed: $out"
+[ ! -e "$work/logrun/checkpoint.safetensors.tmp" ] || fail "the stale temporary is still there"
+[ "$(cut -d, -f1 "$work/logrun/train_log.csv" | tr '\n' ' ')" == "step 1 2 3 4 5 6 7 8 " ] \
+  || fail "the resumed log should hold the header and steps 1-8 once: $(cut -d, -f1 "$work/logrun/train_log.csv" | tr '\n' ' ')"
+cmp -s <(cut -d, -f1,2 "$work/straight/train_log.csv") <(cut -d, -f1,2 "$work/logrun/train_log.csv") \
+  || fail "the resumed log's losses should be the uninterrupted run's"
+# Checkpoint metadata is checked: a step that is not a number, negative, or past 10^15.
+set_meta() {  # set_meta FILE KEY VALUE: rewrite one metadata string of a safetensors file
+  perl -e 'open(F, "<:raw", $ARGV[0]) or die; local $/; my $b = <F>; close F;
+    my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n); my $d = substr($b, 8 + $n);
+    $h =~ s/"$ARGV[1]":"[^"]*"/"$ARGV[1]":"$ARGV[2]"/ or die "no $ARGV[1]"; $h =~ s/ +$//;
+    $h .= " " x ((8 - length($h) % 8) % 8);
+    open(F, ">:raw", $ARGV[0]) or die; print F pack("Q<", length($h)), $h, $d; close F;' "$@"
+}
+for v in abc -3 18446744073709551615; do
+  cp "$work/split/checkpoint.safetensors" "$work/meta.safetensors"
+  set_meta "$work/meta.safetensors" step "$v" || fail "set_meta"
+  expect_error "metadata field step is '$v', not a whole number from 0 to 1000000000000000" \
+    train "${common[@]}" --resume "$work/meta.safetensors" --run-dir "$work/metarun"
+done
+
 # 14. the README's first program builds with the README's own line, CUDA backend or not, and runs.
 awk '/^## A first program/{f=1} f && /^```cpp/{c=1; next} c && /^```/{exit} c' README.md > "$work/prog.cpp"
 line=$(awk '/^## A first program/{f=1} f && /^```sh/{c=1; next} c && /^```/{exit} c' README.md)
