@@ -92,7 +92,10 @@ size_t BPETokenizer::safe_cut_after(const std::string& text, size_t pos) {
 }
 
 void BPETokenizer::add_merge(int64_t left, int64_t right, int64_t result) {
-    merges_[{left, right}] = {(int64_t)merges_.size(), result};
+    // A pair merged twice would take a second rank and leave a hole in the
+    // rank order (merges() would write past its end): a file saying so is bad.
+    if (!merges_.emplace(std::make_pair(left, right), std::make_pair((int64_t)merges_.size(), result)).second)
+        throw Error("the merge of tokens " + std::to_string(left) + " and " + std::to_string(right) + " appears twice");
 }
 
 std::vector<std::pair<int64_t, int64_t>> BPETokenizer::merges() const {
@@ -123,7 +126,10 @@ BPETokenizer BPETokenizer::train(const std::string& text, int64_t vocab_size) {
     while (tok.vocab_size() < vocab_size) {
         std::map<std::pair<int64_t, int64_t>, int64_t> pairs;
         for (size_t w = 0; w < words.size(); ++w)
-            for (size_t i = 0; i + 1 < words[w].size(); ++i) pairs[{words[w][i], words[w][i + 1]}] += freq[w];
+            for (size_t i = 0; i + 1 < words[w].size(); ++i)
+                // (tokens longer than a file may hold are never made: load would refuse them)
+                if (tok.token_bytes_[words[w][i]].size() + tok.token_bytes_[words[w][i + 1]].size() <= kMaxTokenBytes)
+                    pairs[{words[w][i], words[w][i + 1]}] += freq[w];
         if (pairs.empty()) break;  // nothing left to merge
         // The most frequent pair; on a tie the smallest (the map is ordered, so the first seen).
         auto best = pairs.begin();
@@ -222,6 +228,9 @@ BPETokenizer BPETokenizer::load(const std::string& path) {
     in >> magic >> version >> count;
     if (magic != "normcore-bpe" || version != 1 || count < 0)
         throw Error("BPE: '" + path + "' is not a normcore BPE file (expected the header 'normcore-bpe 1 <merges>')");
+    if (count > kMaxMerges)
+        throw Error("BPE: '" + path + "' announces " + std::to_string(count) + " merges, more than the " +
+                    std::to_string(kMaxMerges) + " a vocabulary may have");
     BPETokenizer tok;
     for (int b = 0; b < 256; ++b) {
         tok.token_bytes_.push_back(std::string(1, (char)b));
@@ -231,9 +240,21 @@ BPETokenizer BPETokenizer::load(const std::string& path) {
         int64_t left = -1, right = -1;
         if (!(in >> left >> right) || left < 0 || right < 0 || left >= tok.vocab_size() || right >= tok.vocab_size())
             throw Error("BPE: '" + path + "': merge " + std::to_string(i) + " is missing or refers to an unknown token");
+        // Each merge can double a token's length: 40 merges of a token with
+        // itself would ask for 2^40 bytes.
+        size_t length = tok.token_bytes_[left].size() + tok.token_bytes_[right].size();
+        if (length > kMaxTokenBytes)
+            throw Error("BPE: '" + path + "': merge " + std::to_string(i) + " makes a token of " + std::to_string(length) +
+                        " bytes, more than " + std::to_string(kMaxTokenBytes));
         tok.token_bytes_.push_back(tok.token_bytes_[left] + tok.token_bytes_[right]);
-        tok.add_merge(left, right, tok.vocab_size() - 1);
+        try {
+            tok.add_merge(left, right, tok.vocab_size() - 1);
+        } catch (const Error& e) {
+            throw Error("BPE: '" + path + "': merge " + std::to_string(i) + ": " + e.what());
+        }
     }
+    std::string rest;
+    if (in >> rest) throw Error("BPE: '" + path + "' has more than the " + std::to_string(count) + " merges its header announces");
     return tok;
 }
 
@@ -283,12 +304,21 @@ BPETokenizer BPETokenizer::load_gpt2(const std::string& vocab_json, const std::s
     std::map<std::string, int> char_to_byte;
     for (int b = 0; b < 256; ++b) char_to_byte[byte_chars[b]] = b;
 
+    if (!vocab.is_object() || vocab.empty() || (int64_t)vocab.size() > kMaxMerges + 1024)
+        throw Error("GPT-2 BPE: '" + vocab_json + "' must be a JSON object mapping each token to its id, with at most " +
+                    std::to_string(kMaxMerges + 1024) + " tokens");
     BPETokenizer tok;
     std::map<std::string, int64_t> id_of;  // token text (GPT-2's characters) -> id
     tok.token_bytes_.assign(vocab.size(), "");
+    std::vector<bool> seen(vocab.size(), false);
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-        int64_t id = it.value().get<int64_t>();
-        if (id < 0 || id >= (int64_t)vocab.size()) throw Error("GPT-2 BPE: '" + vocab_json + "': id " + std::to_string(id) + " out of range");
+        // is_number_unsigned: a whole number >= 0 that fits 64 bits (not 8.9e34, not "5", not 1.5).
+        if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() >= vocab.size())
+            throw Error("GPT-2 BPE: '" + vocab_json + "': the id of token '" + it.key() + "' is " + it.value().dump() +
+                        ", not a whole number from 0 to " + std::to_string(vocab.size() - 1));
+        int64_t id = (int64_t)it.value().get<uint64_t>();
+        if (seen[id]) throw Error("GPT-2 BPE: '" + vocab_json + "': id " + std::to_string(id) + " is given to two tokens");
+        seen[id] = true;
         tok.token_bytes_[id] = gpt2_text_to_bytes(it.key(), char_to_byte, vocab_json);
         id_of[it.key()] = id;
     }
@@ -311,7 +341,11 @@ BPETokenizer BPETokenizer::load_gpt2(const std::string& vocab_json, const std::s
         if (l == id_of.end() || r == id_of.end() || m == id_of.end())
             throw Error("GPT-2 BPE: '" + merges_txt + "' line " + std::to_string(line_no) + ": '" + line +
                         "' uses tokens missing from the vocabulary");
-        tok.add_merge(l->second, r->second, m->second);
+        try {
+            tok.add_merge(l->second, r->second, m->second);
+        } catch (const Error& e) {
+            throw Error("GPT-2 BPE: '" + merges_txt + "' line " + std::to_string(line_no) + ": " + e.what());
+        }
     }
     return tok;
 }

@@ -28,6 +28,9 @@ class BPETokenizer {
 public:
     // Learns merges on `text` until the vocabulary has vocab_size tokens (>= 256).
     static BPETokenizer train(const std::string& text, int64_t vocab_size);
+    // Bounds on what a vocabulary file may ask for (load, load_gpt2).
+    static const int64_t kMaxMerges = int64_t(1) << 24;
+    static const size_t kMaxTokenBytes = 1024;
     static BPETokenizer load(const std::string& path);  // our format (save)
     static BPETokenizer load_gpt2(const std::string& vocab_json, const std::string& merges_txt);
     void save(const std::string& path) const;

@@ -3,10 +3,18 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 
+// Only the decoders the loader accepts are compiled in (stb's PPM, GIF,
+// PSD, ... readers have had memory errors on crafted files), and stb itself
+// refuses a side longer than 16384 pixels.
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_FAILURE_USERMSG
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_MAX_DIMENSIONS 16384
 #include <stb/stb_image.h>
 
 namespace nc {
@@ -14,34 +22,63 @@ namespace data {
 
 const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
 
+// The most data an IDX file may hold: 2^32 bytes (Fashion-MNIST's training
+// images are 47 MB). Reading stops there, so a gzip bomb or a header that
+// claims exabytes costs no more memory than this.
+static const int64_t kMaxIdxBytes = int64_t(1) << 32;
+
 std::vector<uint8_t> read_idx(const std::string& path, std::vector<int64_t>& dims) {
     // gzread reads plain files too, so one path serves .gz and raw IDX files.
     gzFile f = gzopen(path.c_str(), "rb");
     if (!f)
         throw Error("IDX file '" + path + "' cannot be opened" +
                     (path.find(kFashionMnist) == 0 ? " (install Debian's dataset-fashion-mnist: make setup)" : ""));
-    std::vector<uint8_t> bytes;
-    uint8_t buffer[1 << 16];
-    int n;
-    while ((n = gzread(f, buffer, sizeof buffer)) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
-    bool failed = n < 0;
-    gzclose(f);
-    if (failed) throw Error("IDX file '" + path + "': corrupt compressed data");
-    if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08)
-        throw Error("IDX file '" + path + "': not an IDX file of unsigned bytes (bad magic number)");
-    size_t ndim = bytes[3], header = 4 + 4 * ndim;
-    if (ndim == 0 || bytes.size() < header) throw Error("IDX file '" + path + "': truncated header");
+    auto bad = [&](const std::string& why) {
+        gzclose(f);
+        return Error("IDX file '" + path + "': " + why);
+    };
+    // Reads up to n bytes; returns how many there were.
+    auto read_some = [&](uint8_t* out, int64_t n) {
+        int64_t done = 0;
+        while (done < n) {
+            int got = gzread(f, out + done, (unsigned)std::min<int64_t>(n - done, 1 << 20));
+            if (got <= 0) break;
+            done += got;
+        }
+        return done;
+    };
+    auto read = [&](uint8_t* out, int64_t n) { return read_some(out, n) == n; };
+    uint8_t magic[4];
+    if (!read(magic, 4) || magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08)
+        throw bad("not an IDX file of unsigned bytes (bad magic number)");
+    int ndim = magic[3];
+    if (ndim == 0) throw bad("the header has no dimensions");
     dims.clear();
     int64_t count = 1;
-    for (size_t d = 0; d < ndim; ++d) {
-        const uint8_t* p = &bytes[4 + 4 * d];
+    for (int d = 0; d < ndim; ++d) {
+        uint8_t p[4];
+        if (!read(p, 4)) throw bad("truncated header");
         dims.push_back((int64_t)p[0] << 24 | (int64_t)p[1] << 16 | (int64_t)p[2] << 8 | (int64_t)p[3]);  // big-endian
-        count *= dims.back();
+        if (dims.back() == 0) throw bad("dimension " + std::to_string(d) + " is 0");
+        if (__builtin_mul_overflow(count, dims.back(), &count) || count > kMaxIdxBytes)
+            throw bad("the dimensions ask for more than 2^32 bytes of data");
     }
-    if ((int64_t)(bytes.size() - header) != count)
-        throw Error("IDX file '" + path + "': header says " + std::to_string(count) + " bytes of data, the file has " +
-                    std::to_string(bytes.size() - header));
-    return std::vector<uint8_t>(bytes.begin() + (std::ptrdiff_t)header, bytes.end());
+    // Grown as the bytes arrive: a header that claims 4 GB of a 20-byte file
+    // costs 20 bytes, not 4 GB.
+    std::vector<uint8_t> data;
+    std::vector<uint8_t> chunk(1 << 20);
+    while ((int64_t)data.size() < count) {
+        int64_t got = read_some(chunk.data(), std::min<int64_t>((int64_t)chunk.size(), count - (int64_t)data.size()));
+        if (got == 0) break;
+        data.insert(data.end(), chunk.begin(), chunk.begin() + got);
+    }
+    int64_t got = (int64_t)data.size();
+    if (got != count)
+        throw bad("the header says " + std::to_string(count) + " bytes of data, the file has " + std::to_string(got));
+    uint8_t extra;
+    if (gzread(f, &extra, 1) != 0) throw bad("there is data after the " + std::to_string(count) + " bytes the header announces");
+    gzclose(f);
+    return data;
 }
 
 // uint8 pixels [N, C, H, W] -> float32 in [-1, 1].
@@ -58,6 +95,8 @@ ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit) {
     std::vector<uint8_t> labels = read_idx(prefix + "-labels-idx1-ubyte.gz", label_dims);
     if (image_dims.size() != 3 || label_dims.size() != 1 || image_dims[0] != label_dims[0])
         throw Error("Fashion-MNIST in '" + dir + "': images and labels do not match");
+    for (uint8_t label : labels)
+        if (label > 9) throw Error("Fashion-MNIST in '" + dir + "': label " + std::to_string(label) + " is not a class 0-9");
     int64_t n = limit > 0 ? std::min(limit, image_dims[0]) : image_dims[0];
     int64_t h = image_dims[1], w = image_dims[2];
     ImageSet set;
@@ -68,7 +107,11 @@ ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit) {
 }
 
 Tensor resize_images(const Tensor& images, int64_t size) {
+    if (images.dim() != 4) fail("resize_images", "expects images [N, C, H, W], got " + shape_str(images.shape()));
     int64_t N = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
+    if (H < 1 || W < 1 || size < 1)
+        fail("resize_images", "images " + shape_str(images.shape()) + " to size " + std::to_string(size) +
+                                  ": every side must be at least 1 pixel");
     if (H == size && W == size) return images;
     Tensor src = raw::contiguous(raw::to_dtype(images, kFloat32));
     const float* in = src.data<float>();
@@ -90,6 +133,34 @@ Tensor resize_images(const Tensor& images, int64_t size) {
     return out;
 }
 
+// An image may have at most 2^24 pixels (4096 x 4096): a crafted header
+// must not make the loader allocate gigabytes.
+static const int64_t kMaxImagePixels = int64_t(1) << 24;
+
+// Before decoding: the file is a PNG or a JPEG by its first bytes (not only
+// its name), 8 bits per channel, and its header's size is sane.
+static void check_image_file(const std::string& name) {
+    FILE* f = std::fopen(name.c_str(), "rb");
+    if (!f) throw Error("image '" + name + "' cannot be opened");
+    unsigned char head[8] = {};
+    size_t got = std::fread(head, 1, sizeof head, f);
+    int w = 0, h = 0, comp = 0;
+    std::fseek(f, 0, SEEK_SET);
+    bool info = stbi_info_from_file(f, &w, &h, &comp) != 0;
+    std::fseek(f, 0, SEEK_SET);
+    bool sixteen = info && stbi_is_16_bit_from_file(f) != 0;
+    std::fclose(f);
+    static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    bool is_png = got == 8 && std::memcmp(head, png, 8) == 0;
+    bool is_jpeg = got >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
+    if (!is_png && !is_jpeg) throw Error("image '" + name + "' cannot be read: it is not a PNG or JPEG file");
+    if (!info) throw Error("image '" + name + "' cannot be read: " + stbi_failure_reason());
+    if (w < 1 || h < 1 || (int64_t)w * h > kMaxImagePixels)
+        throw Error("image '" + name + "' is " + std::to_string(w) + " x " + std::to_string(h) +
+                    " pixels; images must have at least 1 and at most 2^24 pixels");
+    if (sixteen) throw Error("image '" + name + "' has 16 bits per channel; convert it to 8 bits");
+}
+
 ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channels) {
     namespace fs = std::filesystem;
     if (channels != 1 && channels != 3) throw Error("image folder: --channels must be 1 or 3, got " + std::to_string(channels));
@@ -109,9 +180,15 @@ ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channe
         }
         std::sort(files.begin(), files.end());
         for (const fs::path& file : files) {
+            std::string name = file.string();
+            check_image_file(name);
             int w = 0, h = 0, n = 0;
-            unsigned char* pixels = stbi_load(file.string().c_str(), &w, &h, &n, (int)channels);
-            if (!pixels) throw Error("image '" + file.string() + "' cannot be read: " + stbi_failure_reason());
+            unsigned char* pixels = stbi_load(name.c_str(), &w, &h, &n, (int)channels);
+            if (!pixels) throw Error("image '" + name + "' cannot be read: " + stbi_failure_reason());
+            if (w < 1 || h < 1 || (int64_t)w * h > kMaxImagePixels) {  // what stbi_info said, decoded
+                stbi_image_free(pixels);
+                throw Error("image '" + name + "' decoded to " + std::to_string(w) + " x " + std::to_string(h) + " pixels");
+            }
             // stb gives rows of interleaved channels (HWC); we want CHW.
             std::vector<uint8_t> chw((size_t)(channels * h * w));
             for (int64_t ch = 0; ch < channels; ++ch)

@@ -112,9 +112,11 @@ SafetensorsFile read_safetensors(const std::string& path) {
             throw bad("entry '" + name + "' has shape " + shape_str(shape) + ", more elements than 2^63");
         }
         uint64_t nbytes = 0;
-        if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)element, &nbytes) || nbytes > data_len)
-            throw bad("entry '" + name + "': shape " + shape_str(shape) + " " + code + " needs more bytes than the " +
-                      std::to_string(data_len) + " bytes of data in the file");
+        if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)element, &nbytes))
+            throw bad("entry '" + name + "': shape " + shape_str(shape) + " " + code + " needs more than 2^64 bytes");
+        if (nbytes > data_len)
+            throw bad("entry '" + name + "': shape " + shape_str(shape) + " " + code + " needs " + std::to_string(nbytes) +
+                      " bytes, but the data has only " + std::to_string(data_len) + " (truncated file?)");
         if (end < begin || end - begin != nbytes)
             throw bad("entry '" + name + "': shape " + shape_str(shape) + " " + code + " needs " + std::to_string(nbytes) +
                       " bytes, the offsets give " + std::to_string(end - begin));

@@ -1,5 +1,7 @@
 #include "nn/hf.h"
 
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace nc {
@@ -90,6 +92,57 @@ std::string hf_config_json(const TransformerConfig& c) {
     return j.dump(2);
 }
 
+// Checked reads of config.json: each field, when present and not null,
+// must have the expected JSON type and lie in its range, or the error names
+// the file, the field, what was expected and what was there. (nlohmann's
+// get<int64_t>() on 6.6e22 is undefined behaviour, and its exceptions name
+// no file.)
+namespace {
+struct ConfigReader {
+    const json& j;
+    std::string source;
+
+    Error bad(const std::string& key, const std::string& expected) const {
+        return Error("config '" + source + "': field " + key + " must be " + expected + ", got " + j[key].dump());
+    }
+    bool has(const std::string& key) const { return j.contains(key) && !j[key].is_null(); }
+    int64_t integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
+        if (!has(key)) return fallback;
+        const json& v = j[key];
+        std::string range = "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+        // 12.0 is accepted as 12; 1.5 and 6.6e22 are not.
+        if (v.is_number_float()) {
+            double d = v.get<double>();
+            if (!(d >= (double)lo && d <= (double)hi) || d != std::floor(d)) throw bad(key, range);
+            return (int64_t)d;
+        }
+        if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t)hi) throw bad(key, range);
+        if (!v.is_number_integer()) throw bad(key, range);
+        int64_t x = v.get<int64_t>();
+        if (x < lo || x > hi) throw bad(key, range);
+        return x;
+    }
+    double number(const std::string& key, double fallback, double lo, double hi) const {
+        if (!has(key)) return fallback;
+        const json& v = j[key];
+        char range[96];
+        std::snprintf(range, sizeof range, "a number from %g to %g", lo, hi);
+        if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() <= hi)) throw bad(key, range);
+        return v.get<double>();
+    }
+    std::string text(const std::string& key, const std::string& fallback) const {
+        if (!has(key)) return fallback;
+        if (!j[key].is_string()) throw bad(key, "a string");
+        return j[key].get<std::string>();
+    }
+    bool flag(const std::string& key, bool fallback) const {
+        if (!has(key)) return fallback;
+        if (!j[key].is_boolean()) throw bad(key, "true or false");
+        return j[key].get<bool>();
+    }
+};
+}  // namespace
+
 TransformerConfig config_from_hf_json(const std::string& text, const std::string& source) {
     json j;
     try {
@@ -97,76 +150,83 @@ TransformerConfig config_from_hf_json(const std::string& text, const std::string
     } catch (const json::exception& e) {
         throw Error("config '" + source + "': not valid JSON: " + e.what());
     }
-    auto get = [&](const char* key, auto fallback) {
-        return j.contains(key) && !j[key].is_null() ? j[key].get<decltype(fallback)>() : fallback;
-    };
-    std::string type = get("model_type", std::string());
+    if (!j.is_object()) throw Error("config '" + source + "': must be a JSON object");
+    ConfigReader r{j, source};
+    // Generous bounds: far above any model this program can train, far below
+    // what would overflow a size or exhaust memory before a clear error.
+    const int64_t kLayers = 1024, kWidth = 1 << 16, kHeads = 4096, kVocab = int64_t(1) << 24, kPositions = 1 << 20;
+    std::string type = r.text("model_type", "");
     TransformerConfig c;
-    try {
-        if (type == "gpt2") {
-            c = gpt2_config();
-            c.n_layer = get("n_layer", (int64_t)12);
-            c.n_embd = get("n_embd", (int64_t)768);
-            c.n_head = get("n_head", (int64_t)12);
-            c.vocab_size = get("vocab_size", (int64_t)50257);
-            c.block_size = get("n_positions", (int64_t)1024);
-            c.norm_eps = get("layer_norm_epsilon", 1e-5);
-            c.gelu_tanh = get("activation_function", std::string("gelu_new")) != "gelu";
-            c.tie_embeddings = get("tie_word_embeddings", true);
-        } else if (type == "llama") {
-            c = llama_config();
-            c.n_layer = get("num_hidden_layers", (int64_t)32);
-            c.n_embd = get("hidden_size", (int64_t)4096);
-            c.n_head = get("num_attention_heads", (int64_t)32);
-            c.n_kv_head = get("num_key_value_heads", c.n_head);
-            c.vocab_size = get("vocab_size", (int64_t)32000);
-            c.block_size = get("max_position_embeddings", (int64_t)2048);
-            c.norm_eps = get("rms_norm_eps", 1e-6);
-            c.rope_theta = get("rope_theta", 10000.0);
-            c.tie_embeddings = get("tie_word_embeddings", false);
-            c.bias = get("attention_bias", false);
-            c.mlp_hidden = get("intermediate_size", (int64_t)0);
-        } else if (type == "vit") {
-            c = vit_config();
-            c.n_layer = get("num_hidden_layers", (int64_t)12);
-            c.n_embd = get("hidden_size", (int64_t)768);
-            c.n_head = get("num_attention_heads", (int64_t)12);
-            c.mlp_hidden = get("intermediate_size", (int64_t)0);
-            c.image_size = get("image_size", (int64_t)224);
-            c.patch_size = get("patch_size", (int64_t)16);
-            c.channels = get("num_channels", (int64_t)3);
-            c.norm_eps = get("layer_norm_eps", 1e-12);
-            c.gelu_tanh = get("hidden_act", std::string("gelu")) != "gelu";
-            c.bias = get("qkv_bias", true);
-            c.num_classes = j.contains("id2label") ? (int64_t)j["id2label"].size() : 1000;
-        } else {
-            throw Error("config '" + source + "': model_type '" + type + "' is not gpt2, llama or vit");
-        }
-        if (j.contains("normcore")) {
-            const json& n = j["normcore"];
-            c.norm = parse_norm(n.value("norm", to_string(c.norm)));
-            c.placement = parse_placement(n.value("placement", to_string(c.placement)));
-            c.decay = parse_decay(n.value("decay", to_string(c.decay)));
-            c.attention = parse_attention(n.value("attention", to_string(c.attention)));
-            c.mlp = parse_mlp(n.value("mlp", to_string(c.mlp)));
-            c.positions = parse_positions(n.value("positions", to_string(c.positions)));
-            c.bias = n.value("bias", c.bias);
-            c.dyt_alpha0 = n.value("dyt_alpha0", c.dyt_alpha0);
-            c.geo_step = n.value("geo_step", c.geo_step);
-            c.geo_learnable_step = n.value("geo_learnable_step", c.geo_learnable_step);
-            c.swiglu_multiple = n.value("swiglu_multiple", c.swiglu_multiple);
-            c.mlp_hidden = n.value("mlp_hidden", c.mlp_hidden);
-            c.dropout = n.value("dropout", c.dropout);
-            c.geo_radius = n.value("geo_radius", c.geo_radius);
-            c.geo_max_angle = n.value("geo_max_angle", c.geo_max_angle);
-            c.geo_sublayer_norm = n.value("geo_sublayer_norm", c.geo_sublayer_norm);
-            c.rope_theta = n.value("rope_theta", c.rope_theta);
-            c.tie_embeddings = n.value("tie_embeddings", c.tie_embeddings);
-        }
-    } catch (const json::exception& e) {
-        throw Error("config '" + source + "': a value has the wrong type: " + e.what());
+    if (type == "gpt2") {
+        c = gpt2_config();
+        c.n_layer = r.integer("n_layer", 12, 1, kLayers);
+        c.n_embd = r.integer("n_embd", 768, 1, kWidth);
+        c.n_head = r.integer("n_head", 12, 1, kHeads);
+        c.vocab_size = r.integer("vocab_size", 50257, 1, kVocab);
+        c.block_size = r.integer("n_positions", 1024, 1, kPositions);
+        c.norm_eps = r.number("layer_norm_epsilon", 1e-5, 0, 1);
+        c.gelu_tanh = r.text("activation_function", "gelu_new") != "gelu";
+        c.tie_embeddings = r.flag("tie_word_embeddings", true);
+    } else if (type == "llama") {
+        c = llama_config();
+        c.n_layer = r.integer("num_hidden_layers", 32, 1, kLayers);
+        c.n_embd = r.integer("hidden_size", 4096, 1, kWidth);
+        c.n_head = r.integer("num_attention_heads", 32, 1, kHeads);
+        c.n_kv_head = r.integer("num_key_value_heads", c.n_head, 1, kHeads);
+        c.vocab_size = r.integer("vocab_size", 32000, 1, kVocab);
+        c.block_size = r.integer("max_position_embeddings", 2048, 1, kPositions);
+        c.norm_eps = r.number("rms_norm_eps", 1e-6, 0, 1);
+        c.rope_theta = r.number("rope_theta", 10000.0, 1, 1e12);
+        c.tie_embeddings = r.flag("tie_word_embeddings", false);
+        c.bias = r.flag("attention_bias", false);
+        c.mlp_hidden = r.integer("intermediate_size", 0, 0, 1 << 20);
+    } else if (type == "vit") {
+        c = vit_config();
+        c.n_layer = r.integer("num_hidden_layers", 12, 1, kLayers);
+        c.n_embd = r.integer("hidden_size", 768, 1, kWidth);
+        c.n_head = r.integer("num_attention_heads", 12, 1, kHeads);
+        c.mlp_hidden = r.integer("intermediate_size", 0, 0, 1 << 20);
+        c.image_size = r.integer("image_size", 224, 1, 4096);
+        c.patch_size = r.integer("patch_size", 16, 1, 4096);
+        c.channels = r.integer("num_channels", 3, 1, 3);
+        c.norm_eps = r.number("layer_norm_eps", 1e-12, 0, 1);
+        c.gelu_tanh = r.text("hidden_act", "gelu") != "gelu";
+        c.bias = r.flag("qkv_bias", true);
+        if (j.contains("id2label") && !j["id2label"].is_object())
+            throw Error("config '" + source + "': field id2label must be an object");
+        c.num_classes = j.contains("id2label") ? (int64_t)j["id2label"].size() : 1000;
+        if (c.num_classes < 1 || c.num_classes > (1 << 20))
+            throw Error("config '" + source + "': id2label must name from 1 to 2^20 classes");
+    } else {
+        throw Error("config '" + source + "': model_type '" + type + "' is not gpt2, llama or vit");
     }
-    c.validate();
+    if (r.has("normcore")) {
+        if (!j["normcore"].is_object()) throw Error("config '" + source + "': field normcore must be an object");
+        ConfigReader n{j["normcore"], source + "' section 'normcore"};
+        c.norm = parse_norm(n.text("norm", to_string(c.norm)));
+        c.placement = parse_placement(n.text("placement", to_string(c.placement)));
+        c.decay = parse_decay(n.text("decay", to_string(c.decay)));
+        c.attention = parse_attention(n.text("attention", to_string(c.attention)));
+        c.mlp = parse_mlp(n.text("mlp", to_string(c.mlp)));
+        c.positions = parse_positions(n.text("positions", to_string(c.positions)));
+        c.bias = n.flag("bias", c.bias);
+        c.dyt_alpha0 = n.number("dyt_alpha0", c.dyt_alpha0, -1e6, 1e6);
+        c.geo_step = n.number("geo_step", c.geo_step, -1e6, 1e6);
+        c.geo_learnable_step = n.flag("geo_learnable_step", c.geo_learnable_step);
+        c.swiglu_multiple = n.integer("swiglu_multiple", c.swiglu_multiple, 1, 1 << 20);
+        c.mlp_hidden = n.integer("mlp_hidden", c.mlp_hidden, 0, 1 << 20);
+        c.dropout = n.number("dropout", c.dropout, 0, 0.999999);
+        c.geo_radius = n.number("geo_radius", c.geo_radius, 0, 1e12);
+        c.geo_max_angle = n.number("geo_max_angle", c.geo_max_angle, 0, 10);
+        c.geo_sublayer_norm = n.flag("geo_sublayer_norm", c.geo_sublayer_norm);
+        c.rope_theta = n.number("rope_theta", c.rope_theta, 1, 1e12);
+        c.tie_embeddings = n.flag("tie_embeddings", c.tie_embeddings);
+    }
+    try {
+        c.validate();
+    } catch (const Error& e) {
+        throw Error("config '" + source + "': " + e.what());
+    }
     return c;
 }
 

@@ -17,13 +17,15 @@ static Shape infer_shape(Shape shape, int64_t numel, const std::string& op, cons
         if (shape[i] == -1) {
             if (infer_at >= 0) fail(op, "only one dimension can be -1, got " + shape_str(shape));
             infer_at = (int64_t)i;
-        } else {
-            known *= shape[i];
+        } else if (shape[i] < 0 || __builtin_mul_overflow(known, shape[i], &known)) {
+            fail(op, "cannot reshape a tensor of shape " + shape_str(from) + " into shape " + shape_str(shape));
         }
     }
     Shape requested = shape;
     if (infer_at >= 0 && known != 0 && numel % known == 0) shape[infer_at] = numel / known;
-    if (shape_numel(shape) != numel || (infer_at >= 0 && shape[infer_at] < 0))
+    bool negative = false;
+    for (int64_t d : shape) negative = negative || d < 0;
+    if (negative || shape_numel(shape) != numel)
         fail(op, "cannot reshape a tensor of shape " + shape_str(from) + " (" + std::to_string(numel) +
                      " elements) into shape " + shape_str(requested));
     check_ndim(shape, op);

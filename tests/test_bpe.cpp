@@ -89,3 +89,29 @@ TEST_CASE("BPE vocabularies save and load; GPT-2 files load", "[data][bpe]") {
                 {"bad_merges.txt", "line 2"});
     fs::remove_all(dir);
 }
+
+// Issue 15, item 4: a normcore BPE file is validated on load.
+TEST_CASE("BPE files with repeated, oversized or surplus merges are refused", "[bpe][hostile]") {
+    std::filesystem::path dir = nc_test::temp_dir("normcore_bpe_hostile");
+    auto write = [&](const std::string& name, const std::string& text) {
+        std::ofstream((dir / name).string()) << text;
+        return (dir / name).string();
+    };
+    check_error([&] { data::BPETokenizer::load(write("repeat.bpe", "normcore-bpe 1 2\n97 98\n97 98\n")); },
+                {"repeat.bpe", "merge 1", "appears twice"});
+    // Each merge joins the previous token with itself: 2^40 bytes if nothing stopped it.
+    std::string doubling = "normcore-bpe 1 40\n97 97\n";
+    for (int i = 1; i < 40; ++i) doubling += std::to_string(255 + i) + " " + std::to_string(255 + i) + "\n";
+    check_error([&] { data::BPETokenizer::load(write("doubling.bpe", doubling)); }, {"doubling.bpe", "2048 bytes", "1024"});
+    check_error([&] { data::BPETokenizer::load(write("many.bpe", "normcore-bpe 1 99999999999\n")); }, {"many.bpe", "merges"});
+    check_error([&] { data::BPETokenizer::load(write("surplus.bpe", "normcore-bpe 1 1\n97 98\n98 99\n")); },
+                {"surplus.bpe", "more than the 1 merges"});
+    check_error([&] { data::BPETokenizer::load(write("range.bpe", "normcore-bpe 1 1\n97 300\n")); }, {"range.bpe", "unknown token"});
+    // GPT-2's files: vocab.json must map tokens to unique whole-number ids.
+    std::string merges = write("merges.txt", "#version: 0.2\n");
+    check_error([&] { data::BPETokenizer::load_gpt2(write("array.json", "[1, 2]"), merges); }, {"array.json", "JSON object"});
+    check_error([&] { data::BPETokenizer::load_gpt2(write("huge.json", R"({"a": 8.9e34})"), merges); }, {"huge.json", "'a'", "whole number"});
+    check_error([&] { data::BPETokenizer::load_gpt2(write("str.json", R"({"a": "0"})"), merges); }, {"str.json", "'a'"});
+    check_error([&] { data::BPETokenizer::load_gpt2(write("dup.json", R"({"a": 0, "b": 0})"), merges); }, {"dup.json", "two tokens"});
+    std::filesystem::remove_all(dir);
+}

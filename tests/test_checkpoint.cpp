@@ -171,5 +171,49 @@ TEST_CASE("config.json round trip for every family, variants included", "[checkp
     CHECK(nn::count_parameters(gpt2) == 124439808);
     check_error([] { nn::config_from_hf_json(R"({"model_type":"bert"})", "cfg.json"); }, {"cfg.json", "bert"});
     check_error([] { nn::config_from_hf_json("{", "cfg.json"); }, {"cfg.json", "not valid JSON"});
-    check_error([] { nn::config_from_hf_json(R"({"model_type":"gpt2","n_layer":"x"})", "cfg.json"); }, {"cfg.json", "wrong type"});
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"gpt2","n_layer":"x"})", "cfg.json"); },
+                {"cfg.json", "field n_layer must be a whole number from 1 to 1024", "\"x\""});
+}
+
+// Issue 15, item 1: shapes whose element count or byte size exceed 64 bits.
+TEST_CASE("safetensors shapes that overflow 64 bits are refused, not wrapped", "[safetensors][hostile]") {
+    fs::path dir = temp_dir("normcore_st_overflow");
+    auto path = [&](const char* name) { return (dir / name).string(); };
+    // [2^31, 2^31] F32 needs 2^64 bytes: wrapped to 0 it would match offsets [0, 0].
+    write_raw(dir / "wrap.safetensors", R"({"w":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,0]}})", "");
+    check_error([&] { data::read_safetensors(path("wrap.safetensors")); }, {"wrap.safetensors", "'w'", "2^64 bytes"});
+    write_raw(dir / "f64.safetensors", R"({"w":{"dtype":"F64","shape":[2305843009213693952,2],"data_offsets":[0,0]}})", "");
+    check_error([&] { data::read_safetensors(path("f64.safetensors")); }, {"'w'", "2^64 bytes"});
+    write_raw(dir / "numel.safetensors", R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,0]}})", "");
+    check_error([&] { data::read_safetensors(path("numel.safetensors")); }, {"'w'", "2^63"});
+    // With a zero dim the tensor is empty, whatever the other dims multiply to.
+    write_raw(dir / "empty.safetensors", R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})", "");
+    CHECK(data::read_safetensors(path("empty.safetensors")).tensors.at("w").numel() == 0);
+    // A shape within 64 bits but beyond the file: refused before anything is allocated.
+    write_raw(dir / "huge.safetensors", R"({"w":{"dtype":"F32","shape":[1000000000,1000],"data_offsets":[0,4000000000000]}})", "");
+    check_error([&] { data::read_safetensors(path("huge.safetensors")); }, {"'w'", "truncated"});
+    CHECK_THROWS_AS(shape_numel({int64_t(1) << 40, int64_t(1) << 40}), Error);
+    fs::remove_all(dir);
+}
+
+// Issue 15, item 5: every config.json field read with its type and range checked.
+TEST_CASE("config.json fields of the wrong type or out of range name the file and the field", "[config][hostile]") {
+    auto refuse = [](const std::string& json, std::vector<std::string> fragments) {
+        fragments.insert(fragments.begin(), "cfg.json");
+        check_error([&] { nn::config_from_hf_json(json, "cfg.json"); }, fragments);
+    };
+    refuse(R"({"model_type":"gpt2","n_layer":6.6e22})", {"field n_layer", "got 6.5"});
+    refuse(R"({"model_type":"gpt2","n_layer":1.5})", {"field n_layer", "whole number"});
+    refuse(R"({"model_type":"gpt2","n_layer":1000000000})", {"field n_layer", "from 1 to 1024"});
+    refuse(R"({"model_type":"gpt2","n_layer":-2})", {"field n_layer"});
+    refuse(R"({"model_type":"gpt2","n_embd":18446744073709551615})", {"field n_embd"});
+    refuse(R"({"model_type":5})", {"field model_type must be a string"});
+    refuse(R"({"model_type":"gpt2","tie_word_embeddings":"yes"})", {"field tie_word_embeddings must be true or false"});
+    refuse(R"({"model_type":"llama","rms_norm_eps":"small"})", {"field rms_norm_eps must be a number"});
+    refuse(R"({"model_type":"gpt2","normcore":{"placement":7}})", {"normcore", "field placement must be a string"});
+    refuse(R"({"model_type":"gpt2","normcore":[]})", {"field normcore must be an object"});
+    refuse(R"([1, 2])", {"must be a JSON object"});
+    refuse(R"({"model_type":"gpt2","n_embd":30,"n_head":4})", {"heads"});
+    // 12.0 is 12.
+    CHECK(nn::config_from_hf_json(R"({"model_type":"gpt2","n_layer":12.0})", "cfg.json").n_layer == 12);
 }

@@ -100,3 +100,73 @@ TEST_CASE("image batches: in order or shuffled from the seed", "[data][images]")
     std::vector<int64_t> lab = x.labels.to_int_vector();
     for (size_t i = 0; i < lab.size(); ++i) CHECK(pix[i] == (double)lab[i]);  // image and label travel together
 }
+
+// Issue 15, items 2 and 3: IDX headers that overflow or lie, and image files
+// that are not what their names say, are empty, huge, or 16-bit.
+TEST_CASE("hostile IDX files and images are refused with bounded memory", "[data][images][hostile]") {
+    fs::path dir = temp_dir("normcore_hostile_images");
+    std::vector<int64_t> dims;
+    // [4, 2^31, 2^31]: 2^64 bytes, which wrapped to 0 and matched an empty file.
+    std::ofstream(dir / "wrap.idx", std::ios::binary) << idx_bytes({4, 2147483648u, 2147483648u}, {});
+    check_error([&] { data::read_idx((dir / "wrap.idx").string(), dims); }, {"wrap.idx", "more than 2^32 bytes"});
+    // A header claiming 4 GB of a 20-byte file: refused after reading what is there.
+    std::ofstream(dir / "liar.idx", std::ios::binary) << idx_bytes({65536, 65535}, {1, 2, 3});
+    check_error([&] { data::read_idx((dir / "liar.idx").string(), dims); }, {"liar.idx", "4294901760 bytes", "has 3"});
+    std::ofstream(dir / "zero.idx", std::ios::binary) << idx_bytes({0, 5}, {});
+    check_error([&] { data::read_idx((dir / "zero.idx").string(), dims); }, {"zero.idx", "dimension 0 is 0"});
+    std::ofstream(dir / "extra.idx", std::ios::binary) << idx_bytes({2}, {1, 2, 3});
+    check_error([&] { data::read_idx((dir / "extra.idx").string(), dims); }, {"extra.idx", "after the 2 bytes"});
+    // Fashion-MNIST with a label that is no class.
+    fs::create_directories(dir / "fm");
+    write_gz(dir / "fm" / "train-images-idx3-ubyte.gz", idx_bytes({1, 2, 2}, {0, 0, 0, 0}));
+    write_gz(dir / "fm" / "train-labels-idx1-ubyte.gz", idx_bytes({1}, {200}));
+    check_error([&] { data::load_fashion_mnist((dir / "fm").string(), true); }, {"label 200"});
+    // resize_images refuses empty sides instead of reading before its buffer.
+    check_error([&] { data::resize_images(raw::zeros({1, 1, 0, 4}), 8); }, {"resize_images", "at least 1 pixel"});
+    // Image folders: a 16-bit PPM named .png, a GIF header claiming 65294 x 4826
+    // named .jpg, a PNG of 0 x 5 pixels, one too large, and a 16-bit PNG.
+    fs::create_directories(dir / "imgs" / "a");
+    auto folder_error = [&](const std::string& file, const std::string& bytes, std::vector<std::string> fragments) {
+        fs::remove_all(dir / "imgs" / "a");
+        fs::create_directories(dir / "imgs" / "a");
+        std::ofstream(dir / "imgs" / "a" / file, std::ios::binary) << bytes;
+        fragments.insert(fragments.begin(), file);
+        check_error([&] { data::load_image_folder((dir / "imgs").string(), 8, 3); }, fragments);
+    };
+    folder_error("ppm.png", std::string("P6\n2 2\n65535\n") + std::string(10, '\xff'), {"not a PNG or JPEG"});
+    folder_error("gif.jpg", std::string("GIF89a\x0e\xff\xda\x12", 10) + std::string(27, '\0'), {"not a PNG or JPEG"});
+    // PNG headers: signature, IHDR (length 13, width, height, bit depth, colour type, ...).
+    auto png = [](uint32_t w, uint32_t h, uint8_t depth) {
+        std::string s("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16);
+        for (uint32_t v : {w, h}) s += {(char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v};
+        s += {(char)depth, 2, 0, 0, 0};
+        return s + std::string(4, '\0');  // (no valid CRC or data: stb reads the header only)
+    };
+    folder_error("empty.png", png(0, 5, 8), {"cannot be read"});
+    folder_error("wide.png", png(16000, 16000, 8), {"16000 x 16000", "at most 2^24 pixels"});
+    std::vector<uint8_t> rgb(2 * 2 * 3, 7);
+    fs::remove_all(dir / "imgs" / "a");
+    fs::create_directories(dir / "imgs" / "a");
+    // A real 16-bit PNG, written by hand with zlib: 2 x 2 RGB, 6 bytes per pixel.
+    {
+        std::string raw_rows;
+        for (int y = 0; y < 2; ++y) raw_rows += std::string(1, '\0') + std::string(12, '\x40');
+        uLongf zlen = compressBound(raw_rows.size());
+        std::string z(zlen, '\0');
+        compress(reinterpret_cast<Bytef*>(&z[0]), &zlen, reinterpret_cast<const Bytef*>(raw_rows.data()), raw_rows.size());
+        z.resize(zlen);
+        auto chunk = [](const std::string& type, const std::string& data) {
+            std::string c;
+            uint32_t n = (uint32_t)data.size();
+            c += {(char)(n >> 24), (char)(n >> 16), (char)(n >> 8), (char)n};
+            std::string body = type + data;
+            uint32_t crc = (uint32_t)crc32(0, reinterpret_cast<const Bytef*>(body.data()), (uInt)body.size());
+            return c + body + std::string{(char)(crc >> 24), (char)(crc >> 16), (char)(crc >> 8), (char)crc};
+        };
+        std::string ihdr = {0, 0, 0, 2, 0, 0, 0, 2, 16, 2, 0, 0, 0};
+        std::ofstream(dir / "imgs" / "a" / "deep.png", std::ios::binary)
+            << std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) + chunk("IEND", "");
+    }
+    check_error([&] { data::load_image_folder((dir / "imgs").string(), 8, 3); }, {"deep.png", "16 bits per channel"});
+    fs::remove_all(dir);
+}
