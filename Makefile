@@ -8,6 +8,7 @@
 #   make test-asan  the same suite under the sanitizers
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
 #   make bench      normcore bench: FMA peak, GEMM GFLOP/s, training-step times (JSON in build/bench.json)
+#   make fuzz       the libFuzzer targets of tests/fuzz (clang, ASan + UBSan), each run FUZZ_SECONDS
 #   make setup      install the Debian packages normcore needs (idempotent)
 #   make CUDA=0     a CPU-only build (the CUDA backend is built when nvcc is found)
 #
@@ -49,12 +50,17 @@ ifeq ($(MODE),release)
   MODE_FLAGS := -O3 $(ARCH) -fno-math-errno
 else ifeq ($(MODE),debug)
   MODE_FLAGS := -O0 -g
+else ifeq ($(MODE),fuzz)
+  # clang's libFuzzer, with ASan + UBSan, and the exact allocator (no size
+  # classes, no cache: a read past a tensor's end is seen).
+  MODE_FLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-link \
+                -fno-sanitize-recover=undefined -DNORMCORE_EXACT_ALLOCATOR -Wno-unknown-warning-option
 else ifeq ($(MODE),asan)
   # -Wno-maybe-uninitialized: GCC 12 warns inside Catch2's use of <regex> at -O1.
   MODE_FLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Wno-maybe-uninitialized
 else
-  $(error MODE must be release, debug or asan, got '$(MODE)')
+  $(error MODE must be release, debug, asan or fuzz, got '$(MODE)')
 endif
 CXXFLAGS += $(COMMON_FLAGS) $(MODE_FLAGS)
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(MODE_FLAGS))
@@ -92,7 +98,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-gdb run bench setup clean
+.PHONY: all debug asan test test-asan test-gdb run bench setup clean fuzz fuzz-build fuzz-seeds
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS)
 
@@ -103,8 +109,8 @@ asan:
 
 # stb_image/stb_image_write (Debian's libstb-dev) shift negative values in
 # their JPEG code, which UBSan reports; those two files skip that one check.
-ifeq ($(MODE),asan)
-$(BUILD)/obj/data/images.o $(BUILD)/obj/tests/test_images.o: CXXFLAGS += -fno-sanitize=shift
+ifneq ($(filter asan fuzz,$(MODE)),)
+$(BUILD)/obj/data/images.o $(BUILD)/obj/tests/test_images.o $(BUILD)/obj/tests/fuzz/make_seeds.o: CXXFLAGS += -fno-sanitize=shift
 endif
 
 $(BUILD)/obj/%.o: %.cpp
@@ -164,6 +170,35 @@ test:
 test-asan:
 	@$(MAKE) --no-print-directory MODE=asan BUILD=build/asan test
 
+# The fuzz targets (tests/fuzz/fuzz_*.cpp), one per parser, built with clang
+# and run FUZZ_SECONDS each from the seed corpus in tests/fuzz/corpus/ (new
+# inputs go to build/fuzz/corpus/, findings to build/fuzz/findings/).
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+ifeq ($(MODE),fuzz)
+CXX := clang++
+$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ -fsanitize=address,undefined,fuzzer -fopenmp $(LDLIBS)
+$(BUILD)/fuzz/make_seeds: $(BUILD)/obj/tests/fuzz/make_seeds.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ -o $@ -fsanitize=address,undefined -fopenmp $(LDLIBS)
+endif
+fuzz-build:
+	@$(MAKE) --no-print-directory setup
+	@$(MAKE) --no-print-directory -j$(JOBS) MODE=fuzz BUILD=build/fuzz CUDA=0 $(addprefix build/fuzz/fuzz/,$(FUZZ_TARGETS))
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do name=$${t#fuzz_}; mkdir -p build/fuzz/corpus/$$name build/fuzz/findings; \
+	  echo "== $$t for $(FUZZ_SECONDS) s"; \
+	  build/fuzz/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/findings/$$name- build/fuzz/corpus/$$name tests/fuzz/corpus/$$name \
+	    > build/fuzz/$$name.log 2>&1 || { tail -40 build/fuzz/$$name.log; echo "fuzz: $$t found a bug"; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build/fuzz/$$name.log | tr '\n' ' '; echo; done
+	@echo "fuzz: no findings"
+fuzz-seeds:
+	@$(MAKE) --no-print-directory -j$(JOBS) MODE=fuzz BUILD=build/fuzz CUDA=0 build/fuzz/fuzz/make_seeds
+	build/fuzz/fuzz/make_seeds
+
 # Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh).
 test-gdb:
 	@$(MAKE) --no-print-directory setup
@@ -184,8 +219,10 @@ bench:
 # Debian packages: compiler, Catch2 (tests), gdb (tutorial 2), graphviz (to
 # render graph dumps), fortunes (the default training text), nlohmann-json
 # (safetensors headers, config.json), zlib and stb (images), Fashion-MNIST
-# (the default ViT data), gnuplot (the experiments' plots). Installs only what is missing.
-PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist gnuplot-nox
+# (the default ViT data), gnuplot (the experiments' plots), clang with its
+# libFuzzer runtime and OpenMP (make fuzz). Installs only what is missing.
+PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist gnuplot-nox \
+            clang libclang-rt-14-dev libomp-14-dev
 setup:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

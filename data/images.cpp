@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 // Only the decoders the loader accepts are compiled in (stb's PPM, GIF,
 // PSD, ... readers have had memory errors on crafted files), and stb itself
@@ -137,6 +139,42 @@ Tensor resize_images(const Tensor& images, int64_t size) {
 // must not make the loader allocate gigabytes.
 static const int64_t kMaxImagePixels = int64_t(1) << 24;
 
+// stb_image 2.27 (Debian 12's) trusts a JPEG's Huffman tables: a DHT
+// segment whose 16 code counts add up to more than 256 symbols makes
+// stbi__build_huffman write past its 257-entry table (found by
+// tests/fuzz/fuzz_image.cpp). So the markers are walked first: every segment
+// must fit the file, and every Huffman table must have at most 256 symbols.
+// Between a scan's header (SOS) and the next marker lies entropy-coded data,
+// in which FF is followed by 00 (a stuffed byte) or a restart marker.
+static void check_jpeg_segments(const std::string& name, const std::vector<unsigned char>& b) {
+    auto bad = [&](const std::string& why) { return Error("image '" + name + "' is not a valid JPEG: " + why); };
+    size_t i = 2;  // after SOI (FF D8)
+    while (i + 4 <= b.size()) {
+        if (b[i] != 0xFF) throw bad("expected a marker at byte " + std::to_string(i));
+        unsigned char marker = b[i + 1];
+        if (marker == 0xFF) { ++i; continue; }  // fill byte
+        if (marker == 0xD9) return;              // EOI
+        if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) { i += 2; continue; }  // no length
+        size_t length = (size_t)b[i + 2] << 8 | b[i + 3];
+        if (length < 2 || i + 2 + length > b.size()) throw bad("a segment runs past the end of the file");
+        if (marker == 0xC4) {  // DHT: tables of (class/id, 16 counts, symbols)
+            size_t p = i + 4, end = i + 2 + length;
+            while (p < end) {
+                if (p + 17 > end) throw bad("a Huffman table is cut short");
+                size_t symbols = 0;
+                for (int k = 1; k <= 16; ++k) symbols += b[p + k];
+                if (symbols > 256) throw bad("a Huffman table has " + std::to_string(symbols) + " symbols (at most 256)");
+                p += 17 + symbols;
+            }
+            if (p != end) throw bad("a Huffman table is cut short");
+        }
+        i += 2 + length;
+        if (marker == 0xDA) {  // SOS: skip the entropy-coded data up to the next real marker
+            while (i + 1 < b.size() && !(b[i] == 0xFF && b[i + 1] != 0x00 && !(b[i + 1] >= 0xD0 && b[i + 1] <= 0xD7))) ++i;
+        }
+    }
+}
+
 // Before decoding: the file is a PNG or a JPEG by its first bytes (not only
 // its name), 8 bits per channel, and its header's size is sane.
 static void check_image_file(const std::string& name) {
@@ -154,6 +192,11 @@ static void check_image_file(const std::string& name) {
     bool is_png = got == 8 && std::memcmp(head, png, 8) == 0;
     bool is_jpeg = got >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
     if (!is_png && !is_jpeg) throw Error("image '" + name + "' cannot be read: it is not a PNG or JPEG file");
+    if (is_jpeg) {
+        std::ifstream in(name, std::ios::binary);
+        std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        check_jpeg_segments(name, bytes);
+    }
     if (!info) throw Error("image '" + name + "' cannot be read: " + stbi_failure_reason());
     if (w < 1 || h < 1 || (int64_t)w * h > kMaxImagePixels)
         throw Error("image '" + name + "' is " + std::to_string(w) + " x " + std::to_string(h) +

@@ -142,6 +142,15 @@ TEST_CASE("hostile IDX files and images are refused with bounded memory", "[data
         s += {(char)depth, 2, 0, 0, 0};
         return s + std::string(4, '\0');  // (no valid CRC or data: stb reads the header only)
     };
+    // A JPEG whose Huffman table counts 272 symbols: stb 2.27 would write past
+    // its 257-entry table (tests/fuzz found it).
+    {
+        std::string dht("\xFF\xD8\xFF\xC4", 4);
+        size_t length = 2 + 17 + 272;
+        dht += {(char)(length >> 8), (char)length, 0x00};
+        dht += std::string(16, (char)17) + std::string(272, '\x01') + std::string("\xFF\xD9", 2);
+        folder_error("huffman.jpg", dht, {"not a valid JPEG", "272 symbols"});
+    }
     folder_error("empty.png", png(0, 5, 8), {"cannot be read"});
     folder_error("wide.png", png(16000, 16000, 8), {"16000 x 16000", "at most 2^24 pixels"});
     std::vector<uint8_t> rgb(2 * 2 * 3, 7);
