@@ -3,7 +3,7 @@
 #   make            release build (-O3, native SIMD, OpenMP)   -> build/
 #   make debug      -O0 -g build for stepping through in gdb    -> build/debug/
 #   make asan       AddressSanitizer + UBSan build              -> build/asan/
-#   make test       setup, build, the tutorial programs, the CLI checks, the Catch2 suite
+#   make test       setup, build, the tutorial programs, the CLI checks, the kill -9 trials, the Catch2 suite
 #   make run        setup, build, and the main job: normcore train (default GPT-2)
 #   make test-asan  the same suite under the sanitizers
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
@@ -162,6 +162,7 @@ test:
 	@for t in $(TUTORIAL_BINS); do echo "== tutorial program $$t"; (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; echo "   ok (output in $$t.log)"; done
 	tests/cli_test.sh $(BUILD)
+	tests/fault_test.sh $(BUILD)
 	$(BUILD)/bench/attention_time 2 70 8
 	$(BUILD)/bench/gemm_ab_self 2 33x65x17:TN
 	bench/generate/generate_speed.sh tests/data/reference/gpt2_pre 8 1 $(BUILD)/normcore

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Kills a training run with SIGKILL at random moments while it writes a
+# checkpoint every step, a few times, and checks each time what a user
+# would find: the checkpoint loads, train_log.csv has its header and every
+# step up to the checkpoint's, and resuming continues the log without gaps
+# or repeats. Run by `make test` with the build directory as $1.
+set -uo pipefail
+bin="${1:-build}/normcore"
+trials="${FAULT_TRIALS:-6}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "fault: FAILED: $*"; failures=$((failures + 1)); }
+for i in $(seq 1 40); do echo "a line of text to learn from, number $i"; done > "$work/text.txt"
+args=(--data "$work/text.txt" --layers 2 --width 64 --heads 2 --seq 16 --batch 2 --steps 100000 --eval-every 0
+      --eval-batches 1 --sample-tokens 0 --checkpoint-every 1 --seed 3)
+
+# The metadata string KEY of a safetensors file.
+meta() { perl -e 'open(F, "<:raw", $ARGV[0]) or exit 1; read(F, my $n, 8); read(F, my $h, unpack("Q<", $n));
+                  print $1 if $h =~ /"$ARGV[1]":"([^"]*)"/' "$1" "$2"; }
+
+for t in $(seq 1 "$trials"); do
+  run="$work/run$t"
+  "$bin" train "${args[@]}" --run-dir "$run" > "$work/out$t.txt" 2>&1 &
+  pid=$!
+  # Somewhere between 0.3 and 1.0 s: after a few checkpoints, at a random point of one.
+  sleep "0.$((3 + RANDOM % 8))"
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  ckpt="$run/checkpoint.safetensors"
+  if [ ! -f "$ckpt" ]; then echo "fault: trial $t: killed before the first checkpoint"; continue; fi
+  step=$(meta "$ckpt" step)
+  [ -n "$step" ] && [ "$step" -ge 1 ] || { fail "trial $t: the checkpoint has no step"; continue; }
+  "$bin" generate --resume "$ckpt" --max-tokens 1 > /dev/null 2>&1 || fail "trial $t: the checkpoint at step $step does not load"
+  log="$run/train_log.csv"
+  [ "$(head -1 "$log")" == "step,loss,val_loss,lr,grad_norm,time_s" ] || fail "trial $t: the log lost its header"
+  logged=$(tail -n +2 "$log" | cut -d, -f1 | head -n "$step" | tr '\n' ' ')
+  [ "$logged" == "$(seq -s ' ' 1 "$step") " ] || fail "trial $t: the log lacks steps up to the checkpoint's $step: $logged"
+  # Resume for two more steps: one log, steps 1..step+2, each once.
+  "$bin" train "${args[@]}" --resume "$ckpt" --stop-after $((step + 2)) --run-dir "$run" > "$work/resume$t.txt" 2>&1 \
+    || fail "trial $t: resuming from step $step failed: $(tail -3 "$work/resume$t.txt")"
+  [ "$(tail -n +2 "$log" | cut -d, -f1 | tr '\n' ' ')" == "$(seq -s ' ' 1 $((step + 2))) " ] \
+    || fail "trial $t: after resuming, the log is not steps 1..$((step + 2)) once each"
+  [ ! -e "$ckpt.tmp" ] || fail "trial $t: a stale checkpoint temporary survived the resume"
+  echo "fault: trial $t: killed at step $step or after; the checkpoint loads, the log is whole, the resume continues"
+done
+if [ $failures -eq 0 ]; then echo "fault: all $trials trials passed"; else echo "fault: $failures check(s) failed"; exit 1; fi
