@@ -175,33 +175,29 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
     }
 }
 
-// Before decoding: the file is a PNG or a JPEG by its first bytes (not only
-// its name), 8 bits per channel, and its header's size is sane.
-static void check_image_file(const std::string& name) {
-    FILE* f = std::fopen(name.c_str(), "rb");
-    if (!f) throw Error("image '" + name + "' cannot be opened");
-    unsigned char head[8] = {};
-    size_t got = std::fread(head, 1, sizeof head, f);
-    int w = 0, h = 0, comp = 0;
-    std::fseek(f, 0, SEEK_SET);
-    bool info = stbi_info_from_file(f, &w, &h, &comp) != 0;
-    std::fseek(f, 0, SEEK_SET);
-    bool sixteen = info && stbi_is_16_bit_from_file(f) != 0;
-    std::fclose(f);
+// The bytes of an image file, checked before decoding: a PNG or a JPEG by
+// its first bytes (not only its name), 8 bits per channel, and a sane size.
+// The decoder then reads these same bytes.
+static std::vector<unsigned char> read_checked_image(const std::string& name) {
+    std::ifstream in(name, std::ios::binary);
+    if (!in) throw Error("image '" + name + "' cannot be opened");
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    bool is_png = got == 8 && std::memcmp(head, png, 8) == 0;
-    bool is_jpeg = got >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
+    bool is_png = bytes.size() >= 8 && std::memcmp(bytes.data(), png, 8) == 0;
+    bool is_jpeg = bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
     if (!is_png && !is_jpeg) throw Error("image '" + name + "' cannot be read: it is not a PNG or JPEG file");
-    if (is_jpeg) {
-        std::ifstream in(name, std::ios::binary);
-        std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        check_jpeg_segments(name, bytes);
-    }
-    if (!info) throw Error("image '" + name + "' cannot be read: " + stbi_failure_reason());
+    // Before stb reads anything: stbi_info already parses a JPEG's Huffman tables.
+    if (is_jpeg) check_jpeg_segments(name, bytes);
+    int w = 0, h = 0, comp = 0;
+    int size = (int)std::min<size_t>(bytes.size(), (size_t)INT32_MAX);
+    if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &comp))
+        throw Error("image '" + name + "' cannot be read: " + stbi_failure_reason());
     if (w < 1 || h < 1 || (int64_t)w * h > kMaxImagePixels)
         throw Error("image '" + name + "' is " + std::to_string(w) + " x " + std::to_string(h) +
                     " pixels; images must have at least 1 and at most 2^24 pixels");
-    if (sixteen) throw Error("image '" + name + "' has 16 bits per channel; convert it to 8 bits");
+    if (stbi_is_16_bit_from_memory(bytes.data(), size))
+        throw Error("image '" + name + "' has 16 bits per channel; convert it to 8 bits");
+    return bytes;
 }
 
 ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channels) {
@@ -224,9 +220,9 @@ ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channe
         std::sort(files.begin(), files.end());
         for (const fs::path& file : files) {
             std::string name = file.string();
-            check_image_file(name);
+            std::vector<unsigned char> bytes = read_checked_image(name);
             int w = 0, h = 0, n = 0;
-            unsigned char* pixels = stbi_load(name.c_str(), &w, &h, &n, (int)channels);
+            unsigned char* pixels = stbi_load_from_memory(bytes.data(), (int)bytes.size(), &w, &h, &n, (int)channels);
             if (!pixels) throw Error("image '" + name + "' cannot be read: " + stbi_failure_reason());
             if (w < 1 || h < 1 || (int64_t)w * h > kMaxImagePixels) {  // what stbi_info said, decoded
                 stbi_image_free(pixels);
