@@ -175,6 +175,31 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
     }
 }
 
+// A PNG's chunks, walked before stb sees them: each fits the file and its
+// CRC is right (stb ignores CRCs, so a damaged file decoded to garbage), the
+// file ends with IEND, and the first IDAT is not empty (stb 2.27 then copies
+// from a null pointer; found by tests/fuzz/fuzz_image.cpp).
+static void check_png_chunks(const std::string& name, const std::vector<unsigned char>& b) {
+    auto bad = [&](const std::string& why) { return Error("image '" + name + "' is not a valid PNG: " + why); };
+    auto be32 = [&](size_t p) { return (uint32_t)b[p] << 24 | (uint32_t)b[p + 1] << 16 | (uint32_t)b[p + 2] << 8 | b[p + 3]; };
+    size_t p = 8;
+    bool seen_idat = false;
+    while (p + 12 <= b.size()) {
+        uint32_t length = be32(p);
+        if (length > b.size() - p - 12) throw bad("a chunk runs past the end of the file");
+        std::string type(b.begin() + (std::ptrdiff_t)p + 4, b.begin() + (std::ptrdiff_t)p + 8);
+        uint32_t crc = (uint32_t)crc32(0, b.data() + p + 4, 4 + length);
+        if (crc != be32(p + 8 + length)) throw bad("chunk " + type + " has a wrong CRC (damaged file)");
+        if (type == "IDAT") {
+            if (!seen_idat && length == 0) throw bad("its first IDAT chunk is empty");
+            seen_idat = true;
+        }
+        if (type == "IEND") return;
+        p += 12 + length;
+    }
+    throw bad("it ends without an IEND chunk (truncated file?)");
+}
+
 // The bytes of an image file, checked before decoding: a PNG or a JPEG by
 // its first bytes (not only its name), 8 bits per channel, and a sane size.
 // The decoder then reads these same bytes.
@@ -188,6 +213,7 @@ static std::vector<unsigned char> read_checked_image(const std::string& name) {
     if (!is_png && !is_jpeg) throw Error("image '" + name + "' cannot be read: it is not a PNG or JPEG file");
     // Before stb reads anything: stbi_info already parses a JPEG's Huffman tables.
     if (is_jpeg) check_jpeg_segments(name, bytes);
+    if (is_png) check_png_chunks(name, bytes);
     int w = 0, h = 0, comp = 0;
     int size = (int)std::min<size_t>(bytes.size(), (size_t)INT32_MAX);
     if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &comp))

@@ -135,47 +135,45 @@ TEST_CASE("hostile IDX files and images are refused with bounded memory", "[data
     };
     folder_error("ppm.png", std::string("P6\n2 2\n65535\n") + std::string(10, '\xff'), {"not a PNG or JPEG"});
     folder_error("gif.jpg", std::string("GIF89a\x0e\xff\xda\x12", 10) + std::string(27, '\0'), {"not a PNG or JPEG"});
-    // PNG headers: signature, IHDR (length 13, width, height, bit depth, colour type, ...).
-    auto png = [](uint32_t w, uint32_t h, uint8_t depth) {
-        std::string s("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16);
-        for (uint32_t v : {w, h}) s += {(char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v};
-        s += {(char)depth, 2, 0, 0, 0};
-        return s + std::string(4, '\0');  // (no valid CRC or data: stb reads the header only)
+    // PNGs built chunk by chunk, with their CRCs.
+    auto chunk = [](const std::string& type, const std::string& data) {
+        std::string c;
+        uint32_t n = (uint32_t)data.size();
+        c += {(char)(n >> 24), (char)(n >> 16), (char)(n >> 8), (char)n};
+        std::string body = type + data;
+        uint32_t crc = (uint32_t)crc32(0, reinterpret_cast<const Bytef*>(body.data()), (uInt)body.size());
+        return c + body + std::string{(char)(crc >> 24), (char)(crc >> 16), (char)(crc >> 8), (char)crc};
     };
-    // A JPEG whose Huffman table counts 272 symbols: stb 2.27 would write past
-    // its 257-entry table (tests/fuzz found it).
-    {
-        std::string dht("\xFF\xD8\xFF\xC4", 4);
-        size_t length = 2 + 17 + 272;
-        dht += {(char)(length >> 8), (char)length, 0x00};
-        dht += std::string(16, (char)17) + std::string(272, '\x01') + std::string("\xFF\xD9", 2);
-        folder_error("huffman.jpg", dht, {"not a valid JPEG", "272 symbols"});
-    }
-    folder_error("empty.png", png(0, 5, 8), {"cannot be read"});
-    folder_error("wide.png", png(16000, 16000, 8), {"16000 x 16000", "at most 2^24 pixels"});
-    std::vector<uint8_t> rgb(2 * 2 * 3, 7);
+    const std::string signature("\x89PNG\r\n\x1a\n", 8);
+    auto ihdr = [](uint32_t w, uint32_t h, uint8_t depth) {
+        std::string s;
+        for (uint32_t v : {w, h}) s += {(char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v};
+        return s + std::string{(char)depth, 2, 0, 0, 0};
+    };
+    auto idat = [](int w, int h, int bytes_per_pixel) {  // zlib-compressed rows of grey-ish pixels
+        std::string rows;
+        for (int y = 0; y < h; ++y) rows += std::string(1, '\0') + std::string((size_t)(w * bytes_per_pixel), '\x40');
+        uLongf zlen = compressBound(rows.size());
+        std::string z(zlen, '\0');
+        compress(reinterpret_cast<Bytef*>(&z[0]), &zlen, reinterpret_cast<const Bytef*>(rows.data()), rows.size());
+        z.resize(zlen);
+        return z;
+    };
+    folder_error("empty.png", signature + chunk("IHDR", ihdr(0, 5, 8)) + chunk("IEND", ""), {"cannot be read"});
+    folder_error("wide.png", signature + chunk("IHDR", ihdr(16000, 16000, 8)) + chunk("IEND", ""),
+                 {"16000 x 16000", "at most 2^24 pixels"});
+    std::string good = signature + chunk("IHDR", ihdr(2, 2, 8)) + chunk("IDAT", idat(2, 2, 3)) + chunk("IEND", "");
+    std::string damaged = good;
+    damaged[40] ^= 1;
+    folder_error("damaged.png", damaged, {"not a valid PNG", "wrong CRC"});
+    folder_error("cut.png", good.substr(0, good.size() - 12), {"not a valid PNG", "without an IEND"});
+    folder_error("empty_idat.png", signature + chunk("IHDR", ihdr(2, 2, 8)) + chunk("IDAT", "") + chunk("IEND", ""),
+                 {"first IDAT chunk is empty"});
+    // A real 16-bit PNG: 2 x 2 RGB, 6 bytes per pixel.
     fs::remove_all(dir / "imgs" / "a");
     fs::create_directories(dir / "imgs" / "a");
-    // A real 16-bit PNG, written by hand with zlib: 2 x 2 RGB, 6 bytes per pixel.
-    {
-        std::string raw_rows;
-        for (int y = 0; y < 2; ++y) raw_rows += std::string(1, '\0') + std::string(12, '\x40');
-        uLongf zlen = compressBound(raw_rows.size());
-        std::string z(zlen, '\0');
-        compress(reinterpret_cast<Bytef*>(&z[0]), &zlen, reinterpret_cast<const Bytef*>(raw_rows.data()), raw_rows.size());
-        z.resize(zlen);
-        auto chunk = [](const std::string& type, const std::string& data) {
-            std::string c;
-            uint32_t n = (uint32_t)data.size();
-            c += {(char)(n >> 24), (char)(n >> 16), (char)(n >> 8), (char)n};
-            std::string body = type + data;
-            uint32_t crc = (uint32_t)crc32(0, reinterpret_cast<const Bytef*>(body.data()), (uInt)body.size());
-            return c + body + std::string{(char)(crc >> 24), (char)(crc >> 16), (char)(crc >> 8), (char)crc};
-        };
-        std::string ihdr = {0, 0, 0, 2, 0, 0, 0, 2, 16, 2, 0, 0, 0};
-        std::ofstream(dir / "imgs" / "a" / "deep.png", std::ios::binary)
-            << std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) + chunk("IEND", "");
-    }
+    std::ofstream(dir / "imgs" / "a" / "deep.png", std::ios::binary)
+        << signature + chunk("IHDR", ihdr(2, 2, 16)) + chunk("IDAT", idat(2, 2, 6)) + chunk("IEND", "");
     check_error([&] { data::load_image_folder((dir / "imgs").string(), 8, 3); }, {"deep.png", "16 bits per channel"});
     fs::remove_all(dir);
 }
