@@ -30,8 +30,10 @@
 // walks the keys in tiles of blockDim.x keys; each thread scores one key of
 // the tile, the block updates the running max m and sum l, and each thread
 // owns some output dimensions e and adds sum_j p_j v_j[e]. Its backward
-// recomputes p per row and adds dk_j and dv_j with atomicAdd (many query
-// rows add to the same key), in double precision.
+// recomputes p per row in double precision and adds dk_j and dv_j with an
+// atomicAdd of the tensor's own type (many query rows add to the same key),
+// so a float32 run accumulates them in float32, in no fixed order.
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -305,11 +307,21 @@ int tiled_head_dim(const Tensor& q, const Tensor& k, const Tensor& v) {
     return D == 16 || D == 32 || D == 64 ? (int)D : 0;
 }
 
+// The tiled kernels' grid: one column per (batch x head), one row per tile
+// of queries (forward) or keys (backward). CUDA allows 2^31 - 1 columns and
+// 65,535 rows; a larger grid would be cut, silently, by the casts.
+dim3 tiled_grid(int64_t N, int64_t tiles, const char* kernel) {
+    if (N > INT_MAX || tiles > 65535)
+        throw Error(std::string("attention (CUDA): ") + kernel + " needs a grid of " + std::to_string(N) + " x " +
+                    std::to_string(tiles) + " blocks, beyond CUDA's 2^31 - 1 x 65535 (fewer batch x heads, or a shorter sequence)");
+    return dim3((unsigned)N, (unsigned)tiles);
+}
+
 template <int HD>
 void launch_forward_tiled(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale,
                           const Tensor& out, const Tensor& logsumexp) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1);
-    dim3 grid((unsigned)N, (unsigned)((Tq + kForwardRows - 1) / kForwardRows));
+    dim3 grid = tiled_grid(N, (Tq + kForwardRows - 1) / kForwardRows, "attention_forward_tiled");
     attention_forward_tiled<HD><<<grid, kForwardRows, 0, stream()>>>(
         static_cast<const float*>(q.raw_data()), static_cast<const float*>(k.raw_data()),
         static_cast<const float*>(v.raw_data()), static_cast<float*>(out.raw_data()),
@@ -330,7 +342,7 @@ void launch_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k,
     attention_row_dots<HD><<<blocks_for(rows), kThreads, 0, stream()>>>(
         static_cast<const float*>(dout.raw_data()), static_cast<const float*>(out.raw_data()), dots, rows);
     check_launch("attention_row_dots");
-    dim3 grid((unsigned)N, (unsigned)((S + kBackwardKeys - 1) / kBackwardKeys));
+    dim3 grid = tiled_grid(N, (S + kBackwardKeys - 1) / kBackwardKeys, "attention_backward_tiled");
     attention_backward_tiled<HD><<<grid, kBackwardKeys, 0, stream()>>>(
         static_cast<const float*>(dout.raw_data()), static_cast<const float*>(q.raw_data()),
         static_cast<const float*>(k.raw_data()), static_cast<const float*>(v.raw_data()),

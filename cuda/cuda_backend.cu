@@ -33,10 +33,29 @@ void check_cublas(cublasStatus_t status, const char* call) {
         throw Error(std::string("cuBLAS: ") + call + " failed with status " + std::to_string((int)status));
 }
 
+// NORMCORE_CUDA_SYNC=1: wait for every kernel right after its launch, so a
+// fault is reported under the name of the kernel that made it (without it,
+// it surfaces at a later synchronization, under another op's name). Slow;
+// for debugging (chapter 10).
+bool sync_after_launch() {
+    static const bool on = [] {
+        const char* v = std::getenv("NORMCORE_CUDA_SYNC");
+        return v && std::string(v) == "1";
+    }();
+    return on;
+}
+
 void check_launch(const char* kernel) {
     cudaError_t status = cudaGetLastError();
     if (status != cudaSuccess)
         throw Error(std::string("CUDA: launching ") + kernel + " failed: " + cudaGetErrorString(status));
+    if (sync_after_launch()) {
+        status = cudaStreamSynchronize(stream());
+        if (status != cudaSuccess)
+            throw Error(std::string("CUDA: kernel ") + kernel + " failed while running: " + cudaGetErrorString(status) +
+                        " (NORMCORE_CUDA_SYNC=1)");
+        throw_recorded_index_error();
+    }
 }
 
 cudaStream_t stream() {
@@ -194,13 +213,19 @@ void copy_to_host(const void* device_src, void* host_dst, size_t nbytes) {
 
 void copy_from_host(const void* host_src, void* device_dst, size_t nbytes) {
     if (nbytes == 0) return;
+    // From pageable memory, cudaMemcpyAsync returns once the bytes are in a
+    // staging buffer (CUDA's "API synchronization behavior"), so the host
+    // buffer may be freed as soon as we return, and nothing needs to wait for
+    // the GPU here. Index errors wait for the next copy to the host.
     check(cudaMemcpyAsync(device_dst, host_src, nbytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (to device)");
-    // The host buffer may be freed as soon as we return.
-    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-    throw_recorded_index_error();
 }
 
 }  // namespace cuda
+
+namespace {
+// One thread writes one value: if this cannot run, no kernel of this build can.
+__global__ void probe_kernel(int* flag) { *flag = 42; }
+}  // namespace
 
 bool cuda_device_usable(std::string* why) {
     static std::string reason;
@@ -215,6 +240,31 @@ bool cuda_device_usable(std::string* why) {
         }
         if (count == 0) {
             reason = "no GPU was found (the CUDA runtime sees no devices)";
+            return false;
+        }
+        // A GPU older than the fat binary's oldest architecture, or a driver
+        // too old for its PTX, fails every launch with "no kernel image":
+        // find out now, with one tiny kernel, and say which GPU it is.
+        cudaDeviceProp prop;
+        std::string gpu = cudaGetDeviceProperties(&prop, 0) == cudaSuccess
+                              ? std::string(prop.name) + ", compute capability " + std::to_string(prop.major) + "." +
+                                    std::to_string(prop.minor)
+                              : std::string("device 0");
+        int* flag = nullptr;
+        int value = 0;
+        cudaError_t err = cudaMalloc(&flag, sizeof(int));
+        if (err == cudaSuccess) {
+            probe_kernel<<<1, 1>>>(flag);
+            err = cudaGetLastError();
+            if (err == cudaSuccess) err = cudaDeviceSynchronize();
+            if (err == cudaSuccess) err = cudaMemcpy(&value, flag, sizeof(int), cudaMemcpyDeviceToHost);
+            cudaFree(flag);
+        }
+        if (err != cudaSuccess || value != 42) {
+            reason = "the GPU (" + gpu + ") cannot run this build's kernels: " +
+                     (err != cudaSuccess ? std::string(cudaGetErrorString(err)) : std::string("the probe kernel wrote nothing")) +
+                     " (rebuild with CUDA_ARCHS set to this GPU's compute capability x10)";
+            cudaGetLastError();
             return false;
         }
         return true;

@@ -25,17 +25,26 @@ __global__ void index_select_kernel(const T* in, const int64_t* index, T* out, i
 }
 
 // out[o, index[l], i] += src[o, l, i]
+// atomicAdd for each dtype the CPU supports here. CUDA has no int64_t
+// overload; adding as unsigned 64-bit integers gives the same bits (two's
+// complement), so that one serves.
+__device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(int64_t* p, int64_t v) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v);
+}
+
 template <typename T>
 __global__ void index_add_kernel(T* out, const int64_t* index, const T* src, int64_t outer, int64_t D, int64_t L,
                                  int64_t inner, IndexErrorRecord* record) {
     int64_t n = outer * L * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % inner, l = (e / inner) % L, o = e / (inner * L);
-        if (index_in_range(index[l], D, kIndexAddOp, record)) atomicAdd(&out[(o * D + index[l]) * inner + i], src[e]);
+        if (index_in_range(index[l], D, kIndexAddOp, record)) atomic_add(&out[(o * D + index[l]) * inner + i], src[e]);
     }
 }
 
-// out[o, l, i] = in[o, index[o, l, i], i]
+// out[o, l, i] = in[o, index[o, l, i], i]  (and, above and below, the adds)
 template <typename T>
 __global__ void gather_kernel(const T* in, const int64_t* index, T* out, int64_t outer, int64_t D, int64_t L,
                               int64_t inner, IndexErrorRecord* record) {
@@ -53,7 +62,7 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, i
     int64_t n = outer * L * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % inner, o = e / (inner * L);
-        if (index_in_range(index[e], D, kScatterAddOp, record)) atomicAdd(&out[(o * D + index[e]) * inner + i], src[e]);
+        if (index_in_range(index[e], D, kScatterAddOp, record)) atomic_add(&out[(o * D + index[e]) * inner + i], src[e]);
     }
 }
 
@@ -96,9 +105,13 @@ void index_add(const Tensor& out, const Tensor& index, const Tensor& src) {
         index_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<float*>(out.raw_data()), indices(index),
                                                                    static_cast<const float*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
             index_error_record());
-    else
+    else if (out.dtype() == kFloat64)
         index_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<double*>(out.raw_data()), indices(index),
                                                                    static_cast<const double*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
+    else
+        index_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<int64_t*>(out.raw_data()), indices(index),
+                                                                   static_cast<const int64_t*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
             index_error_record());
     check_launch("index_add_kernel");
 }
@@ -130,9 +143,13 @@ void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src) {
         scatter_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<float*>(out.raw_data()), indices(index),
                                                                      static_cast<const float*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
             index_error_record());
-    else
+    else if (out.dtype() == kFloat64)
         scatter_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<double*>(out.raw_data()), indices(index),
                                                                      static_cast<const double*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
+            index_error_record());
+    else
+        scatter_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<int64_t*>(out.raw_data()), indices(index),
+                                                                     static_cast<const int64_t*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
             index_error_record());
     check_launch("scatter_add_kernel");
 }

@@ -13,6 +13,7 @@
 // (the same for A). Operands with neither stride 1 are copied contiguous
 // first. Batches whose matrices are evenly spaced (the usual case, also
 // broadcast with stride 0) go to one strided-batched call; others loop.
+#include <climits>
 #include <vector>
 
 #include "cuda/cuda_common.cuh"
@@ -70,9 +71,20 @@ void gemm_call(bool f32, cublasOperation_t op_b, cublasOperation_t op_a, int64_t
 
 }  // namespace
 
+// cuBLAS takes its sizes, leading dimensions and batch count as int: a
+// larger value would be cut to 32 bits and multiply the wrong memory.
+static void check_fits_int(int64_t value, const char* what) {
+    if (value > INT_MAX)
+        throw Error(std::string("matmul (CUDA): ") + what + " " + std::to_string(value) +
+                    " exceeds cuBLAS's 32-bit int (split the product)");
+}
+
 void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
     if (out.numel() == 0) return;
     int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
+    check_fits_int(M, "M");
+    check_fits_int(N, "N");
+    check_fits_int(K, "K");
     if (K == 0) {  // an empty sum
         if (!accumulate) fill(out, 0.0);
         return;
@@ -85,6 +97,9 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accu
     bool f32 = out.dtype() == kFloat32;
     size_t elem = f32 ? 4 : 8;
     std::vector<int64_t> oa = matrix_batch_offsets(a), ob = matrix_batch_offsets(b), oc = matrix_batch_offsets(out);
+    check_fits_int(la.ld, "the leading dimension of A");
+    check_fits_int(lb.ld, "the leading dimension of B");
+    check_fits_int((int64_t)oc.size(), "the batch count");
     const char* pa = static_cast<const char*>(a.raw_data());
     const char* pb = static_cast<const char*>(b.raw_data());
     char* pc = static_cast<char*>(out.raw_data());
@@ -106,11 +121,13 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accu
                                                    (double*)(pc + oc[0] * elem), (int)N, step_c, count),
                          "cublasDgemmStridedBatched");
         }
+        check_launch("the cuBLAS batched GEMM");
         return;
     }
     for (size_t i = 0; i < oc.size(); ++i)
         gemm_call(f32, lb.op, la.op, N, M, K, pb + ob[i] * elem, lb.ld, pa + oa[i] * elem, la.ld, pc + oc[i] * elem, N,
                   accumulate);
+    check_launch("the cuBLAS GEMM");
 }
 
 }  // namespace cuda

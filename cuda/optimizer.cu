@@ -28,8 +28,12 @@ __global__ void adamw_kernel(const ParamChunk* chunks, int64_t count, double bet
         const T* g = (const T*)c.g;
         for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
             T gi = g[i];
-            T mi = (T)beta1 * m[i] + (T)(1 - beta1) * gi;
-            T vi = (T)beta2 * v[i] + (T)(1 - beta2) * gi * gi;
+            // (T(1) - b), as the CPU computes it: (T)(1 - b) rounds 1 - b in
+            // double first, which in float32 with b = 0.999 differs by 1.3e-5
+            // relative and lets v drift from the CPU's.
+            T b1 = (T)beta1, b2 = (T)beta2;
+            T mi = b1 * m[i] + (T(1) - b1) * gi;
+            T vi = b2 * v[i] + (T(1) - b2) * gi * gi;
             m[i] = mi;
             v[i] = vi;
             p[i] = p[i] * (T)c.decay - (T)step_size * mi / (sqrt(vi * (T)inv_c2) + (T)eps);

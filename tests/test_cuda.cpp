@@ -362,3 +362,36 @@ TEST_CASE("cuda: forward passes never write the weights, and logits do not depen
         }
     }
 }
+
+// Review of the first GPU run (issue 17): int64 adds and AdamW's (1 - beta).
+TEST_CASE("cuda: index_add and scatter_add on int64 data equal the CPU's", "[cuda][index]") {
+    if (!gpu_or_skip()) return;
+    Tensor src = raw::from_indices({1, -2, 3, 40000000000, 5, 6}, {3, 2});
+    Tensor index = raw::from_indices({2, 0, 2}, {3});
+    Tensor cpu = raw::index_add({4, 2}, 0, index, src);
+    Tensor gpu = raw::index_add({4, 2}, 0, on_gpu(index), on_gpu(src));
+    CHECK(gpu.to_int_vector() == cpu.to_int_vector());
+    CHECK(cpu.to_int_vector() == std::vector<int64_t>{3, 40000000000, 0, 0, 6, 4, 0, 0});
+    Tensor where = raw::from_indices({1, 0, 1, 1, 0, 0}, {3, 2});
+    Tensor cpu_s = raw::scatter_add({3, 2}, 1, where, src);
+    Tensor gpu_s = raw::scatter_add({3, 2}, 1, on_gpu(where), on_gpu(src));
+    CHECK(gpu_s.to_int_vector() == cpu_s.to_int_vector());
+}
+
+TEST_CASE("cuda: AdamW's second moment with beta2 = 0.999 matches the CPU's to float32 rounding", "[cuda][optim]") {
+    if (!gpu_or_skip()) return;
+    Tensor p = randn({4096}, 30), grad = randn({4096}, 31);
+    Tensor m = raw::zeros({4096}), v = raw::zeros({4096});
+    Tensor gp = on_gpu(p), gg = on_gpu(grad), gm = on_gpu(m), gv = on_gpu(v);
+    AdamWStep h{1e-3, 0.9, 0.999, 1e-8, 1.0 - 0.9, 1.0 - 0.999};
+    for (int step = 0; step < 5; ++step) {
+        raw::adamw_update({p}, {grad}, {m}, {v}, {0.0}, h);
+        raw::adamw_update({gp}, {gg}, {gm}, {gv}, {0.0}, h);
+    }
+    // Per element, relative: (T)(1 - beta2) instead of T(1) - (T)beta2 was 1.3e-5 off.
+    std::vector<double> a = v.to_vector(), b = gv.to_vector();
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-30, std::abs(a[i])));
+    INFO("largest relative difference in v: " << worst);
+    CHECK(worst < 1e-6);
+}

@@ -64,3 +64,11 @@ TEST_CASE("index ops reject bad indices", "[index][errors]") {
     check_error([&] { raw::cat({x, raw::zeros({3, 5})}, 0); }, {"cat", "[3, 5]", "[3, 4]"});
     check_error([&] { raw::stack({x, raw::zeros({3, 5})}, 0); }, {"stack", "[3, 5]"});
 }
+
+TEST_CASE("index_add and scatter_add add int64 data exactly", "[index]") {
+    Tensor src = raw::from_indices({1, -2, 3, 40000000000, 5, 6}, {3, 2});
+    CHECK(raw::index_add({4, 2}, 0, raw::from_indices({2, 0, 2}, {3}), src).to_int_vector() ==
+          std::vector<int64_t>{3, 40000000000, 0, 0, 6, 4, 0, 0});
+    CHECK(raw::scatter_add({3, 2}, 1, raw::from_indices({1, 0, 1, 1, 0, 0}, {3, 2}), src).to_int_vector() ==
+          std::vector<int64_t>{-2, 1, 0, 40000000003, 11, 0});
+}
