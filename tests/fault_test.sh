@@ -23,12 +23,15 @@ for t in $(seq 1 "$trials"); do
   run="$work/run$t"
   "$bin" train "${args[@]}" --run-dir "$run" > "$work/out$t.txt" 2>&1 &
   pid=$!
-  # Somewhere between 0.3 and 1.0 s: after a few checkpoints, at a random point of one.
-  sleep "0.$((3 + RANDOM % 8))"
+  ckpt="$run/checkpoint.safetensors"
+  # Wait for the first checkpoint (start-up takes longer under the
+  # sanitizers), then kill within the next half second: a random step, at a
+  # random point of its checkpoint write.
+  for _ in $(seq 1 600); do [ -f "$ckpt" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  sleep "0.$((RANDOM % 5))$((RANDOM % 10))"
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
-  ckpt="$run/checkpoint.safetensors"
-  if [ ! -f "$ckpt" ]; then echo "fault: trial $t: killed before the first checkpoint"; continue; fi
+  if [ ! -f "$ckpt" ]; then fail "trial $t: no checkpoint was written in 30 s: $(tail -3 "$work/out$t.txt")"; continue; fi
   step=$(meta "$ckpt" step)
   [ -n "$step" ] && [ "$step" -ge 1 ] || { fail "trial $t: the checkpoint has no step"; continue; }
   "$bin" generate --resume "$ckpt" --max-tokens 1 > /dev/null 2>&1 || fail "trial $t: the checkpoint at step $step does not load"
