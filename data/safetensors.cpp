@@ -138,7 +138,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
             }
         } else {
             t = empty(shape, code == "F32" ? kFloat32 : code == "F64" ? kFloat64 : kInt64);
-            std::memcpy(t.raw_data(), bytes.data(), nbytes);
+            if (nbytes > 0) std::memcpy(t.raw_data(), bytes.data(), nbytes);  // (an empty vector's data() may be null)
         }
         file.tensors[name] = t;
     }
