@@ -164,6 +164,15 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
                 size_t symbols = 0;
                 for (int k = 1; k <= 16; ++k) symbols += b[p + k];
                 if (symbols > 256) throw bad("a Huffman table has " + std::to_string(symbols) + " symbols (at most 256)");
+                // The canonical codes these counts give (JPEG annex C) must
+                // fit their lengths and never be all 1 bits; stb asserts on
+                // tables that break this (the campaign's finding).
+                uint32_t code = 0;
+                for (int len = 1; len <= 16; ++len) {
+                    for (int n = 0; n < b[p + len]; ++n, ++code)
+                        if (code >= (1u << len) - 1) throw bad("a Huffman table's code lengths are not a valid prefix code");
+                    code <<= 1;
+                }
                 p += 17 + symbols;
             }
             if (p != end) throw bad("a Huffman table is cut short");

@@ -159,6 +159,18 @@ TEST_CASE("hostile IDX files and images are refused with bounded memory", "[data
         z.resize(zlen);
         return z;
     };
+    // A Huffman table whose code lengths are no prefix code (two codes of length 1
+    // and more after them): stb 2.27 asserts on it (the fuzz campaign found it).
+    {
+        std::string dht("\xFF\xD8\xFF\xC4", 4);
+        std::string counts(16, '\0');
+        counts[0] = 2;  // two 1-bit codes: 0 and 1, and 1 is all ones
+        counts[1] = 1;
+        size_t length = 2 + 17 + 3;
+        dht += {(char)(length >> 8), (char)length, 0x00};
+        dht += counts + std::string("\x01\x02\x03", 3) + std::string("\xFF\xD9", 2);
+        folder_error("prefix.jpg", dht, {"not a valid JPEG", "not a valid prefix code"});
+    }
     folder_error("empty.png", signature + chunk("IHDR", ihdr(0, 5, 8)) + chunk("IEND", ""), {"cannot be read"});
     folder_error("wide.png", signature + chunk("IHDR", ihdr(16000, 16000, 8)) + chunk("IEND", ""),
                  {"16000 x 16000", "at most 2^24 pixels"});

@@ -8,7 +8,8 @@ set -uo pipefail
 runs="${1:-1000000}"; max="${2:-1200}"
 cd "$(dirname "$0")/../.."
 status=0
-for bin in build/fuzz/fuzz/fuzz_*; do
+# TARGETS="bpe idx" runs only those.
+for bin in $(if [ -n "${TARGETS:-}" ]; then for t in $TARGETS; do echo build/fuzz/fuzz/fuzz_$t; done; else echo build/fuzz/fuzz/fuzz_*; fi); do
   t=$(basename "$bin"); name=${t#fuzz_}
   mkdir -p "build/fuzz/campaign/$name" build/fuzz/findings
   start=$(date +%s)
