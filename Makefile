@@ -65,6 +65,12 @@ endif
 CXXFLAGS += $(COMMON_FLAGS) $(MODE_FLAGS)
 LDFLAGS += -fopenmp $(filter -fsanitize=%,$(MODE_FLAGS))
 LDLIBS := -lz
+# STATIC_RUNTIME=1 (make gpu-bundle): the C++ runtime, OpenMP and zlib linked
+# in, so the binaries run on a machine without Debian's libraries.
+ifeq ($(STATIC_RUNTIME),1)
+  LDFLAGS := $(filter-out -fopenmp,$(LDFLAGS)) -static-libstdc++ -static-libgcc
+  LDLIBS := -Wl,--push-state,-Bstatic -lgomp -lz -Wl,--pop-state -lpthread -ldl
+endif
 
 CU_SRCS :=
 ifeq ($(CUDA),1)
@@ -73,7 +79,9 @@ ifeq ($(CUDA),1)
   NVCCFLAGS := -std=c++17 -O3 -I. -DNORMCORE_CUDA -MMD -MP -Xcompiler -Wall \
                $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
+  # The CUDA runtime is linked statically (nvcc's default, and it needs no
+  # library on the machine but the driver); cuBLAS comes from the machine.
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -lrt
 endif
 
 LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp optim/*.cpp data/*.cpp)
@@ -98,7 +106,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-gdb run bench setup clean fuzz fuzz-build fuzz-seeds
+.PHONY: all debug asan test test-asan test-gdb run bench setup clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS)
 
@@ -200,6 +208,23 @@ fuzz: fuzz-build
 fuzz-seeds:
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=fuzz BUILD=build/fuzz CUDA=0 build/fuzz/fuzz/make_seeds
 	build/fuzz/fuzz/make_seeds
+
+# What the lent GPU machine runs (CUDA 13, PyTorch, no Debian packages, no
+# network): normcore and the test binary for sm_90 on a portable x86-64-v3
+# target, with the C++ runtime, OpenMP and zlib linked in, built here into
+# build/gpu/. tools/gpu_check.sh runs it there; the run takes the working
+# tree and build/gpu along (at most 64 MiB), which the size check keeps.
+gpu-bundle:
+	@$(MAKE) --no-print-directory -j$(JOBS) MODE=release BUILD=build/gpu CUDA=1 CUDA_ARCHS=90 ARCH=-march=x86-64-v3 \
+	  STATIC_RUNTIME=1 build/gpu/normcore build/gpu/tests/run_tests
+	@size=$$(du -cb build/gpu/normcore build/gpu/tests/run_tests | tail -1 | cut -f1); \
+	  echo "gpu-bundle: build/gpu/normcore and build/gpu/tests/run_tests, $$((size / 1048576)) MiB"; \
+	  [ $$size -lt $$((48 * 1048576)) ] || { echo "gpu-bundle: over 48 MiB, too large to carry"; exit 1; }
+# The GPU check's script on this machine's CPU, its CUDA steps skipped: so
+# CI checks the script itself.
+gpu-check-dry-run:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(APP_BIN) $(TEST_BIN)
+	tools/gpu_check.sh --dry-run build/gpu-check-dry-run
 
 # Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh).
 test-gdb:

@@ -1,51 +1,146 @@
 #!/usr/bin/env bash
-# gpu_check.sh LOG_DIR — the check to run on a machine with an NVIDIA GPU.
+# gpu_check.sh [--dry-run] OUT_DIR — the one run on a lent GPU machine.
 #
-#   1. builds normcore with the CUDA backend for sm_90 only (fast) in build/gpu,
-#   2. runs the CUDA parity tests (tests/test_cuda.cpp) and the CLI on cuda,
-#   3. runs `normcore bench --device cuda` for GPT-2 at the 124M shape
-#      (L12 C768 T1024 B8, vocab 50257) and at the `small` config,
-#   4. when PyTorch with CUDA is importable there, times the same GPT-2 steps
-#      in PyTorch eager on the same GPU (bench/compare_pytorch.py --device cuda)
-#      and prints the ratio.
-# Everything it prints also goes to LOG_DIR (created if missing). Meant to
-# finish in well under 8 minutes on an H200.
+# That machine (an H200, CUDA 13, PyTorch, 16 cores) has no Debian packages
+# and no network, so nothing is built there: `make gpu-bundle` builds
+# build/gpu/ here first, and the run carries it along. Every step runs even
+# when an earlier one failed (a first call must also be the only call), and
+# reports its exit status in OUT_DIR/summary.txt:
+#
+#   1. the machine: nvidia-smi, the bundle's libraries (cuBLAS found where
+#      PyTorch's wheels or /usr/local/cuda keep it);
+#   2. the [cuda] parity tests (tests/test_cuda.cpp);
+#   3. training on cuda against the same run on the CPU: gpt2 and llama on a
+#      text file written here, vit on a generated image folder, 200 steps,
+#      --no-shuffle, the same seed; final train loss compared (tolerance 2%);
+#   4. `normcore bench --device cuda` at GPT-2 small and 124M;
+#   5. PyTorch eager on the same steps (bench/compare_pytorch.py --device cuda),
+#      fp32 with TF32 off and on (normcore: NORMCORE_TF32=1);
+#   6. interop with transformers (tools/hf_interop.py): GPT2LMHeadModel,
+#      LlamaForCausalLM (GQA) and ViTForImageClassification with random
+#      weights, save_pretrained, loaded by `normcore --init DIR` on the GPU,
+#      logits compared tensor by tensor.
+# Then OUT_DIR holds summary.txt and logs.tar.gz (a run returns at most 8 files).
+#
+# --dry-run runs the same script on this machine's CPU with the release build
+# (build/): the CUDA steps are skipped with a message, the rest runs at a
+# tiny scale. CI runs it (make gpu-check-dry-run) so the script cannot rot.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-logs="${1:?usage: tools/gpu_check.sh LOG_DIR}"
-mkdir -p "$logs"
-status=0
-run() {  # run NAME command...: logs to LOG_DIR/NAME.log, remembers a failure
+dry=0
+if [ "${1:-}" = "--dry-run" ]; then dry=1; shift; fi
+out="${1:?usage: tools/gpu_check.sh [--dry-run] OUT_DIR}"
+mkdir -p "$out/logs"
+summary="$out/summary.txt"
+: > "$summary"
+bin=build/gpu; [ $dry -eq 1 ] && bin=build
+device=cuda; [ $dry -eq 1 ] && device=cpu
+steps=200; [ $dry -eq 1 ] && steps=4
+failures=0
+say() { echo "$*" | tee -a "$summary"; }
+run() {  # run NAME command...: output to logs/NAME.log, status to the summary, never stops the script
   local name="$1"; shift
-  echo "== $name: $*" | tee -a "$logs/summary.txt"
-  local start=$(date +%s)
-  "$@" > "$logs/$name.log" 2>&1
+  local start; start=$(date +%s)
+  "$@" > "$out/logs/$name.log" 2>&1
   local rc=$?
-  tail -n 25 "$logs/$name.log"
-  echo "== $name: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$logs/summary.txt"
-  [ $rc -eq 0 ] || status=1
+  say "$(printf '%-22s exit %3d  %4d s' "$name" "$rc" "$(( $(date +%s) - start ))")"
+  [ $rc -eq 0 ] || { failures=$((failures + 1)); tail -n 15 "$out/logs/$name.log" | sed 's/^/    | /' | tee -a "$summary"; }
   return $rc
 }
+skip() { say "$(printf '%-22s skipped: %s' "$1" "$2")"; }
 
-nvidia-smi > "$logs/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed (see $logs/nvidia-smi.txt)"
-head -15 "$logs/nvidia-smi.txt"
-run build make -j"$(nproc)" BUILD=build/gpu CUDA=1 CUDA_ARCHS=90 build/gpu/normcore build/gpu/tests/run_tests || { echo "build failed"; exit 1; }
-run cuda_tests build/gpu/tests/run_tests "[cuda]" --durations yes
-run cuda_train build/gpu/normcore train --device cuda --steps 30 --eval-every 15 --sample-tokens 40 --run-dir "$logs/run"
-run bench_cuda build/gpu/normcore bench --device cuda --skip-gemm --models gpt2 --sizes small,124m --steps 10 --json "$logs/bench_cuda.json"
+say "gpu_check $( [ $dry -eq 1 ] && echo '(dry run, CPU)' ) $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
-if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  run pytorch_cuda python3 bench/compare_pytorch.py --device cuda --models gpt2 --sizes small,124m --steps 10 --json "$logs/pytorch_cuda.json"
-  python3 - "$logs" <<'PY' | tee -a "$logs/summary.txt"
-import json, sys
-d = sys.argv[1]
-ours = {(r["model"], r["size"]): r["ms_per_step"] for r in json.load(open(d + "/bench_cuda.json")).get("training", [])}
-theirs = {(r["model"], r["size"]): r["ms_per_step"] for r in json.load(open(d + "/pytorch_cuda.json"))["training"]}
-for key in sorted(ours):
-    if key in theirs:
-        print(f"{key[0]} {key[1]}: normcore {ours[key]:.1f} ms, PyTorch eager {theirs[key]:.1f} ms, ratio {ours[key] / theirs[key]:.2f}")
+# 1. The machine and the bundle's libraries.
+if [ $dry -eq 0 ]; then
+  run nvidia-smi nvidia-smi
+  # cuBLAS: from PyTorch's nvidia-* wheels, or the toolkit's usual place.
+  libs=$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+dirs = []
+for base in site.getsitepackages() + [site.getusersitepackages()]:
+    dirs += glob.glob(os.path.join(base, "nvidia", "*", "lib"))
+print(":".join(d for d in dirs if glob.glob(os.path.join(d, "libcublas*.so*"))))
 PY
-else
-  echo "PyTorch with CUDA is not importable here: no comparison" | tee -a "$logs/summary.txt"
+)
+  for d in /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 /usr/lib/x86_64-linux-gnu; do [ -d "$d" ] && libs="$libs:$d"; done
+  export LD_LIBRARY_PATH="${libs#:}:${LD_LIBRARY_PATH:-}"
+  say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 fi
-exit $status
+[ -x "$bin/normcore" ] && [ -x "$bin/tests/run_tests" ] || say "the binaries are missing from $bin/ (make $( [ $dry -eq 1 ] && echo all || echo gpu-bundle ) first)"
+run libraries bash -c "ldd $bin/normcore && ! ldd $bin/normcore | grep -q 'not found'"
+
+# 2. The CUDA parity suite (on the CPU it skips, saying why).
+run cuda_tests "$bin/tests/run_tests" "[cuda]" --durations yes
+
+# 3. Training on the device against the CPU, same seed, same batches.
+data="$out/data"
+mkdir -p "$data"
+cat README.md tutorials/*.md > "$data/text.txt"
+python3 - "$data/images" <<'PY' > "$out/logs/make_images.log" 2>&1
+# A small image folder: 2 classes of 8 x 8 RGB PNGs (stripes and checks),
+# written with the standard library only.
+import os, struct, sys, zlib
+root = sys.argv[1]
+def png(path, pixels, w, h):
+    rows = b"".join(b"\x00" + bytes(pixels[y * w * 3:(y + 1) * w * 3]) for y in range(h))
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+for c, name in enumerate(["stripes", "checks"]):
+    os.makedirs(os.path.join(root, name), exist_ok=True)
+    for i in range(24):
+        px = []
+        for y in range(8):
+            for x in range(8):
+                on = (y % 2 == 0) if c == 0 else ((x + y) % 2 == 0)
+                v = (200 if on else 40) + (i * 7 + x * 3) % 30
+                px += [v, (v + 50 * c) % 256, 255 - v]
+        png(os.path.join(root, name, f"{i:02d}.png"), px, 8, 8)
+PY
+common=(--steps "$steps" --no-shuffle --seed 5 --eval-every 0 --eval-batches 2 --sample-tokens 0 --layers 2 --width 64 --heads 4)
+for model in gpt2 llama vit; do
+  if [ "$model" = vit ]; then
+    margs=(--model vit --data "$data/images" --image-size 8 --patch 4 --channels 3 --batch 8 --val-fraction 0.25)
+  else
+    margs=(--model "$model" --data "$data/text.txt" --seq 64 --batch 8)
+  fi
+  run "train_${model}_cpu" "$bin/normcore" train "${margs[@]}" "${common[@]}" --device cpu --run-dir "$out/runs/$model-cpu"
+  if [ $dry -eq 1 ]; then skip "train_${model}_cuda" "dry run"; continue; fi
+  run "train_${model}_cuda" "$bin/normcore" train "${margs[@]}" "${common[@]}" --device cuda --run-dir "$out/runs/$model-cuda"
+  cpu=$(sed -nE 's/^summary: .*train_loss=([0-9.na-]+) .*/\1/p' "$out/logs/train_${model}_cpu.log")
+  gpu=$(sed -nE 's/^summary: .*train_loss=([0-9.na-]+) .*/\1/p' "$out/logs/train_${model}_cuda.log")
+  if python3 -c "import sys; c, g = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(c - g) <= 0.02 * abs(c) else 1)" "$cpu" "$gpu" 2>/dev/null; then
+    say "    $model: final train loss cpu $cpu, cuda $gpu: within 2%"
+  else
+    say "    $model: final train loss cpu '$cpu', cuda '$gpu': NOT within 2%"; failures=$((failures + 1))
+  fi
+done
+
+# 4-5. Speed: normcore on the device, PyTorch eager on the same steps.
+if [ $dry -eq 1 ]; then
+  skip bench_cuda "dry run"
+  skip pytorch_cuda "dry run"
+else
+  run bench_cuda "$bin/normcore" bench --device cuda --skip-gemm --models gpt2 --sizes small,124m --steps 10 --json "$out/logs/bench_cuda.json"
+  NORMCORE_TF32=1 run bench_cuda_tf32 "$bin/normcore" bench --device cuda --skip-gemm --models gpt2 --sizes small,124m --steps 10 --json "$out/logs/bench_cuda_tf32.json"
+  if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    run pytorch_cuda python3 bench/compare_pytorch.py --device cuda --models gpt2 --sizes small,124m --steps 10 --json "$out/logs/pytorch_cuda.json"
+  else
+    skip pytorch_cuda "PyTorch with CUDA is not importable"
+  fi
+fi
+
+# 6. Interop with transformers' own models.
+if python3 -c "import transformers, safetensors, torch" 2>/dev/null; then
+  run hf_interop python3 tools/hf_interop.py --normcore "$bin/normcore" --device "$device" --dir "$out/hf"
+else
+  skip hf_interop "transformers, safetensors or torch is not importable"
+fi
+
+say "gpu_check: $failures step(s) failed"
+tar -czf "$out/logs.tar.gz" -C "$out" logs runs 2>/dev/null
+rm -rf "$out/logs" "$out/runs" "$out/data" "$out/hf"
+[ $failures -eq 0 ]
