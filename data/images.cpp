@@ -149,6 +149,7 @@ static const int64_t kMaxImagePixels = int64_t(1) << 24;
 static void check_jpeg_segments(const std::string& name, const std::vector<unsigned char>& b) {
     auto bad = [&](const std::string& why) { return Error("image '" + name + "' is not a valid JPEG: " + why); };
     size_t i = 2;  // after SOI (FF D8)
+    bool defined[2][4] = {};  // which Huffman tables (DC/AC class, id 0-3) exist so far
     while (i + 4 <= b.size()) {
         if (b[i] != 0xFF) throw bad("expected a marker at byte " + std::to_string(i));
         unsigned char marker = b[i + 1];
@@ -161,6 +162,10 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
             size_t p = i + 4, end = i + 2 + length;
             while (p < end) {
                 if (p + 17 > end) throw bad("a Huffman table is cut short");
+                int table_class = b[p] >> 4, table_id = b[p] & 15;
+                if (table_class > 1 || table_id > 3) throw bad("a Huffman table has class " + std::to_string(table_class) +
+                                                            " and id " + std::to_string(table_id));
+                defined[table_class][table_id] = true;
                 size_t symbols = 0;
                 for (int k = 1; k <= 16; ++k) symbols += b[p + k];
                 if (symbols > 256) throw bad("a Huffman table has " + std::to_string(symbols) + " symbols (at most 256)");
@@ -176,6 +181,20 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
                 p += 17 + symbols;
             }
             if (p != end) throw bad("a Huffman table is cut short");
+        }
+        if (marker == 0xDA) {
+            // A scan may only use Huffman tables defined before it: stb decodes
+            // with an undefined table's garbage and indexes past its arrays
+            // (the campaign's finding). DC tables when the scan starts at
+            // coefficient 0, AC tables when it reaches past it.
+            size_t ns = length >= 3 ? b[i + 4] : 0;
+            if (ns < 1 || ns > 4 || length != 6 + 2 * ns) throw bad("a scan header has the wrong length");
+            size_t ss = b[i + 5 + 2 * ns], se = b[i + 6 + 2 * ns];
+            for (size_t c = 0; c < ns; ++c) {
+                int selectors = b[i + 6 + 2 * c], dc = selectors >> 4, ac = selectors & 15;
+                if ((ss == 0 && (dc > 3 || !defined[0][dc])) || (se > 0 && (ac > 3 || !defined[1][ac])))
+                    throw bad("a scan uses a Huffman table that was never defined");
+            }
         }
         i += 2 + length;
         if (marker == 0xDA) {  // SOS: skip the entropy-coded data up to the next real marker

@@ -171,6 +171,16 @@ TEST_CASE("hostile IDX files and images are refused with bounded memory", "[data
         dht += counts + std::string("\x01\x02\x03", 3) + std::string("\xFF\xD9", 2);
         folder_error("prefix.jpg", dht, {"not a valid JPEG", "not a valid prefix code"});
     }
+    // A scan that uses an AC table no DHT defined (stb decodes with garbage tables).
+    {
+        std::string jpeg("\xFF\xD8\xFF\xC4\x00\x14\x00", 7);  // DHT: DC table 0, one 1-bit code
+        std::string counts(16, '\0');
+        counts[0] = 1;
+        jpeg += counts + std::string(1, '\x05');
+        jpeg += std::string("\xFF\xDA\x00\x08\x01\x01\x00\x00\x3F\x00", 10);  // SOS: component 1 with DC 0 and AC 0
+        jpeg += std::string("\x12\x34\xFF\xD9", 4);
+        folder_error("undefined.jpg", jpeg, {"not a valid JPEG", "never defined"});
+    }
     folder_error("empty.png", signature + chunk("IHDR", ihdr(0, 5, 8)) + chunk("IEND", ""), {"cannot be read"});
     folder_error("wide.png", signature + chunk("IHDR", ihdr(16000, 16000, 8)) + chunk("IEND", ""),
                  {"16000 x 16000", "at most 2^24 pixels"});
