@@ -182,8 +182,16 @@ test-asan:
 # The fuzz targets (tests/fuzz/fuzz_*.cpp), one per parser, built with clang
 # and run FUZZ_SECONDS each from the seed corpus in tests/fuzz/corpus/ (new
 # inputs go to build/fuzz/corpus/, findings to build/fuzz/findings/).
+# FUZZ_RUNS=N runs a fixed number of inputs instead: with the fixed seed the
+# run is the same on every machine, so CI cannot fail by chance on a finding
+# another machine's timing would not reach (campaigns: tests/fuzz/campaign.sh).
 FUZZ_SECONDS ?= 30
+FUZZ_RUNS ?=
 FUZZ_SEED ?= 1  # a fixed seed keeps CI's runs comparable; FUZZ_SEED=0 lets libFuzzer pick one
+FUZZ_BUDGET := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
+# Addresses leak into libFuzzer's comparison dictionary, so a fixed-count run
+# repeats itself only without address-space randomization (setarch -R).
+FUZZ_NO_ASLR := $(if $(FUZZ_RUNS),$(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R))
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 ifeq ($(MODE),fuzz)
 CXX := clang++
@@ -199,8 +207,8 @@ fuzz-build:
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=fuzz BUILD=build/fuzz CUDA=0 $(addprefix build/fuzz/fuzz/,$(FUZZ_TARGETS))
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do name=$${t#fuzz_}; mkdir -p build/fuzz/corpus/$$name build/fuzz/findings; \
-	  echo "== $$t for $(FUZZ_SECONDS) s"; \
-	  build/fuzz/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -seed=$(FUZZ_SEED) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+	  echo "== $$t: $(if $(FUZZ_RUNS),$(FUZZ_RUNS) inputs,$(FUZZ_SECONDS) s)"; \
+	  $(FUZZ_NO_ASLR) build/fuzz/fuzz/$$t $(FUZZ_BUDGET) -seed=$(FUZZ_SEED) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/findings/$$name- build/fuzz/corpus/$$name tests/fuzz/corpus/$$name \
 	    > build/fuzz/$$name.log 2>&1 || { tail -40 build/fuzz/$$name.log; echo "fuzz: $$t found a bug"; exit 1; }; \
 	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build/fuzz/$$name.log | tr '\n' ' '; echo; done

@@ -150,6 +150,7 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
     auto bad = [&](const std::string& why) { return Error("image '" + name + "' is not a valid JPEG: " + why); };
     size_t i = 2;  // after SOI (FF D8)
     bool defined[2][4] = {};  // which Huffman tables (DC/AC class, id 0-3) exist so far
+    bool progressive = false;  // SOF2; baseline frames (SOF0, SOF1) decode every scan with both tables
     while (i + 4 <= b.size()) {
         if (b[i] != 0xFF) throw bad("expected a marker at byte " + std::to_string(i));
         unsigned char marker = b[i + 1];
@@ -158,6 +159,7 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
         if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) { i += 2; continue; }  // no length
         size_t length = (size_t)b[i + 2] << 8 | b[i + 3];
         if (length < 2 || i + 2 + length > b.size()) throw bad("a segment runs past the end of the file");
+        if (marker == 0xC2) progressive = true;
         if (marker == 0xC4) {  // DHT: tables of (class/id, 16 counts, symbols)
             size_t p = i + 4, end = i + 2 + length;
             while (p < end) {
@@ -185,14 +187,17 @@ static void check_jpeg_segments(const std::string& name, const std::vector<unsig
         if (marker == 0xDA) {
             // A scan may only use Huffman tables defined before it: stb decodes
             // with an undefined table's garbage and indexes past its arrays
-            // (the campaign's finding). DC tables when the scan starts at
-            // coefficient 0, AC tables when it reaches past it.
+            // (the campaign's finding). A progressive scan uses DC tables when
+            // it starts at coefficient 0 and AC tables when it reaches past
+            // it; a baseline scan always uses both, whatever its spectral
+            // range says (stb then sets the range to 0..63: CI's finding).
             size_t ns = length >= 3 ? b[i + 4] : 0;
             if (ns < 1 || ns > 4 || length != 6 + 2 * ns) throw bad("a scan header has the wrong length");
             size_t ss = b[i + 5 + 2 * ns], se = b[i + 6 + 2 * ns];
+            bool uses_dc = !progressive || ss == 0, uses_ac = !progressive || se > 0;
             for (size_t c = 0; c < ns; ++c) {
                 int selectors = b[i + 6 + 2 * c], dc = selectors >> 4, ac = selectors & 15;
-                if ((ss == 0 && (dc > 3 || !defined[0][dc])) || (se > 0 && (ac > 3 || !defined[1][ac])))
+                if ((uses_dc && (dc > 3 || !defined[0][dc])) || (uses_ac && (ac > 3 || !defined[1][ac])))
                     throw bad("a scan uses a Huffman table that was never defined");
             }
         }

@@ -180,6 +180,13 @@ TEST_CASE("hostile IDX files and images are refused with bounded memory", "[data
         jpeg += std::string("\xFF\xDA\x00\x08\x01\x01\x00\x00\x3F\x00", 10);  // SOS: component 1 with DC 0 and AC 0
         jpeg += std::string("\x12\x34\xFF\xD9", 4);
         folder_error("undefined.jpg", jpeg, {"not a valid JPEG", "never defined"});
+        // A baseline frame whose scan claims to cover the DC coefficient only:
+        // stb still decodes it with both tables (CI's fuzz finding).
+        std::string sof0("\xFF\xD8\xFF\xC0\x00\x0B\x08\x00\x01\x00\x01\x01\x01\x11\x00", 15);
+        std::string dc_only = sof0 + jpeg.substr(2);
+        size_t spectral_end = dc_only.find(std::string("\xFF\xDA", 2)) + 8;
+        dc_only[spectral_end] = 0;
+        folder_error("baseline_dc_only.jpg", dc_only, {"not a valid JPEG", "never defined"});
     }
     folder_error("empty.png", signature + chunk("IHDR", ihdr(0, 5, 8)) + chunk("IEND", ""), {"cannot be read"});
     folder_error("wide.png", signature + chunk("IHDR", ihdr(16000, 16000, 8)) + chunk("IEND", ""),
