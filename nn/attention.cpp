@@ -62,6 +62,12 @@ std::vector<Tensor> Attention::value_weights() const {
     return {raw::narrow(qkv_->weight, 0, cfg_.n_embd + kv, kv)};
 }
 
+std::vector<Tensor> Attention::query_key_weights() const {
+    if (q_) return {q_->weight, k_->weight};
+    int64_t kv = cfg_.kv_heads() * cfg_.head_dim();
+    return {raw::narrow(qkv_->weight, 0, 0, cfg_.n_embd), raw::narrow(qkv_->weight, 0, cfg_.n_embd, kv)};
+}
+
 Tensor Attention::split_heads(const Tensor& t, int64_t heads, int64_t size) const {
     return transpose(view(t, {t.size(0), t.size(1), heads, size}), 1, 2);
 }

@@ -30,6 +30,7 @@ public:
     // The weights init schemes treat specially.
     std::vector<Tensor> output_weights() const;  // the projection back into the residual stream
     std::vector<Tensor> value_weights() const;   // the value rows of the fused or separate projection
+    std::vector<Tensor> query_key_weights() const;  // the query and key rows (two matrices), likewise
     std::vector<std::shared_ptr<Linear>> linears() const;
 
     double lambda_init = 0;  // differential attention only

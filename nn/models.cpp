@@ -63,6 +63,11 @@ static void xavier_uniform_(const Tensor& w, Generator& gen) {
     uniform_(w, -bound, bound, gen);
 }
 
+// Xavier/Glorot normal with a gain: N(0, gain^2 * 2 / (fan_in + fan_out)).
+static void xavier_normal_(const Tensor& w, double gain, Generator& gen) {
+    normal_(w, gain * std::sqrt(2.0 / (double)(w.size(0) + w.size(1))), gen);
+}
+
 void TransformerModel::init_weights(Generator& gen) {
     NoGradGuard no_grad;
     double std = cfg_.init_std;
@@ -71,12 +76,17 @@ void TransformerModel::init_weights(Generator& gen) {
         for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
             if (l) linears.push_back(l);
         for (const auto& l : linears) {
+            if (l->bias.defined()) raw::fill_(l->bias, 0);
+            if (cfg_.placement == Placement::DeepNorm) continue;  // DeepNet's own scheme, below
             if (cfg_.family == Family::ViT) xavier_uniform_(l->weight, gen);
             else normal_(l->weight, std, gen);
-            if (l->bias.defined()) raw::fill_(l->bias, 0);
         }
-        if (cfg_.family == Family::GPT2) {
-            // GPT-2: the projections back into the residual stream get std 0.02/sqrt(2 L).
+        if (cfg_.family == Family::GPT2 && cfg_.placement != Placement::DeepNorm) {
+            // GPT-2: the projections back into the residual stream get std
+            // 0.02/sqrt(2 L), so that the stream's variance after L blocks
+            // of two residual additions each stays near its initial value.
+            // Every placement but DeepNorm keeps this (GeoNorm and Post-Norm
+            // too: it is part of the GPT-2 model, not of a placement).
             double residual_std = std / std::sqrt(2.0 * (double)cfg_.n_layer);
             normal_(block->attn->output_weights()[0], residual_std, gen);
             normal_(block->mlp.proj->weight, residual_std, gen);
@@ -84,16 +94,19 @@ void TransformerModel::init_weights(Generator& gen) {
         if (cfg_.family == Family::ViT)
             for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
                 if (l && l->bias.defined()) normal_(l->bias, 1e-6, gen);  // ViT: MLP biases N(0, 1e-6)
-    }
-    if (cfg_.placement == Placement::DeepNorm) {
-        // DeepNet: scale v, out, fc1 and fc2 by beta = (8L)^(-1/4); q and k keep gain 1.
-        double beta = deepnorm_beta(cfg_.n_layer);
-        for (const auto& block : blocks_) {
+        if (cfg_.placement == Placement::DeepNorm) {
+            // DeepNet (Wang et al. 2022, Algorithm 1): every matrix is
+            // Xavier-normal; the query and key projections with gain 1, the
+            // value and output projections and both FFN matrices (fc1, fc2;
+            // SwiGLU's gate and up both play fc1) with gain beta = (8L)^(-1/4).
+            // GPT-2's extra 1/sqrt(2L) is not applied: beta replaces it.
+            double beta = deepnorm_beta(cfg_.n_layer);
+            for (const Tensor& w : block->attn->query_key_weights()) xavier_normal_(w, 1.0, gen);
             std::vector<Tensor> scaled = block->attn->value_weights();
             for (const Tensor& w : block->attn->output_weights()) scaled.push_back(w);
             for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
                 if (l) scaled.push_back(l->weight);
-            for (const Tensor& w : scaled) raw::copy_(w, raw::mul(w, beta));
+            for (const Tensor& w : scaled) xavier_normal_(w, beta, gen);
         }
     }
 }

@@ -292,15 +292,49 @@ TEST_CASE("constants: DeepNorm, differential attention, SwiGLU hidden size, GeoN
     CHECK(geonorm_step(Decay::Sqrt, 2.0, 3, 8) == Approx(1.0));
     CHECK(geonorm_step(Decay::Linear, 1.0, 0, 8) == Approx(1.0));
     CHECK(geonorm_step(Decay::Linear, 1.0, 7, 8) == Approx(0.125));
-    // DeepNorm's beta really scales the value and output weights at init.
-    Generator g1(8), g2(8);
-    TransformerConfig pre = tiny(Family::Llama), deep = tiny(Family::Llama);
-    deep.placement = Placement::DeepNorm;
-    Llama a(pre, g1, f64), b(deep, g2, f64);
-    double beta = deepnorm_beta(2);
-    check_values(b.blocks()[0]->attn->value_weights()[0], raw::mul(a.blocks()[0]->attn->value_weights()[0], beta).to_vector(), 1e-15);
-    check_values(b.blocks()[0]->attn->linears()[0]->weight, a.blocks()[0]->attn->linears()[0]->weight.to_vector(), 0);  // q unscaled
-    CHECK(b.blocks()[0]->residual_alpha == Approx(std::pow(4.0, 0.25)));
+}
+
+// The sample standard deviation of a weight's entries.
+static double entry_std(const Tensor& w) {
+    std::vector<double> xs = raw::contiguous(w).to_vector();
+    double mean = 0, total = 0;
+    for (double x : xs) mean += x / (double)xs.size();
+    for (double x : xs) total += (x - mean) * (x - mean);
+    return std::sqrt(total / (double)(xs.size() - 1));
+}
+
+TEST_CASE("DeepNorm initializes as DeepNet does: Xavier-normal, gain beta on v, out, fc1, fc2", "[models][constants]") {
+    // Expected std: gain * sqrt(2 / (fan_in + fan_out)) (DeepNet, Algorithm 1).
+    // With 4,096+ entries per matrix the sample std is within ~2% of it; 6%
+    // is the tolerance. GPT-2's own 1/sqrt(2L) must not come on top of beta.
+    for (Family family : {Family::GPT2, Family::Llama}) {
+        TransformerConfig c = tiny(family);
+        c.n_embd = 64;
+        c.n_head = 4;
+        c.n_layer = 3;
+        c.placement = Placement::DeepNorm;
+        Generator gen(8);
+        auto model = build(c, gen);
+        double beta = deepnorm_beta(3);
+        auto xavier = [](const Tensor& w, double gain) { return gain * std::sqrt(2.0 / (double)(w.size(0) + w.size(1))); };
+        for (const auto& block : model->blocks()) {
+            for (const Tensor& w : block->attn->query_key_weights()) CHECK(entry_std(w) == Approx(xavier(w, 1)).epsilon(0.06));
+            std::vector<Tensor> scaled = block->attn->value_weights();
+            scaled.push_back(block->attn->output_weights()[0]);
+            for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
+                if (l) scaled.push_back(l->weight);
+            CHECK(scaled.size() == (family == Family::GPT2 ? 4u : 5u));
+            for (const Tensor& w : scaled) CHECK(entry_std(w) == Approx(xavier(w, beta)).epsilon(0.06));
+        }
+        CHECK(model->blocks()[0]->residual_alpha == Approx(std::pow(6.0, 0.25)));
+        // The other placements keep GPT-2's 0.02 (and 0.02/sqrt(2L) on the residual projections).
+        c.placement = Placement::Pre;
+        Generator gen2(8);
+        auto pre = build(c, gen2);
+        CHECK(entry_std(pre->blocks()[0]->attn->query_key_weights()[0]) == Approx(0.02).epsilon(0.06));
+        if (family == Family::GPT2)
+            CHECK(entry_std(pre->blocks()[0]->attn->output_weights()[0]) == Approx(0.02 / std::sqrt(6.0)).epsilon(0.06));
+    }
 }
 
 TEST_CASE("bad configurations are refused with a clear message", "[models][errors]") {

@@ -37,7 +37,7 @@ int main() {
     std::printf("%-9s %-34s %-40s\n", "", "stream RMS after block 0, 3, 7, 11", "|dL/dW_fc| of block 0, 3, 7, 11 (x1000)");
     for (Placement p : {Placement::Post, Placement::Pre, Placement::Sandwich, Placement::DeepNorm, Placement::GeoNorm}) {
         cfg.placement = p;
-        Generator gen(0);  // the same initial weights for every placement (before DeepNorm's scaling)
+        Generator gen(0);  // the same draws for every placement (DeepNorm scales its own: DeepNet's init)
         GPT2 model(cfg, gen);
         std::vector<Tensor> stream;
         Tensor loss = cross_entropy(model.forward(inputs, &stream), targets);
