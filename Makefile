@@ -106,7 +106,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-gdb run bench setup clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run
+.PHONY: all debug asan test test-asan test-gdb run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS)
 
@@ -255,9 +255,11 @@ bench:
 # render graph dumps), fortunes (the default training text), nlohmann-json
 # (safetensors headers, config.json), zlib and stb (images), Fashion-MNIST
 # (the default ViT data), gnuplot (the experiments' plots), clang with its
-# libFuzzer runtime and OpenMP (make fuzz). Installs only what is missing.
+# libFuzzer runtime and OpenMP (make fuzz), and GCIDE and the Python
+# documentation (with the fortunes, the studies' corpus: make corpus).
+# Installs only what is missing.
 PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist gnuplot-nox \
-            clang libclang-rt-14-dev libomp-14-dev
+            clang libclang-rt-14-dev libomp-14-dev dict-gcide python3.11-doc
 setup:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -265,6 +267,12 @@ setup:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	else echo "setup: all packages present ($(PACKAGES))"; fi
+
+# The studies' corpus (data/corpus.h): about 49 MB of English in
+# runs/corpus/{train,tuning,validation}.txt, written once (seconds).
+corpus: setup
+	@$(MAKE) --no-print-directory -j$(JOBS) $(APP_BIN)
+	$(APP_BIN) corpus build --out runs/corpus
 
 clean:
 	rm -rf build

@@ -10,6 +10,7 @@ int eval_command(int argc, char** argv);      // apps/generate.cpp
 int bench_command(int argc, char** argv);     // apps/bench.cpp
 int tokenize_command(int argc, char** argv);  // apps/tokenize.cpp
 int experiment_command(int argc, char** argv);  // apps/experiment.cpp
+int corpus_command(int argc, char** argv);      // apps/corpus.cpp
 
 }  // namespace app
 }  // namespace nc

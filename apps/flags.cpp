@@ -28,7 +28,7 @@ const std::map<std::string, Range> kRanges = {
     {"momentum", {0, 1, false, true}}, {"weight-decay", {0, 1e3}},   {"beta1", {0, 1, false, true}},
     {"beta2", {0, 1, false, true}}, {"eps", {0, 1, true}},           {"grad-clip", {0, kHuge}},
     {"warmup", {0, kHuge}},         {"min-lr-ratio", {0, 1}},        {"dropout", {0, 1, false, true}},
-    {"eval-every", {0, kHuge}},     {"eval-batches", {1, 1 << 20}},  {"batches", {1, 1 << 20}},
+    {"eval-every", {0, kHuge}},     {"eval-batches", {1, 1 << 20}},  {"eval-tokens", {0, kHuge}},  {"batches", {1, 1 << 20}},
     {"checkpoint-every", {0, kHuge}}, {"stop-after", {0, kHuge}},    {"sample-tokens", {0, 1 << 24}},
     {"sample-every", {0, kHuge}},   {"sample-every-tokens", {1, 1 << 24}}, {"max-tokens", {0, 1 << 30}},
     {"temperature", {0, 1e6}},      {"top-k", {0, 1 << 30}},         {"seed", {0, 9.2e18}},

@@ -1,4 +1,4 @@
-// main.cpp — the `normcore` program: `normcore train | generate | eval | tokenize | bench | experiment`.
+// main.cpp — the `normcore` program: `normcore train | generate | eval | tokenize | corpus | bench | experiment`.
 //
 // Every error a user can cause ends here as one clear line on stderr and a
 // non-zero exit status; nothing crashes.
@@ -17,6 +17,7 @@ static const char* kUsage =
     "  generate  sample text from trained weights\n"
     "  eval      loss and perplexity of trained weights on a data set\n"
     "  tokenize  encode a corpus once into a token file that train and eval map into memory\n"
+    "  corpus build  the studies' corpus: train / tuning / validation splits of English text\n"
     "  bench     the machine's FMA peak, GEMM GFLOP/s, and training-step times by kind of op\n"
     "  experiment <name>  a study with logs, a table and plots:\n"
     "            norms     the residual placements (post, pre, sandwich, DeepNorm, GeoNorm)\n"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
         if (!std::strcmp(argv[1], "bench")) return nc::app::bench_command(argc, argv);
         if (!std::strcmp(argv[1], "tokenize")) return nc::app::tokenize_command(argc, argv);
         if (!std::strcmp(argv[1], "experiment")) return nc::app::experiment_command(argc, argv);
+        if (!std::strcmp(argv[1], "corpus")) return nc::app::corpus_command(argc, argv);
         std::fprintf(stderr, "normcore: unknown command '%s'\n\n%s", argv[1], kUsage);
         return 2;
     } catch (const nc::Error& e) {

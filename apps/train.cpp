@@ -19,6 +19,7 @@
 #include "apps/checkpoint.h"
 #include "apps/commands.h"
 #include "apps/lm.h"
+#include "data/corpus.h"
 #include "data/images.h"
 #include "data/text.h"
 #include "nn/diagnostics.h"
@@ -34,7 +35,9 @@ static std::vector<FlagSpec> train_flags() {
     std::vector<FlagSpec> more = {
         {"device", "cpu", "cpu | cuda"},
         {"data", data::kDefaultCorpus, "a text file or directory (vit: Fashion-MNIST's directory, the default, or root/<class>/<image>)"},
-        {"val-fraction", "0.1", "the last fraction of the tokens used for validation"},
+        {"val-fraction", "0.1", "the last fraction of the tokens used for validation (not for a split corpus)"},
+        {"eval-split", "validation", "with a corpus directory of `normcore corpus build`: validation | tuning"},
+        {"eval-tokens", "0", "validate on at least this many tokens, in windows spread over the whole split (0: --eval-batches batches from its start)"},
         {"tokenizer", "byte", "byte, a BPE file (trained on the data and saved there if missing), or a GPT-2 vocab.json + merges.txt directory"},
         {"vocab-size", "512", "size of a newly trained BPE vocabulary"},
         {"no-shuffle", "false", "deterministic batches: window j of batch i starts at token (i*B + j)*T", true},
@@ -188,14 +191,40 @@ static double mean_loss(nn::TransformerModel& model, int64_t batches, const std:
 }
 
 static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
-    std::string text = corpus_text_if_any(flags.str("data"));
+    // A corpus directory of `normcore corpus build` (data/corpus.h) brings its
+    // own splits: train.txt to train on, and tuning.txt or validation.txt to
+    // evaluate on. Anything else is split here: its last --val-fraction validates.
+    std::string data_path = flags.str("data");
+    bool split_corpus = data::is_split_corpus(data_path);
+    std::string eval_split = flags.str("eval-split");
+    if (eval_split != "validation" && eval_split != "tuning")
+        throw Error("flag --eval-split: '" + eval_split + "' is not a split (validation or tuning)");
+    if (split_corpus && flags.given("val-fraction"))
+        throw Error("flag --val-fraction: the corpus '" + data_path + "' has its own validation split (drop the flag)");
+    if (!split_corpus && flags.given("eval-split"))
+        throw Error("flag --eval-split: '" + data_path + "' is not a corpus directory of `normcore corpus build`");
+    std::string text = split_corpus ? data::read_file(data::split_path(data_path, "train")) : corpus_text_if_any(data_path);
     TextCodec codec = make_codec(flags, text);
     if (!flags.given("resume") && !(flags.given("init") && is_directory_target(flags.str("init")))) cfg.vocab_size = codec.vocab_size;
     check_vocabulary(codec, cfg);
-    data::Split split = data::split_tokens(text.empty() ? load_corpus_tokens(flags.str("data"), codec) : codec.encode(text),
-                                           flags.number("val-fraction"));
+    data::Split split;
+    if (split_corpus) {
+        split.train = codec.encode(text);
+        split.val = codec.encode(data::read_file(data::split_path(data_path, eval_split)));
+    } else {
+        split = data::split_tokens(text.empty() ? load_corpus_tokens(data_path, codec) : codec.encode(text),
+                                   flags.number("val-fraction"));
+    }
     text.clear();  // the tokens are all that is needed from here on
     int64_t B = flags.integer("batch"), T = flags.integer("seq"), eval_batches = flags.integer("eval-batches");
+    // --eval-tokens: enough batches for that many tokens, spread over the split.
+    int64_t eval_tokens = flags.integer("eval-tokens");
+    bool spread = eval_tokens > 0;
+    if (spread) eval_batches = (eval_tokens + B * T - 1) / (B * T);
+    if (spread && eval_batches * B * T > split.val.size())
+        throw Error("flag --eval-tokens: " + std::to_string(eval_tokens) + " tokens are more than the " +
+                    (split_corpus ? eval_split + " split" : std::string("validation part")) + "'s " +
+                    std::to_string(split.val.size()) + " (in windows of " + std::to_string(B) + " x " + std::to_string(T) + ")");
     // A smaller training set (the DyT study's data regimes): its first N
     // tokens. Validation keeps the same held-out tail, so runs compare.
     int64_t limit = flags.integer("train-tokens");
@@ -208,8 +237,12 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
     if (split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, B, T, false, seed + 2);
     Generator init_gen(seed);
     LanguageModel lm = build_language_model(cfg, init_gen);
-    std::printf("data: %s, %s, %lld train / %lld val tokens; batch %lld x %lld\n", flags.str("data").c_str(),
-                codec.name.c_str(), (long long)split.train.size(), (long long)split.val.size(), (long long)B, (long long)T);
+    std::printf("data: %s, %s, %lld train / %lld %s tokens; batch %lld x %lld\n", data_path.c_str(), codec.name.c_str(),
+                (long long)split.train.size(), (long long)split.val.size(), split_corpus ? eval_split.c_str() : "val",
+                (long long)B, (long long)T);
+    if (spread)
+        std::printf("evaluation: %lld windows of %lld tokens spread over the %s tokens\n", (long long)(eval_batches * B),
+                    (long long)T, split_corpus ? eval_split.c_str() : "validation");
     Task task;
     task.model = lm.module;
     task.tokens_per_batch = B * T;
@@ -224,10 +257,10 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
         lm.forward_with_stream(train->at(0).inputs, &stream);
         return stream;
     };
-    task.validate = [lm, val, eval_batches] {
+    task.validate = [lm, val, eval_batches, spread] {
         if (!val) return (double)NAN;
         return mean_loss(*lm.module, eval_batches, [&](int64_t i) {
-            data::Batch b = val->at(i);
+            data::Batch b = spread ? val->spread(i, eval_batches) : val->at(i);
             Tensor logits = lm.forward(b.inputs);
             return cross_entropy(logits, raw::to_device(b.targets, logits.device()));
         });

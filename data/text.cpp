@@ -10,34 +10,35 @@ namespace data {
 
 const char* const kDefaultCorpus = "/usr/share/games/fortunes";
 
-static std::string read_file(const std::filesystem::path& path) {
+std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("corpus: cannot read '" + path.string() + "'");
+    if (!in) throw Error("corpus: cannot read '" + path + "'");
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
 }
 
-std::string read_corpus(const std::string& path) {
+std::vector<std::string> corpus_files(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::exists(path, ec))
         throw Error("corpus: '" + path + "' does not exist" +
                     (path == kDefaultCorpus ? " (install Debian's fortunes package: make setup)" : ""));
-    std::string text;
-    if (fs::is_directory(path, ec)) {
-        std::vector<fs::path> files;
-        for (const auto& entry : fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec)) {
-            if (!entry.is_regular_file()) continue;
-            std::string ext = entry.path().extension().string();
-            if (ext == ".dat" || ext == ".u8") continue;  // fortune's index files and UTF-8 duplicates
-            files.push_back(entry.path());
-        }
-        std::sort(files.begin(), files.end());
-        for (const auto& f : files) text += read_file(f);
-    } else {
-        text = read_file(path);
+    if (!fs::is_directory(path, ec)) return {path};
+    std::vector<std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec)) {
+        if (!entry.is_regular_file()) continue;
+        std::string ext = entry.path().extension().string();
+        if (ext == ".dat" || ext == ".u8") continue;  // fortune's index files and UTF-8 duplicates
+        files.push_back(entry.path().string());
     }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+std::string read_corpus(const std::string& path) {
+    std::string text;
+    for (const std::string& f : corpus_files(path)) text += read_file(f);
     if (text.empty()) throw Error("corpus: '" + path + "' holds no text");
     return text;
 }
@@ -87,6 +88,16 @@ Batch LMBatches::at(int64_t i) const {
     std::vector<int64_t> starts;
     int64_t n = tokens_.size();
     for (int64_t j = 0; j < B_; ++j) starts.push_back(((i * B_ + j) * T_) % n);
+    return make(starts);
+}
+
+Batch LMBatches::spread(int64_t i, int64_t batches) const {
+    std::vector<int64_t> starts;
+    int64_t windows = batches * B_, last_start = tokens_.size() - T_ - 1;  // targets need one token more
+    for (int64_t j = 0; j < B_; ++j) {
+        int64_t w = i * B_ + j;
+        starts.push_back(windows > 1 ? (int64_t)((double)w * (double)last_start / (double)(windows - 1)) : 0);
+    }
     return make(starts);
 }
 

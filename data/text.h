@@ -20,6 +20,10 @@ extern const char* const kDefaultCorpus;  // /usr/share/games/fortunes
 // All bytes of `path` (a file, or every regular file below a directory).
 // Throws nc::Error naming the path when it is missing, unreadable or empty.
 std::string read_corpus(const std::string& path);
+// The files read_corpus reads, in its order: `path` itself, or every regular
+// file below it sorted by path, without fortune's .dat and .u8 files.
+std::vector<std::string> corpus_files(const std::string& path);
+std::string read_file(const std::string& path);  // one file's bytes; throws naming it
 
 // Byte-level tokenizer: every byte string round-trips.
 std::vector<int64_t> encode_bytes(const std::string& text);
@@ -45,6 +49,10 @@ public:
     LMBatches(TokenIds tokens, int64_t B, int64_t T, bool shuffle, uint64_t seed);
     Batch next();
     Batch at(int64_t batch_index) const;  // the --no-shuffle batch i
+    // Batch i of `batches` whose B * batches windows are spread evenly over
+    // all of the data (window w starts at token w (n - T - 1) / (W - 1)), so
+    // an evaluation covers the whole split, not only its beginning.
+    Batch spread(int64_t batch_index, int64_t batches) const;
     int64_t batches_taken() const { return taken_; }
     Generator& generator() { return gen_; }
     void set_position(int64_t taken) { taken_ = taken; }

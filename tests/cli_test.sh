@@ -347,4 +347,27 @@ line=${line//-o prog/-o $work/prog}
 eval "$line" > "$work/prog.log" 2>&1 || fail "the README's first program does not build with: $line: $(cat "$work/prog.log")"
 "$work/prog" > "$work/prog.out" 2>&1 && [ -s "$work/prog.out" ] || fail "the README's first program did not run: $(cat "$work/prog.out")"
 
+# 15. the studies' corpus: built from (here: tiny) sources, the same bytes twice,
+# and train reads its splits, evaluating on the one asked for.
+mkdir -p "$work/csrc/docs" "$work/csrc/fortunes"
+for i in $(seq 1 400); do printf 'Word%d \\Word\\, n.\n   Meaning number %d of many.\n   [1913 Webster]\n\n' $i $i; done \
+  | gzip > "$work/csrc/gcide.dict.dz"
+printf 'os\n==\n\nThe os module.\n' > "$work/csrc/docs/os.rst.txt"
+printf 'Look before you leap.\n%%\nHaste makes waste.\n' > "$work/csrc/fortunes/wisdom"
+csrc=(--dictionary "$work/csrc/gcide.dict.dz" --python-docs "$work/csrc/docs" --fortunes "$work/csrc/fortunes")
+"$bin" corpus build "${csrc[@]}" --out "$work/corpus" --tuning-fraction 0.2 --validation-fraction 0.2 > "$work/corpus.log" 2>&1 \
+  || fail "corpus build: $(cat "$work/corpus.log")"
+"$bin" corpus build "${csrc[@]}" --out "$work/corpus2" --tuning-fraction 0.2 --validation-fraction 0.2 > /dev/null 2>&1
+for s in train tuning validation; do cmp -s "$work/corpus/$s.txt" "$work/corpus2/$s.txt" || fail "corpus build should write the same $s.txt twice"; done
+grep -q '"validation"' "$work/corpus/corpus.json" || fail "corpus.json should describe the splits"
+for split in tuning validation; do
+  out=$("$bin" train --data "$work/corpus" --eval-split $split --eval-tokens 400 --steps 2 --batch 2 --seq 16 --layers 1 \
+    --width 16 --heads 2 --sample-tokens 0 --run-dir "$work/corpus-run-$split" 2>&1) || fail "train on the corpus ($split): $out"
+  grep -qE "^data: $work/corpus, bytes, [0-9]+ train / [0-9]+ $split tokens" <<<"$out" || fail "train should name the $split split: $out"
+  grep -qE "^evaluation: 26 windows of 16 tokens spread over the $split tokens" <<<"$out" || fail "train should spread 400 tokens: $out"
+done
+expect_error "has its own validation split" train --data "$work/corpus" --val-fraction 0.2 --steps 1
+expect_error "flag --eval-split: 'test' is not a split" train --data "$work/corpus" --eval-split test --steps 1
+expect_error "dict-gcide" corpus build --dictionary "$work/none.dz" --out "$work/corpus3"
+
 if [ $failures -eq 0 ]; then echo "cli: all checks passed"; else echo "cli: $failures check(s) failed"; exit 1; fi
