@@ -138,7 +138,9 @@ $(LIB): $(call obj,$(LIB_SRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRCS))
 	ar rcs $@ $^
 	@echo "$(strip $(LDFLAGS) $(LDLIBS))" > $(BUILD)/link-flags
 
-$(TEST_BIN): $(call obj,$(TEST_SRCS)) $(LIB)
+# The tests link the apps' code too (all but main), for the units that live
+# there (the studies' protocol, apps/protocol.h).
+$(TEST_BIN): $(call obj,$(TEST_SRCS)) $(call obj,$(filter-out apps/main.cpp,$(APP_SRCS))) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 

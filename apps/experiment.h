@@ -37,9 +37,11 @@ struct Cell {
 };
 
 // Runs every cell (at most options.jobs at a time), printing one line as each
-// finishes, and writes OUT/commands.txt. Throws, naming the cells and their
-// logs, if any `normcore train` exited with an error.
-void run_cells(const std::vector<Cell>& cells, const StudyOptions& options);
+// finishes, and appends its commands to OUT/commands.txt (a study starts it
+// empty). Throws, naming the cells and their logs, if any `normcore train`
+// exited with an error, unless allow_failures (the protocol's tuning, where a
+// learning rate too high for a variant is a result: apps/protocol.h).
+void run_cells(const std::vector<Cell>& cells, const StudyOptions& options, bool allow_failures = false);
 std::string cell_dir(const StudyOptions& options, const std::string& name);
 
 // The numbers of train.log's `summary:` line.

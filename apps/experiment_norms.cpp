@@ -3,16 +3,20 @@
 // The GeoNorm paper (Zheng et al., arXiv:2601.22095) compares Post-, Pre-,
 // Sandwich-Norm and DeepNorm with GeoNorm (the residual stream moves along
 // the sphere's geodesics, with a step that decays with depth: none,
-// harmonic a/k, sqrt a/sqrt(k), linear a(T-k)/T). It claims that GeoNorm
-// reaches the lowest validation loss, that harmonic decay is the best decay,
-// that Pre-Norm's lower blocks get larger gradients than its upper ones, and
-// that Post-Norm spikes and becomes unstable on longer sequences while
-// GeoNorm does not.
+// harmonic a/k, sqrt a/sqrt(k), linear a(T-k)/T). Its claims tested here:
 //
-// This study trains GPT-2 (or Llama) on the fortunes corpus with each of
-// the 8 variants (and GeoNorm with a bounded angle) and 3 seeds, logs each block's gradient norm and the loss
-// spikes (train --diagnostics), then repeats every variant once with 4x
-// longer sequences (and 4x fewer of them: the same tokens per step).
+//   1. GeoNorm (with its best decay, harmonic) reaches a lower validation
+//      loss than every other placement;
+//   2. harmonic is the best of the decays;
+//   3. Pre-Norm's lower blocks receive larger updates than its upper ones.
+//
+// Every variant is tuned and reported under the shared protocol
+// (apps/protocol.h): its own learning rate and warm-up chosen on the tuning
+// split of the studies' corpus, then 3 seeds on the validation split, and a
+// verdict per claim from paired differences with 95% intervals. The reported
+// runs log each block's gradient norm and relative update (train
+// --diagnostics). Claim 4 (Post-Norm's spikes on long sequences) needs runs
+// at T = 1024 and is not part of this version of the study.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -20,6 +24,8 @@
 #include <sstream>
 
 #include "apps/experiment.h"
+#include "apps/protocol.h"
+#include "data/corpus.h"
 #include "tensor/tensor.h"
 
 namespace nc {
@@ -28,14 +34,15 @@ namespace app {
 namespace {
 
 struct NormsScale {
-    int64_t layers, width, heads, seq, batch, steps, seeds;
-    double lr;
+    int64_t layers, width, heads, seq, batch, steps, seeds, eval_tokens;
+    std::vector<double> lrs;
+    std::vector<double> warmup_fractions;  // of the steps
 };
 
 NormsScale norms_scale(const std::string& scale) {
-    if (scale == "smoke") return {2, 32, 2, 16, 4, 16, 1, 2e-3};
-    if (scale == "quick") return {6, 128, 4, 64, 12, 300, 3, 2e-3};
-    return {12, 384, 6, 256, 16, 3000, 3, 1e-3};  // full
+    if (scale == "smoke") return {2, 32, 2, 16, 4, 24, 2, 2048, {1e-3, 4e-3}, {0.05, 0.2}};
+    if (scale == "quick") return {6, 96, 4, 64, 8, 1500, 3, 200000, {3e-4, 9e-4, 2.7e-3, 6e-3}, {0.05, 0.2}};
+    return {12, 384, 6, 1024, 16, 5000, 3, 1000000, {1e-4, 3e-4, 9e-4, 2.7e-3}, {0.05, 0.2}};  // full (a GPU)
 }
 
 struct Variant {
@@ -61,33 +68,40 @@ const std::vector<Variant>& variants() {
     return all;
 }
 
-// What one finished run contributes.
+// What one reported run contributes (its diagnostics.csv, averaged over steps).
 struct RunResult {
     double val = NAN, train = NAN;
     int64_t spikes = 0;
-    std::vector<double> block_grad;  // each block's gradient norm, mean over steps
-    std::vector<double> loss;        // training loss per step
+    std::vector<double> block_grad, block_update;  // per block, mean over steps
+    std::vector<double> loss;                      // training loss per step
 };
 
 RunResult read_run(const std::string& dir) {
     RunResult r;
-    Summary s = read_summary(dir);
-    r.val = s.val_loss;
-    r.train = s.train_loss;
+    try {
+        Summary s = read_summary(dir);
+        r.val = s.val_loss;
+        r.train = s.train_loss;
+    } catch (const Error&) {
+        return r;  // failed or diverged: NaN, and the tables say so
+    }
     Csv d = read_csv(dir + "/diagnostics.csv");
     int loss_col = d.column("loss"), spike_col = d.column("spike");
-    std::vector<int> blocks = d.columns_starting_with("grad_norm_block_");
-    r.block_grad.assign(blocks.size(), 0.0);
+    std::vector<int> grads = d.columns_starting_with("grad_norm_block_"), updates = d.columns_starting_with("update_block_");
+    r.block_grad.assign(grads.size(), 0.0);
+    r.block_update.assign(updates.size(), 0.0);
+    double rows = (double)d.rows.size();
     for (size_t i = 0; i < d.rows.size(); ++i) {
         r.loss.push_back(d.number(i, loss_col));
         r.spikes += d.number(i, spike_col) > 0;
-        for (size_t b = 0; b < blocks.size(); ++b) r.block_grad[b] += d.number(i, blocks[b]) / (double)d.rows.size();
+        for (size_t b = 0; b < grads.size(); ++b) r.block_grad[b] += d.number(i, grads[b]) / rows;
+        for (size_t b = 0; b < updates.size(); ++b) r.block_update[b] += d.number(i, updates[b]) / rows;
     }
     return r;
 }
 
-// A moving average over `window` steps, so curves of a few hundred noisy
-// steps can be told apart (spikes stay visible in diagnostics.csv).
+// A moving average over `window` steps, so curves of noisy steps can be told
+// apart (spikes stay visible in diagnostics.csv).
 std::vector<double> smooth(const std::vector<double>& xs, size_t window) {
     std::vector<double> out(xs.size());
     double total = 0;
@@ -108,69 +122,75 @@ int norms_experiment(const StudyOptions& options) {
     if (flags.integer("seeds") > 0) s.seeds = flags.integer("seeds");
     std::string model = flags.str("model");
     if (model != "gpt2" && model != "llama") throw Error("flag --model: the norms study trains gpt2 or llama, not '" + model + "'");
-    const int64_t long_factor = 4;
-    std::printf("norms study: %s L=%lld C=%lld H=%lld, T=%lld B=%lld, %lld steps, %lld seeds; longer sequences: T=%lld B=%lld\n",
+    std::string data = flags.str("data");
+    if (!data::is_split_corpus(data))
+        throw Error("flag --data: '" + data + "' is not a corpus directory with train, tuning and validation splits "
+                    "(build the studies' corpus with `make corpus`, or `normcore corpus build --out DIR` and --data DIR)");
+
+    ProtocolPlan plan;
+    plan.grid.lrs = s.lrs;
+    for (double f : s.warmup_fractions) plan.grid.warmups.push_back(std::max<int64_t>(1, (int64_t)std::lround(f * (double)s.steps)));
+    plan.seeds = s.seeds;
+    plan.eval_tokens = s.eval_tokens;
+    plan.data = data;
+    plan.report_args = {"--diagnostics"};
+    std::string lr_list, warmup_list;
+    for (double lr : plan.grid.lrs) lr_list += (lr_list.empty() ? "" : ", ") + fmt("%g", lr);
+    for (int64_t w : plan.grid.warmups) warmup_list += (warmup_list.empty() ? "" : ", ") + std::to_string(w);
+    std::printf("norms study: %s L=%lld C=%lld H=%lld, T=%lld B=%lld, %lld steps on %s\n"
+                "protocol: lr {%s} x warm-up {%s} on the tuning split (seed 1), then %lld seeds on the validation split; "
+                "%lld tokens per evaluation\n",
                 model.c_str(), (long long)s.layers, (long long)s.width, (long long)s.heads, (long long)s.seq,
-                (long long)s.batch, (long long)s.steps, (long long)s.seeds, (long long)(s.seq * long_factor),
-                (long long)std::max<int64_t>(1, s.batch / long_factor));
+                (long long)s.batch, (long long)s.steps, data.c_str(), lr_list.c_str(), warmup_list.c_str(),
+                (long long)s.seeds, (long long)s.eval_tokens);
 
-    // The grid: every variant x seed at the base sequence length, then every
-    // variant once (seed 1) with longer sequences.
-    auto cell_of = [&](const Variant& v, int64_t seed, bool longer) {
-        int64_t T = longer ? s.seq * long_factor : s.seq, B = longer ? std::max<int64_t>(1, s.batch / long_factor) : s.batch;
-        Cell c;
-        c.name = v.name + (longer ? "-long" : "") + "-seed" + std::to_string(seed);
-        c.args = {"--model", model, "--placement", v.placement, "--decay", v.decay, "--geo-max-angle", v.max_angle,
-                  "--layers", std::to_string(s.layers), "--width", std::to_string(s.width),
-                  "--heads", std::to_string(s.heads), "--seq", std::to_string(T), "--batch", std::to_string(B),
-                  "--steps", std::to_string(s.steps), "--warmup", std::to_string(std::max<int64_t>(1, s.steps / 10)),
-                  "--lr", fmt("%g", s.lr), "--seed", std::to_string(seed), "--eval-every", "0",
-                  "--sample-tokens", "0", "--diagnostics", "--device", flags.str("device")};
-        return c;
-    };
-    std::vector<Cell> cells;
+    std::vector<ProtocolVariant> runs;
     for (const Variant& v : variants())
-        for (int64_t seed = 1; seed <= s.seeds; ++seed) cells.push_back(cell_of(v, seed, false));
-    for (const Variant& v : variants()) cells.push_back(cell_of(v, 1, true));
-    run_cells(cells, options);
+        runs.push_back({v.name,
+                        {"--model", model, "--placement", v.placement, "--decay", v.decay, "--geo-max-angle", v.max_angle,
+                         "--layers", std::to_string(s.layers), "--width", std::to_string(s.width), "--heads",
+                         std::to_string(s.heads), "--seq", std::to_string(s.seq), "--batch", std::to_string(s.batch),
+                         "--steps", std::to_string(s.steps), "--eval-every", "0", "--sample-tokens", "0", "--device",
+                         flags.str("device")}});
+    std::vector<VariantOutcome> outcomes = run_protocol(runs, plan, options);
 
-    // Read everything back.
     std::map<std::string, std::vector<RunResult>> base;  // variant -> one per seed
-    std::map<std::string, RunResult> longer;
-    for (const Variant& v : variants()) {
-        for (int64_t seed = 1; seed <= s.seeds; ++seed)
-            base[v.name].push_back(read_run(cell_dir(options, cell_of(v, seed, false).name)));
-        longer[v.name] = read_run(cell_dir(options, cell_of(v, 1, true).name));
+    std::map<std::string, const VariantOutcome*> outcome;
+    for (const VariantOutcome& o : outcomes) {
+        outcome[o.name] = &o;
+        for (const std::string& dir : o.seed_dirs) base[o.name].push_back(read_run(dir));
     }
 
-    // results.csv: one row per run.
+    // results.csv: one row per reported run.
     std::ofstream results(options.out_dir + "/results.csv");
-    results << "variant,sequence,seed,val_loss,train_loss,spikes";
+    results << "variant,seed,lr,warmup,val_loss,train_loss,spikes";
     for (int64_t b = 0; b < s.layers; ++b) results << ",grad_norm_block_" << b;
+    for (int64_t b = 0; b < s.layers; ++b) results << ",update_block_" << b;
     results << "\n";
-    auto write_row = [&](const std::string& name, int64_t T, int64_t seed, const RunResult& r) {
-        results << name << "," << T << "," << seed << "," << r.val << "," << r.train << "," << r.spikes;
-        for (double g : r.block_grad) results << "," << g;
-        results << "\n";
-    };
-    for (const Variant& v : variants()) {
-        for (int64_t i = 0; i < s.seeds; ++i) write_row(v.name, s.seq, i + 1, base[v.name][i]);
-        write_row(v.name, s.seq * long_factor, 1, longer[v.name]);
-    }
+    for (const Variant& v : variants())
+        for (int64_t i = 0; i < s.seeds; ++i) {
+            const RunResult& r = base[v.name][i];
+            const Setting& chosen = outcome[v.name]->choice.best;
+            results << v.name << "," << i + 1 << "," << fmt("%g", chosen.lr) << "," << chosen.warmup << "," << r.val << ","
+                    << r.train << "," << r.spikes;
+            for (double g : r.block_grad) results << "," << g;
+            for (double u : r.block_update) results << "," << u;
+            results << "\n";
+        }
     results.close();
 
-    // curves.csv / curves_long.csv: training loss per step (seed mean, smoothed); one column per variant.
+    // curves.csv: training loss per step (seed mean, smoothed); one column per variant.
     size_t window = std::max<int64_t>(1, s.steps / 30);
-    auto write_curves = [&](const std::string& file, bool use_long) {
-        std::ofstream out(options.out_dir + "/" + file);
+    {
+        std::ofstream out(options.out_dir + "/curves.csv");
         out << "step";
         std::vector<std::vector<double>> columns;
         for (const Variant& v : variants()) {
             out << "," << v.name;
-            std::vector<double> avg(s.steps, 0.0);
-            const std::vector<RunResult> runs = use_long ? std::vector<RunResult>{longer[v.name]} : base[v.name];
-            for (const RunResult& r : runs)
-                for (int64_t i = 0; i < s.steps && i < (int64_t)r.loss.size(); ++i) avg[i] += r.loss[i] / (double)runs.size();
+            std::vector<double> avg(s.steps, 0.0), count(s.steps, 0.0);
+            for (const RunResult& r : base[v.name])
+                for (int64_t i = 0; i < s.steps && i < (int64_t)r.loss.size(); ++i) avg[i] += r.loss[i], count[i] += 1;
+            for (int64_t i = 0; i < s.steps; ++i) avg[i] = count[i] > 0 ? avg[i] / count[i] : NAN;
             columns.push_back(smooth(avg, window));
         }
         out << "\n";
@@ -179,77 +199,144 @@ int norms_experiment(const StudyOptions& options) {
             for (const auto& c : columns) out << "," << c[i];
             out << "\n";
         }
-    };
-    write_curves("curves.csv", false);
-    write_curves("curves_long.csv", true);
-
-    // grad_profile.csv: block, one column per variant (gradient norm, mean over steps and seeds).
-    std::ofstream profile(options.out_dir + "/grad_profile.csv");
-    profile << "block";
-    for (const Variant& v : variants()) profile << "," << v.name;
-    profile << "\n";
-    for (int64_t b = 0; b < s.layers; ++b) {
-        profile << b;
-        for (const Variant& v : variants()) {
-            std::vector<double> g;
-            for (const RunResult& r : base[v.name]) g.push_back(r.block_grad[b]);
-            profile << "," << mean(g);
-        }
-        profile << "\n";
     }
-    profile.close();
 
-    // The table.
+    // grad_profile.csv and update_profile.csv: block x variant, mean over steps and seeds.
+    auto write_profile = [&](const std::string& file, bool updates) {
+        std::ofstream out(options.out_dir + "/" + file);
+        out << "block";
+        for (const Variant& v : variants()) out << "," << v.name;
+        out << "\n";
+        for (int64_t b = 0; b < s.layers; ++b) {
+            out << b;
+            for (const Variant& v : variants()) {
+                std::vector<double> g;
+                for (const RunResult& r : base[v.name]) {
+                    const std::vector<double>& per_block = updates ? r.block_update : r.block_grad;
+                    if ((int64_t)per_block.size() > b) g.push_back(per_block[b]);
+                }
+                out << "," << mean(g);
+            }
+            out << "\n";
+        }
+    };
+    write_profile("grad_profile.csv", false);
+    write_profile("update_profile.csv", true);
+
+    // The variants' table.
+    auto validation = [&](const std::string& name) {
+        std::vector<double> xs;
+        for (const RunResult& r : base[name]) xs.push_back(r.val);
+        return xs;
+    };
     std::ostringstream table;
-    table << "| variant | val loss, T=" << s.seq << " (mean +- std, " << s.seeds << " seeds) | train loss | "
-          << "grad norm block 0 / block " << s.layers - 1 << " | spikes | val loss, T=" << s.seq * long_factor
-          << " | spikes, T=" << s.seq * long_factor << " |\n|---|---|---|---|---|---|---|\n";
+    table << "| variant | lr | warm-up | tuning loss | val loss, mean [95% CI], " << s.seeds
+          << " seeds | minus pre-norm, paired [95% CI] | train loss | update block 0 / block " << s.layers - 1
+          << " | spikes |\n|---|---|---|---|---|---|---|---|---|\n";
     std::string best;
     double best_val = INFINITY;
     for (const Variant& v : variants()) {
-        std::vector<double> vals, trains, first, last;
-        int64_t spikes = 0;
+        const VariantOutcome& o = *outcome[v.name];
+        Interval val = mean_interval(validation(v.name));
+        std::vector<double> trains, first, last;
+        int64_t spikes = 0, diverged = 0;
         for (const RunResult& r : base[v.name]) {
-            vals.push_back(r.val);
+            if (!std::isfinite(r.val)) ++diverged;
             trains.push_back(r.train);
-            first.push_back(r.block_grad.front());
-            last.push_back(r.block_grad.back());
+            if (!r.block_update.empty()) first.push_back(r.block_update.front()), last.push_back(r.block_update.back());
             spikes += r.spikes;
         }
-        double m = mean(vals);
-        if (m < best_val) best_val = m, best = v.name;
-        table << "| " << v.name << " | " << fmt("%.4f", m) << " +- " << fmt("%.4f", sample_std(vals)) << " | "
-              << fmt("%.4f", mean(trains)) << " | " << fmt("%.2f", mean(first) / mean(last)) << " | " << spikes << " | "
-              << fmt("%.4f", longer[v.name].val) << " | " << longer[v.name].spikes << " |\n";
+        if (val.mean < best_val) best_val = val.mean, best = v.name;
+        std::string diff = v.name == "pre" ? "baseline" : interval_text(paired_difference(validation(v.name), validation("pre")), "%+.4f");
+        table << "| " << v.name << (o.edge_flagged ? " (best lr at the grid's edge)" : "") << " | " << fmt("%g", o.choice.best.lr)
+              << " | " << o.choice.best.warmup << " | " << fmt("%.4f", o.choice.loss) << " | " << interval_text(val, "%.4f")
+              << (diverged ? " (" + std::to_string(diverged) + " diverged)" : "") << " | " << diff << " | "
+              << fmt("%.4f", mean(trains)) << " | " << fmt("%.2f", mean(first) / mean(last)) << " | " << spikes << " |\n";
     }
-    std::ofstream(options.out_dir + "/table.md") << table.str();
 
-    // Plots: loss curves (both lengths) and the gradient-norm profile over depth.
-    auto curve_plot = [&](const std::string& name, const std::string& csv, int64_t T) {
-        std::ofstream gp(options.out_dir + "/" + name + ".gp");
-        gp << plot_header(options.out_dir, name, model + " on fortunes, T=" + std::to_string(T) + ": training loss (moving average)")
+    // The verdict table: one row per claim and comparison.
+    std::ostringstream verdicts;
+    verdicts << "| claim | paper | ours: difference, paired over seeds [95% CI] | verdict |\n|---|---|---|---|\n";
+    auto compare = [&](const std::string& claim, const std::string& paper, const std::string& a, const std::string& b) {
+        Interval d = paired_difference(validation(a), validation(b));
+        verdicts << "| " << claim << " | " << paper << " | " << a << " - " << b << " = " << interval_text(d, "%+.4f") << " | "
+                 << verdict(d, Direction::Lower) << " |\n";
+    };
+    const std::string paper1 = "GeoNorm lowest in every setting (1.3B: 3.1759 against Pre-Norm's 3.2067)";
+    for (const char* other : {"pre", "post", "sandwich", "deepnorm"})
+        compare(std::string("1. GeoNorm has a lower validation loss than ") + other, paper1, "geonorm-harmonic", other);
+    for (const char* other : {"geonorm", "geonorm-sqrt", "geonorm-linear"}) {
+        std::string decay = std::string(other) == "geonorm" ? "no decay" : std::string(other).substr(8) + " decay";
+        compare("2. harmonic decay beats " + decay, "harmonic the best decay", "geonorm-harmonic", other);
+    }
+    {
+        // Claim 3, per seed: log(update of block 0 / update of the last block), mean over steps.
+        std::vector<double> log_ratio, grad_log_ratio;
+        for (const RunResult& r : base["pre"]) {
+            if (r.block_update.empty()) continue;
+            log_ratio.push_back(std::log(r.block_update.front() / r.block_update.back()));
+            grad_log_ratio.push_back(std::log(r.block_grad.front() / r.block_grad.back()));
+        }
+        Interval u = mean_interval(log_ratio), g = mean_interval(grad_log_ratio);
+        verdicts << "| 3. Pre-Norm: block 0 gets larger updates than block " << s.layers - 1
+                 << " | lower blocks get larger updates | log(update ratio) = " << interval_text(u, "%+.3f") << " | "
+                 << verdict(u, Direction::Higher) << " |\n";
+        verdicts << "| 3'. the same with gradient norms | (not the paper's quantity) | log(gradient ratio) = "
+                 << interval_text(g, "%+.3f") << " | " << verdict(g, Direction::Higher) << " |\n";
+    }
+    std::ofstream(options.out_dir + "/table.md") << table.str() << "\n" << verdicts.str();
+
+    // Plots: loss curves, the two depth profiles, and the tuning curves.
+    {
+        std::ofstream gp(options.out_dir + "/loss_curves.gp");
+        gp << plot_header(options.out_dir, "loss_curves", model + ", T=" + std::to_string(s.seq) +
+                                                              ": training loss at each variant's tuned setting (seed mean, moving average)")
            << "set key autotitle columnhead\nset xlabel 'step'\nset ylabel 'training loss'\n"
            << "set xrange [" << std::max<int64_t>(1, s.steps / 10) << ":*]\n"
-           << "plot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir << "/" << csv
-           << "' using 1:i with lines lt (i - 1) lw 2\n";
+           << "plot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir
+           << "/curves.csv' using 1:i with lines lt (i - 1) lw 2\n";
+    }
+    std::string curves_note = render_plot(options.out_dir, "loss_curves");
+    auto profile_plot = [&](const std::string& name, const std::string& title, const std::string& ylabel) {
+        std::ofstream gp(options.out_dir + "/" + name + ".gp");
+        gp << plot_header(options.out_dir, name, title) << "set key autotitle columnhead\nset logscale y\nset xlabel 'block'\n"
+           << "set ylabel '" << ylabel << "'\nset xtics 1\nplot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir
+           << "/" << name << ".csv' using 1:i with linespoints lt (i - 1) lw 2\n";
         gp.close();
         return render_plot(options.out_dir, name);
     };
-    std::string curves_note = curve_plot("loss_curves", "curves.csv", s.seq);
-    std::string long_note = curve_plot("loss_curves_long", "curves_long.csv", s.seq * long_factor);
+    std::string grad_note = profile_plot("grad_profile", "gradient norm of each block (mean over steps and seeds)", "gradient norm");
+    std::string update_note =
+        profile_plot("update_profile", "relative update ||dW|| / ||W|| of each block per step (mean over steps and seeds)",
+                     "relative update");
     {
-        std::ofstream gp(options.out_dir + "/grad_profile.gp");
-        gp << plot_header(options.out_dir, "grad_profile", "gradient norm of the parameters of each block (mean over steps and seeds)")
-           << "set key autotitle columnhead\nset logscale y\nset xlabel 'block'\nset ylabel 'gradient norm'\n"
-           << "set xtics 1\nplot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir
-           << "/grad_profile.csv' using 1:i with linespoints lt (i - 1) lw 2\n";
+        // tuning_curves.csv: lr, then each variant's tuning loss at its chosen warm-up.
+        std::map<double, std::map<std::string, double>> by_lr;
+        for (const VariantOutcome& o : outcomes)
+            for (size_t k = 0; k < o.tried.size(); ++k)
+                if (o.tried[k].warmup == o.choice.best.warmup) by_lr[o.tried[k].lr][o.name] = o.tuning_losses[k];
+        std::ofstream csv(options.out_dir + "/tuning_curves.csv");
+        csv << "lr";
+        for (const Variant& v : variants()) csv << "," << v.name;
+        csv << "\n";
+        for (const auto& [lr, row] : by_lr) {
+            csv << lr;
+            for (const Variant& v : variants()) csv << "," << (row.count(v.name) ? fmt("%.6f", row.at(v.name)) : "nan");
+            csv << "\n";
+        }
+        std::ofstream gp(options.out_dir + "/tuning_curves.gp");
+        gp << plot_header(options.out_dir, "tuning_curves", "tuning loss against learning rate (each variant at its chosen warm-up)")
+           << "set key autotitle columnhead\nset logscale x\nset xlabel 'peak learning rate'\nset ylabel 'tuning loss'\n"
+           << "plot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir
+           << "/tuning_curves.csv' using 1:i with linespoints lt (i - 1) lw 2\n";
     }
-    std::string profile_note = render_plot(options.out_dir, "grad_profile");
+    std::string tuning_note = render_plot(options.out_dir, "tuning_curves");
 
-    std::printf("\n%s\n", table.str().c_str());
-    std::printf("lowest mean validation loss at T=%lld: %s (%.4f)\n", (long long)s.seq, best.c_str(), best_val);
-    std::printf("results in %s: results.csv, curves.csv, curves_long.csv, grad_profile.csv, table.md, %s, %s, %s\n",
-                options.out_dir.c_str(), curves_note.c_str(), long_note.c_str(), profile_note.c_str());
+    std::printf("\n%s\n%s\n", table.str().c_str(), verdicts.str().c_str());
+    std::printf("lowest mean validation loss: %s (%.4f)\n", best.c_str(), best_val);
+    std::printf("results in %s: results.csv, tuning.csv, chosen.csv, curves.csv, grad_profile.csv, update_profile.csv, "
+                "table.md, %s, %s, %s, %s\n",
+                options.out_dir.c_str(), curves_note.c_str(), grad_note.c_str(), update_note.c_str(), tuning_note.c_str());
     return 0;
 }
 

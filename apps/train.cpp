@@ -54,7 +54,7 @@ static std::vector<FlagSpec> train_flags() {
         {"eps", "1e-8", "AdamW epsilon"},
         {"grad-clip", "1.0", "clip the global gradient norm to this (0 = off)"},
         {"diagnostics", "false",
-         "log per-block gradient norms, loss spikes (and DyT saturation) to RUN_DIR/diagnostics.csv; at the end the "
+         "log per-block gradient norms and relative updates, loss spikes (and DyT saturation) to RUN_DIR/diagnostics.csv; at the end the "
          "weights' effective rank and HTSR alpha (weights.csv) and the residual stream's effective rank (stream.csv)",
          true},
         {"spike-factor", "2.0", "a loss above this times the running median is a spike (with --diagnostics)"},
@@ -451,6 +451,7 @@ int train_command(int argc, char** argv) {
     // DyT layers (norm dyt) also report their saturation each step.
     std::vector<std::pair<std::string, nn::DyT*>> dyt = diagnostics ? diag::dyt_layers(model) : decltype(dyt){};
     diag::SpikeDetector spikes(flags.integer("spike-window"), flags.number("spike-factor"));
+    diag::BlockUpdates block_updates(model, diagnostics ? cfg.n_layer : 0);
     std::ofstream diag_csv;
     if (diagnostics) {
         diag_csv.open(run_dir + "/diagnostics.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
@@ -459,6 +460,7 @@ int train_command(int argc, char** argv) {
         if (first_step == 0) {
             diag_csv << "step,loss,spike";
             for (int64_t b = 0; b < cfg.n_layer; ++b) diag_csv << ",grad_norm_block_" << b;
+            for (int64_t b = 0; b < cfg.n_layer; ++b) diag_csv << ",update_block_" << b;
             for (auto& [name, layer] : dyt) diag_csv << ",saturation_" << name;
             diag_csv << "\n";
         }
@@ -509,20 +511,24 @@ int train_command(int argc, char** argv) {
             non_finite("training loss", last_loss);
             continue;
         }
-        if (diagnostics) {
-            std::vector<double> norms = diag::block_grad_norms(model, cfg.n_layer);
-            diag_csv << step + 1 << "," << last_loss << "," << (spikes.observe(last_loss) ? 1 : 0);
-            for (double n : norms) diag_csv << "," << n;
-            for (auto& [name, layer] : dyt) diag_csv << "," << layer->last_saturation();
-            diag_csv << "\n";
-        }
+        std::vector<double> block_grads;
+        if (diagnostics) block_grads = diag::block_grad_norms(model, cfg.n_layer);  // before clipping
         double grad_norm = optim::clip_grad_norm(params, flags.number("grad-clip"));
         if (!std::isfinite(grad_norm)) {
             non_finite("gradient norm", grad_norm);
             continue;
         }
         skipped_in_a_row = 0;
+        if (diagnostics) block_updates.before_step();
         opt->step();
+        if (diagnostics) {
+            std::vector<double> updates = block_updates.after_step();
+            diag_csv << step + 1 << "," << last_loss << "," << (spikes.observe(last_loss) ? 1 : 0);
+            for (double n : block_grads) diag_csv << "," << n;
+            for (double u : updates) diag_csv << "," << u;
+            for (auto& [name, layer] : dyt) diag_csv << "," << layer->last_saturation();
+            diag_csv << "\n";
+        }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         train_seconds += seconds;
 

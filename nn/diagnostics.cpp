@@ -194,6 +194,32 @@ std::vector<double> block_grad_norms(const nn::Module& model, int64_t n_blocks) 
     return squares;
 }
 
+BlockUpdates::BlockUpdates(const nn::Module& model, int64_t n_blocks) : n_blocks_(n_blocks) {
+    for (const auto& [name, p] : model.named_parameters()) {
+        int64_t block = block_index(name);
+        if (block >= 0 && block < n_blocks) params_.push_back({block, p});
+    }
+}
+
+void BlockUpdates::before_step() {
+    saved_.clear();
+    for (const auto& bp : params_) saved_.push_back(raw::clone(bp.second));
+}
+
+std::vector<double> BlockUpdates::after_step() {
+    if (saved_.size() != params_.size()) fail("BlockUpdates", "after_step() without before_step()");
+    std::vector<double> delta(n_blocks_, 0.0), weight(n_blocks_, 0.0);
+    for (size_t i = 0; i < params_.size(); ++i) {
+        Tensor d = raw::sub(params_[i].second, saved_[i]);
+        delta[params_[i].first] += raw::sum(raw::mul(d, d)).item();
+        weight[params_[i].first] += raw::sum(raw::mul(saved_[i], saved_[i])).item();
+    }
+    std::vector<double> out(n_blocks_);
+    for (int64_t b = 0; b < n_blocks_; ++b) out[b] = weight[b] > 0 ? std::sqrt(delta[b] / weight[b]) : NAN;
+    saved_.clear();
+    return out;
+}
+
 SpikeDetector::SpikeDetector(int64_t window, double factor) : window_(window), factor_(factor) {
     if (window < 1 || !(factor > 0))
         fail("SpikeDetector", "needs a window of at least 1 and a positive factor, got " + std::to_string(window) +

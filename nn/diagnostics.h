@@ -66,6 +66,23 @@ std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, cons
 // the optimizer step; parameters without a gradient count as 0.
 std::vector<double> block_grad_norms(const nn::Module& model, int64_t n_blocks);
 
+// The relative update of each block in one optimizer step,
+// ||W_after - W_before|| / ||W_before||, over all of the block's parameters
+// at once (blocks as in block_grad_norms). This, not the gradient, is what
+// moves the weights: AdamW divides each gradient by its own running RMS, so
+// equal gradients across depth can give unequal updates and back.
+class BlockUpdates {
+public:
+    BlockUpdates(const nn::Module& model, int64_t n_blocks);
+    void before_step();               // copies the blocks' parameters
+    std::vector<double> after_step();  // the relative updates since before_step()
+
+private:
+    std::vector<std::pair<int64_t, Tensor>> params_;  // (block, parameter)
+    std::vector<Tensor> saved_;
+    int64_t n_blocks_;
+};
+
 // Loss spikes: a loss is a spike when it exceeds `factor` times the median
 // of the previous `window` losses (no verdict until the window is full).
 class SpikeDetector {

@@ -30,7 +30,7 @@ done
 out=$("$bin" train --data "$work/tiny.txt" --steps 4 --batch 2 --seq 16 --layers 3 --width 16 --heads 2 --eval-every 0 \
       --eval-batches 1 --sample-tokens 0 --diagnostics --spike-window 2 --run-dir "$work/run-diag" 2>&1) || fail "train --diagnostics: $out"
 grep -qE '^diagnostics: [0-9]+ loss spikes' <<<"$out" || fail "train --diagnostics: no summary line in: $out"
-[ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2" ] \
+[ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2,update_block_0,update_block_1,update_block_2" ] \
   || fail "diagnostics.csv header: $(head -1 "$work/run-diag/diagnostics.csv")"
 [ "$(wc -l < "$work/run-diag/diagnostics.csv")" -eq 5 ] || fail "diagnostics.csv should have a header and 4 rows"
 grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.csv" || fail "weights.csv: $(head -3 "$work/run-diag/weights.csv")"
@@ -38,7 +38,7 @@ grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.cs
   [ "$(wc -l < "$work/run-diag/stream.csv")" -eq 5 ] || fail "stream.csv: embeddings + 3 blocks expected"
 "$bin" train --data "$work/tiny.txt" --norm dyt --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 --eval-every 0 \
   --eval-batches 1 --sample-tokens 0 --diagnostics --run-dir "$work/run-dyt" > /dev/null 2>&1 || fail "train --norm dyt --diagnostics"
-[ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,saturation_h.0.ln_1,saturation_h.0.ln_2,saturation_ln_f" ] \
+[ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,update_block_0,saturation_h.0.ln_1,saturation_h.0.ln_2,saturation_ln_f" ] \
   || fail "diagnostics.csv with DyT: $(head -1 "$work/run-dyt/diagnostics.csv")"
 
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
@@ -153,25 +153,39 @@ grep -q '| relu | 0.733 |' <<<"$out" || fail "experiment isometry: ReLU's beta0 
 if command -v gnuplot > /dev/null; then [ -s "$work/iso/isometry.png" ] || fail "experiment isometry: no plot"; fi
 expect_error "unknown experiment 'layers'" experiment layers --smoke
 
-# 8. experiment norms at smoke scale: 9 variants x 1 seed + 9 longer-sequence runs, each a
-#    `normcore train` command listed in commands.txt whose rerun gives the same numbers.
-out=$("$bin" experiment norms --smoke --out "$work/norms" 2>&1) || fail "experiment norms --smoke: $out"
+# 8. experiment norms at smoke scale, under the protocol: 9 variants tuned on a
+#    2 x 2 grid (extended past an edge) on the tuning split of the studies'
+#    corpus, then 2 seeds each; every run a `normcore train` command in
+#    commands.txt whose rerun gives the same numbers.
+"$bin" corpus build --out "$work/corpus-real" > /dev/null 2>&1 || fail "corpus build from the Debian sources"
+out=$("$bin" experiment norms --smoke --data "$work/corpus-real" --out "$work/norms" 2>&1) || fail "experiment norms --smoke: $out"
 for v in post pre sandwich deepnorm geonorm geonorm-harmonic geonorm-sqrt geonorm-linear geonorm-harmonic-bounded; do
-  grep -qE "^\| $v \| [0-9.]+ \+- 0.0000 \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| [0-9.]+ \| [0-9]+ \|$" <<<"$out" \
+  grep -qE "^\| $v( \(best lr at the grid's edge\))? \| [0-9.e-]+ \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \| (baseline|[-+][0-9.]+ \[[-+][0-9.]+, [-+][0-9.]+\]) \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|$" <<<"$out" \
     || fail "experiment norms: no table row for $v: $out"
 done
-[ "$(wc -l < "$work/norms/results.csv")" -eq 19 ] && [ "$(wc -l < "$work/norms/commands.txt")" -eq 18 ] \
-  || fail "experiment norms: results.csv should have 18 runs, commands.txt 18 commands"
-[ "$(wc -l < "$work/norms/curves.csv")" -eq 17 ] || fail "experiment norms: curves.csv should have 16 steps + header"
-[ "$(wc -l < "$work/norms/grad_profile.csv")" -eq 3 ] || fail "experiment norms: grad_profile.csv should have 2 blocks + header"
-first=$(head -1 "$work/norms/commands.txt" | sed "s|$work/norms/runs/post-seed1|$work/norms-rerun|")
-rerun=$(bash -c "$first" 2>&1 | grep '^summary:' | sed -E 's/.*val_loss=([0-9.]+).*/\1/')
-listed=$(awk -F, '$1 == "post" && $3 == 1 && $2 == 16 { printf "%.4f", $4 }' "$work/norms/results.csv")
-[ -n "$rerun" ] && [ "$rerun" == "$listed" ] || fail "experiment norms: rerunning commands.txt's first line gave val $rerun, results.csv $listed"
+[ "$(grep -cE '^\| [123]\S* .* \| (reproduced|contradicted|inconclusive) \|$' <<<"$out")" -eq 9 ] \
+  || fail "experiment norms: the verdict table should have 9 rows: $out"
+tuned=$(($(wc -l < "$work/norms/tuning.csv") - 1))
+[ "$tuned" -ge 36 ] || fail "experiment norms: tuning.csv should hold at least 9 x 4 tuning runs, has $tuned"
+[ "$(wc -l < "$work/norms/results.csv")" -eq 19 ] && [ "$(wc -l < "$work/norms/chosen.csv")" -eq 10 ] \
+  && [ "$(wc -l < "$work/norms/commands.txt")" -eq $((tuned + 18)) ] \
+  || fail "experiment norms: results.csv should have 18 runs, chosen.csv 9 variants, commands.txt $tuned + 18 commands"
+[ "$(awk -F, '$5 == 1' "$work/norms/tuning.csv" | wc -l)" -eq 9 ] || fail "experiment norms: one chosen setting per variant"
+[ "$(wc -l < "$work/norms/curves.csv")" -eq 25 ] || fail "experiment norms: curves.csv should have 24 steps + header"
+for p in grad_profile update_profile; do
+  [ "$(wc -l < "$work/norms/$p.csv")" -eq 3 ] || fail "experiment norms: $p.csv should have 2 blocks + header"
+done
+grep -q -- "--eval-split tuning" "$work/norms/commands.txt" && grep -q -- "--eval-split validation" "$work/norms/commands.txt" \
+  || fail "experiment norms: tuning runs score on the tuning split, reported runs on the validation split"
+last=$(tail -1 "$work/norms/commands.txt" | sed "s|$work/norms/runs/geonorm-harmonic-bounded-seed2|$work/norms-rerun|")
+rerun=$(bash -c "$last" 2>&1 | grep '^summary:' | sed -E 's/.*val_loss=([0-9.]+).*/\1/')
+listed=$(awk -F, '$1 == "geonorm-harmonic-bounded" && $2 == 2 { printf "%.4f", $5 }' "$work/norms/results.csv")
+[ -n "$rerun" ] && [ "$rerun" == "$listed" ] || fail "experiment norms: rerunning commands.txt's last line gave val $rerun, results.csv $listed"
 if command -v gnuplot > /dev/null; then
-  for p in loss_curves loss_curves_long grad_profile; do [ -s "$work/norms/$p.png" ] || fail "experiment norms: no $p.png"; done
+  for p in loss_curves grad_profile update_profile tuning_curves; do [ -s "$work/norms/$p.png" ] || fail "experiment norms: no $p.png"; done
 fi
-expect_error "trains gpt2 or llama" experiment norms --smoke --model vit
+expect_error "trains gpt2 or llama" experiment norms --smoke --model vit --data "$work/corpus-real"
+expect_error "is not a corpus directory" experiment norms --smoke --data "$work/tiny.txt"
 
 # 9. experiment dyt at smoke scale: 3 models x 4 sizes x (vanilla, DyT, DiffAttn), the
 #    screening rule scored, saturation per DyT layer (GPT-2/Llama L=2: 5 layers; ViT L=1: 3).
@@ -214,7 +228,7 @@ expect_error "flag --width 32 contradicts" train --resume "$work/split/checkpoin
 help=$("$bin" train --help 2>&1)
 grep -q -- "--placement" <<<"$help" || fail "train --help should list --placement"
 help=$("$bin" --help 2>&1)
-for e in norms dyt isometry tokenize; do grep -qw "$e" <<<"$help" || fail "normcore --help should list $e: $help"; done
+for e in norms dyt isometry tokenize corpus; do grep -qw "$e" <<<"$help" || fail "normcore --help should list $e: $help"; done
 help=$("$bin" generate --help 2>&1)
 grep -q -- "--top-k .*most likely tokens" <<<"$help" || fail "generate --help: --top-k should speak of tokens: $help"
 

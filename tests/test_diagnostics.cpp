@@ -1,5 +1,6 @@
 // Diagnostics against cases whose answers are known exactly.
 #include "helpers.h"
+#include "optim/optimizer.h"
 #include "nn/diagnostics.h"
 #include "nn/eigen.h"
 
@@ -127,6 +128,31 @@ TEST_CASE("per-block gradient norms group parameters by their block number", "[d
     REQUIRE(norms.size() == 2);
     CHECK(norms[0] == Approx(5.0));
     CHECK(norms[1] == Approx(3.0));
+}
+
+TEST_CASE("per-block relative updates: ||dW|| / ||W|| of one optimizer step", "[diagnostics]") {
+    // Plain SGD moves W by lr * g, so block b's relative update is
+    // lr * ||g_b|| / ||W_b||, computed here from the numbers by hand.
+    nn::Group model;
+    auto h = model.add("h", std::make_shared<nn::ModuleList>());
+    auto block0 = std::make_shared<nn::Group>(), block1 = std::make_shared<nn::Group>();
+    Tensor a = block0->add_parameter("w", raw::from_vector(std::vector<float>{1, 2, 2}, {3}));  // ||W|| = 3
+    Tensor b = block1->add_parameter("w", raw::from_vector(std::vector<float>{0, 4}, {2}));     // ||W|| = 4
+    Tensor emb = model.add_parameter("wte", raw::zeros({2}));
+    h->push_back(block0);
+    h->push_back(block1);
+    a.set_grad(raw::from_vector(std::vector<float>{3, 0, 4}, {3}));  // ||g|| = 5
+    b.set_grad(raw::from_vector(std::vector<float>{1, 0}, {2}));     // ||g|| = 1
+    emb.set_grad(raw::full({2}, 7.0));
+    optim::SGD sgd({{{a, b, emb}, 0.0}}, 0.1);
+    diag::BlockUpdates updates(model, 2);
+    updates.before_step();
+    sgd.step();
+    std::vector<double> u = updates.after_step();
+    REQUIRE(u.size() == 2);
+    CHECK(u[0] == Approx(0.1 * 5 / 3));
+    CHECK(u[1] == Approx(0.1 * 1 / 4));
+    check_error([&] { updates.after_step(); }, {"BlockUpdates", "before_step"});
 }
 
 TEST_CASE("DyT layers report their saturation when tracking", "[diagnostics][dyt]") {

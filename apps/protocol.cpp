@@ -1,0 +1,216 @@
+// protocol.cpp — tuning, seeds and intervals shared by the studies (apps/protocol.h).
+#include "apps/protocol.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "tensor/error.h"
+
+namespace nc {
+namespace app {
+
+// ---- tuning ----------------------------------------------------------------------
+
+std::string setting_name(const Setting& s) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "lr%.0e-wu%lld", s.lr, (long long)s.warmup);
+    return buf;
+}
+
+std::vector<Setting> grid_settings(const TuningGrid& grid) {
+    std::vector<Setting> out;
+    for (double lr : grid.lrs)
+        for (int64_t w : grid.warmups) out.push_back({lr, w});
+    return out;
+}
+
+TuningChoice choose_setting(const std::vector<Setting>& tried, const std::vector<double>& losses) {
+    if (tried.size() != losses.size() || tried.empty())
+        throw Error("protocol: " + std::to_string(losses.size()) + " losses for " + std::to_string(tried.size()) + " settings");
+    TuningChoice c;
+    double low = INFINITY, high = -INFINITY;
+    for (size_t i = 0; i < tried.size(); ++i) {
+        low = std::min(low, tried[i].lr);
+        high = std::max(high, tried[i].lr);
+        if (std::isfinite(losses[i]) && (!c.trained || losses[i] < c.loss)) {
+            c.best = tried[i];
+            c.loss = losses[i];
+            c.trained = true;
+        }
+    }
+    if (!c.trained) return c;
+    // A setting of only one learning rate sits at both edges: nothing was compared.
+    c.at_low_edge = c.best.lr == low;
+    c.at_high_edge = c.best.lr == high;
+    return c;
+}
+
+double extension_lr(const TuningChoice& c) {
+    if (!c.trained || (c.at_low_edge && c.at_high_edge)) return 0;
+    if (c.at_low_edge) return c.best.lr / 2;
+    if (c.at_high_edge) return c.best.lr * 2;
+    return 0;
+}
+
+// ---- statistics ------------------------------------------------------------------
+
+double t_quantile_975(int64_t df) {
+    if (df < 1) throw Error("t_quantile_975: needs at least 1 degree of freedom, got " + std::to_string(df));
+    // The standard table for df 1..30 (checked in tests/test_protocol.cpp by
+    // integrating the t density), then the Cornish-Fisher expansion around
+    // the normal quantile z, accurate to 1e-4 beyond df = 30.
+    static const double table[30] = {12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+                                     2.2010,  2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+                                     2.0796,  2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423};
+    if (df <= 30) return table[df - 1];
+    double z = 1.959963985, n = (double)df;
+    return z + (z * z * z + z) / (4 * n) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * n * n);
+}
+
+Interval mean_interval(const std::vector<double>& values) {
+    std::vector<double> xs;
+    for (double x : values)
+        if (std::isfinite(x)) xs.push_back(x);
+    Interval r;
+    r.n = (int64_t)xs.size();
+    if (r.n == 0) {
+        r.mean = r.se = r.low = r.high = NAN;
+        return r;
+    }
+    r.mean = mean(xs);
+    if (r.n == 1) {
+        r.low = -INFINITY;
+        r.high = INFINITY;
+        return r;
+    }
+    r.se = sample_std(xs) / std::sqrt((double)r.n);
+    double half = t_quantile_975(r.n - 1) * r.se;
+    r.low = r.mean - half;
+    r.high = r.mean + half;
+    return r;
+}
+
+Interval paired_difference(const std::vector<double>& variant, const std::vector<double>& baseline) {
+    std::vector<double> d;
+    for (size_t i = 0; i < std::min(variant.size(), baseline.size()); ++i)
+        if (std::isfinite(variant[i]) && std::isfinite(baseline[i])) d.push_back(variant[i] - baseline[i]);
+    return mean_interval(d);
+}
+
+std::string verdict(const Interval& d, Direction paper) {
+    if (d.n < 2) return "inconclusive";
+    bool below = d.high < 0, above = d.low > 0;
+    if (paper == Direction::Lower) return below ? "reproduced" : above ? "contradicted" : "inconclusive";
+    return above ? "reproduced" : below ? "contradicted" : "inconclusive";
+}
+
+std::string interval_text(const Interval& i, const char* format) {
+    if (i.n == 0) return "n/a";
+    if (i.n == 1) return fmt(format, i.mean) + " (one run)";
+    return fmt(format, i.mean) + " [" + fmt(format, i.low) + ", " + fmt(format, i.high) + "]";
+}
+
+// ---- running it ------------------------------------------------------------------
+
+std::string seed_cell_name(const std::string& variant, int64_t seed) { return variant + "-seed" + std::to_string(seed); }
+std::string tuning_cell_name(const std::string& variant, const Setting& s) { return "tune-" + variant + "-" + setting_name(s); }
+
+static Cell make_cell(const ProtocolVariant& v, const ProtocolPlan& plan, const Setting& s, int64_t seed,
+                      const std::string& split, const std::string& name) {
+    Cell c{name, v.args};
+    c.args.insert(c.args.end(), {"--lr", fmt("%g", s.lr), "--warmup", std::to_string(s.warmup), "--seed",
+                                 std::to_string(seed), "--data", plan.data, "--eval-split", split, "--eval-tokens",
+                                 std::to_string(plan.eval_tokens)});
+    if (split == "validation") c.args.insert(c.args.end(), plan.report_args.begin(), plan.report_args.end());
+    return c;
+}
+
+// A run's score; a run that failed or diverged (a non-finite loss ends it
+// with an error) scores NaN, so it never wins the tuning.
+static double score_of(const StudyOptions& options, const std::string& name) {
+    try {
+        return read_summary(cell_dir(options, name)).val_loss;
+    } catch (const Error&) {
+        return NAN;
+    }
+}
+
+std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& variants, const ProtocolPlan& plan,
+                                         const StudyOptions& options) {
+    std::vector<VariantOutcome> out(variants.size());
+    // 1. The grid for every variant at once (one pool of runs keeps the cores busy).
+    std::vector<Cell> cells;
+    for (size_t i = 0; i < variants.size(); ++i) {
+        out[i].name = variants[i].name;
+        out[i].tried = grid_settings(plan.grid);
+        for (const Setting& s : out[i].tried)
+            cells.push_back(make_cell(variants[i], plan, s, 1, "tuning", tuning_cell_name(variants[i].name, s)));
+    }
+    std::printf("tuning: %zu variants x %zu settings (lr x warm-up), seed 1, scored on the tuning split\n", variants.size(),
+                grid_settings(plan.grid).size());
+    run_cells(cells, options, /*allow_failures=*/true);
+    for (size_t i = 0; i < variants.size(); ++i)
+        for (const Setting& s : out[i].tried) out[i].tuning_losses.push_back(score_of(options, tuning_cell_name(out[i].name, s)));
+
+    // 2. Past an edge: one more learning rate at the best warm-up, until the
+    //    best is inside the tried range or the extensions are used up.
+    for (int round = 0; round <= plan.max_extensions; ++round) {
+        cells.clear();
+        for (size_t i = 0; i < variants.size(); ++i) {
+            out[i].choice = choose_setting(out[i].tried, out[i].tuning_losses);
+            double lr = extension_lr(out[i].choice);
+            out[i].edge_flagged = lr > 0;
+            if (lr > 0 && round < plan.max_extensions) {
+                Setting s{lr, out[i].choice.best.warmup};
+                out[i].tried.push_back(s);
+                cells.push_back(make_cell(variants[i], plan, s, 1, "tuning", tuning_cell_name(out[i].name, s)));
+            }
+        }
+        if (cells.empty()) break;
+        std::printf("tuning: %zu variant(s) chose an edge of the grid; extending it\n", cells.size());
+        run_cells(cells, options, true);
+        for (size_t i = 0; i < variants.size(); ++i)
+            if (out[i].tuning_losses.size() < out[i].tried.size())
+                out[i].tuning_losses.push_back(score_of(options, tuning_cell_name(out[i].name, out[i].tried.back())));
+    }
+    for (const VariantOutcome& o : out)
+        if (!o.choice.trained)
+            throw Error("protocol: variant " + o.name + " diverged or failed at every setting of the grid (see " +
+                        options.out_dir + "/runs/tune-" + o.name + "-*/train.log)");
+
+    // 3. The seeds at each variant's chosen setting, scored on the validation split.
+    cells.clear();
+    for (size_t i = 0; i < variants.size(); ++i)
+        for (int64_t seed = 1; seed <= plan.seeds; ++seed) {
+            out[i].seed_dirs.push_back(cell_dir(options, seed_cell_name(out[i].name, seed)));
+            cells.push_back(make_cell(variants[i], plan, out[i].choice.best, seed, "validation", seed_cell_name(out[i].name, seed)));
+        }
+    std::printf("reporting: %zu variants x %lld seeds at their chosen settings, scored on the validation split\n",
+                variants.size(), (long long)plan.seeds);
+    run_cells(cells, options, true);
+    for (VariantOutcome& o : out)
+        for (int64_t seed = 1; seed <= plan.seeds; ++seed) o.validation.push_back(score_of(options, seed_cell_name(o.name, seed)));
+
+    std::ofstream tuning(options.out_dir + "/tuning.csv");
+    tuning << "variant,lr,warmup,tuning_loss,chosen\n";
+    for (const VariantOutcome& o : out)
+        for (size_t k = 0; k < o.tried.size(); ++k)
+            tuning << o.name << "," << fmt("%g", o.tried[k].lr) << "," << o.tried[k].warmup << "," << o.tuning_losses[k] << ","
+                   << (o.tried[k].lr == o.choice.best.lr && o.tried[k].warmup == o.choice.best.warmup) << "\n";
+    std::ofstream chosen(options.out_dir + "/chosen.csv");
+    chosen << "variant,lr,warmup,tuning_loss,edge_flagged";
+    for (int64_t seed = 1; seed <= plan.seeds; ++seed) chosen << ",validation_seed" << seed;
+    chosen << "\n";
+    for (const VariantOutcome& o : out) {
+        chosen << o.name << "," << fmt("%g", o.choice.best.lr) << "," << o.choice.best.warmup << "," << o.choice.loss << ","
+               << o.edge_flagged;
+        for (double v : o.validation) chosen << "," << v;
+        chosen << "\n";
+    }
+    return out;
+}
+
+}  // namespace app
+}  // namespace nc

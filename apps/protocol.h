@@ -1,0 +1,114 @@
+// protocol.h — the protocol every study of `normcore experiment` follows
+// (chapter 11, "The protocol").
+//
+// A comparison of variants is only fair if each variant trains at a setting
+// that suits it. So, for every variant:
+//
+//   1. tune: train once (seed 1) at every learning rate x warm-up of a grid
+//      and score each run on the TUNING split (never the validation split);
+//      the lowest tuning loss wins. If it sits at the smallest or largest
+//      learning rate, the grid is extended past that edge and the variant is
+//      flagged in the output, up to a fixed number of extensions.
+//   2. report: train `seeds` runs at the chosen setting and score them on
+//      the VALIDATION split.
+//   3. compare: per variant a mean with a 95% confidence interval (Student
+//      t); per claim a paired difference over seeds against the claim's
+//      baseline (seed s of both runs sees the same batches and, where the
+//      shapes match, the same initial weights). A claim is "reproduced" when
+//      the interval excludes zero in the paper's direction, "contradicted"
+//      when it excludes zero the other way, and "inconclusive" otherwise.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "apps/experiment.h"
+
+namespace nc {
+namespace app {
+
+// ---- tuning ----------------------------------------------------------------------
+
+struct Setting {
+    double lr = 0;
+    int64_t warmup = 0;
+};
+std::string setting_name(const Setting& s);  // "lr3e-04-wu50", a cell's folder name part
+
+struct TuningGrid {
+    std::vector<double> lrs;       // increasing
+    std::vector<int64_t> warmups;  // increasing
+};
+std::vector<Setting> grid_settings(const TuningGrid& grid);  // lr-major
+
+struct TuningChoice {
+    Setting best;
+    double loss = 0;          // its tuning loss
+    bool at_low_edge = false;   // best lr is the smallest tried
+    bool at_high_edge = false;  // best lr is the largest tried
+    bool trained = false;       // some setting gave a finite loss
+};
+// The setting with the lowest loss; NaN or Inf (a diverged run) never wins.
+// Ties go to the first in `tried`.
+TuningChoice choose_setting(const std::vector<Setting>& tried, const std::vector<double>& losses);
+// The learning rate one step past the edge the choice sits at (factor 2), or
+// 0 if it sits at neither edge.
+double extension_lr(const TuningChoice& choice);
+
+// ---- statistics ------------------------------------------------------------------
+
+// The 0.975 quantile of Student's t with df degrees of freedom (df >= 1):
+// the half-width of a 95% interval is t * standard error.
+double t_quantile_975(int64_t df);
+
+struct Interval {
+    int64_t n = 0;
+    double mean = 0, se = 0, low = 0, high = 0;  // se = s / sqrt(n); [low, high] the 95% interval
+};
+// NaN values are dropped first; one value has se = 0 and an unbounded interval.
+Interval mean_interval(const std::vector<double>& xs);
+// The interval of variant[i] - baseline[i] over the pairs where both are finite.
+Interval paired_difference(const std::vector<double>& variant, const std::vector<double>& baseline);
+
+enum class Direction { Lower, Higher };  // what the paper says of variant - baseline
+std::string verdict(const Interval& difference, Direction paper);  // "reproduced" | "contradicted" | "inconclusive"
+std::string interval_text(const Interval& i, const char* format);   // "-0.012 [-0.020, -0.004]"
+
+// ---- running it ------------------------------------------------------------------
+
+struct ProtocolVariant {
+    std::string name;
+    std::vector<std::string> args;  // `normcore train` flags, without --lr, --warmup, --seed, --data, evaluation flags
+};
+
+struct ProtocolPlan {
+    TuningGrid grid;
+    int64_t seeds = 3;
+    int64_t eval_tokens = 200000;  // per evaluation, spread over the split
+    int max_extensions = 2;        // grid extensions past an edge, per variant
+    std::string data;              // a corpus directory of `normcore corpus build`
+    std::vector<std::string> report_args;  // flags for the reported runs only (e.g. --diagnostics)
+};
+
+struct VariantOutcome {
+    std::string name;
+    std::vector<Setting> tried;          // the grid, then any extensions
+    std::vector<double> tuning_losses;   // one per tried setting
+    TuningChoice choice;
+    bool edge_flagged = false;           // the final choice still sits at an edge
+    std::vector<double> validation;      // one per seed 1..seeds
+    std::vector<std::string> seed_dirs;  // their run directories
+};
+
+// The directory of a reported run and of a tuning run.
+std::string seed_cell_name(const std::string& variant, int64_t seed);
+std::string tuning_cell_name(const std::string& variant, const Setting& s);
+
+// Tunes every variant, then runs its seeds; writes OUT/tuning.csv (every
+// tuning run), OUT/chosen.csv (each variant's setting, edge flag and
+// validation losses) and appends every command to OUT/commands.txt.
+std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& variants, const ProtocolPlan& plan,
+                                         const StudyOptions& options);
+
+}  // namespace app
+}  // namespace nc

@@ -1,0 +1,117 @@
+// test_protocol.cpp — the studies' protocol (apps/protocol.h): the grid and
+// its selection, the edge rule, Student t intervals, paired differences and
+// verdicts. The t quantiles are checked against the t distribution itself,
+// integrated numerically, not against the table they come from.
+#include <cmath>
+
+#include "apps/protocol.h"
+#include "helpers.h"
+
+using namespace nc;
+using namespace nc::app;
+using nc_test::check_error;
+
+TEST_CASE("protocol: the grid, and the choice of a setting on tuning losses", "[protocol]") {
+    TuningGrid grid{{3e-4, 1e-3, 3e-3}, {50, 200}};
+    std::vector<Setting> s = grid_settings(grid);
+    REQUIRE(s.size() == 6);
+    CHECK(s[1].lr == 3e-4);
+    CHECK(s[1].warmup == 200);
+    CHECK(s[2].lr == 1e-3);
+    CHECK(setting_name(s[5]) == "lr3e-03-wu200");
+
+    // An interior minimum: no edge, no extension.
+    TuningChoice c = choose_setting(s, {3.0, 2.9, 2.5, 2.6, 2.7, NAN});
+    CHECK(c.trained);
+    CHECK(c.best.lr == 1e-3);
+    CHECK(c.best.warmup == 50);
+    CHECK(c.loss == 2.5);
+    CHECK_FALSE(c.at_low_edge);
+    CHECK_FALSE(c.at_high_edge);
+    CHECK(extension_lr(c) == 0);
+    // A diverged run (NaN, Inf) never wins, however the others score.
+    c = choose_setting(s, {3.0, 2.9, 2.8, 2.7, INFINITY, NAN});
+    CHECK(c.best.lr == 1e-3);
+    CHECK(c.best.warmup == 200);
+    // Ties go to the first tried.
+    c = choose_setting(s, {2.0, 2.0, 3.0, 3.0, 3.0, 3.0});
+    CHECK(c.best.warmup == 50);
+    // The best at the smallest learning rate: flagged, extend below (/2).
+    CHECK(c.at_low_edge);
+    CHECK(extension_lr(c) == Approx(1.5e-4));
+    // ... at the largest: extend above (x2).
+    c = choose_setting(s, {3.0, 3.0, 2.9, 2.9, 2.8, 2.1});
+    CHECK(c.at_high_edge);
+    CHECK(extension_lr(c) == Approx(6e-3));
+    // After an extension that did worse, the old edge is inside the range.
+    std::vector<Setting> extended = s;
+    extended.push_back({6e-3, 200});
+    c = choose_setting(extended, {3.0, 3.0, 2.9, 2.9, 2.8, 2.1, 2.4});
+    CHECK(c.best.lr == 3e-3);
+    CHECK_FALSE(c.at_high_edge);
+    CHECK(extension_lr(c) == 0);
+    // Nothing trained: no choice, nothing to extend.
+    c = choose_setting(s, {NAN, NAN, NAN, NAN, NAN, NAN});
+    CHECK_FALSE(c.trained);
+    CHECK(extension_lr(c) == 0);
+    // One learning rate only sits at both edges: not an edge to extend past.
+    c = choose_setting({{1e-3, 10}, {1e-3, 20}}, {2.0, 1.0});
+    CHECK(extension_lr(c) == 0);
+    check_error([&] { choose_setting(s, {1.0}); }, {"1 losses for 6 settings"});
+}
+
+// P(0 < T < q) for Student's t with df degrees of freedom, by Simpson's rule
+// on the density Gamma((v+1)/2) / (sqrt(v pi) Gamma(v/2)) (1 + t^2/v)^(-(v+1)/2).
+static double t_mass_0_to(double q, double df) {
+    double log_c = std::lgamma((df + 1) / 2) - std::lgamma(df / 2) - 0.5 * std::log(df * M_PI);
+    auto density = [&](double t) { return std::exp(log_c - (df + 1) / 2 * std::log1p(t * t / df)); };
+    const int n = 20000;
+    double h = q / n, total = density(0) + density(q);
+    for (int i = 1; i < n; ++i) total += density(i * h) * (i % 2 ? 4 : 2);
+    return total * h / 3;
+}
+
+TEST_CASE("protocol: t quantiles are those of the t distribution", "[protocol]") {
+    for (int64_t df : {1, 2, 3, 4, 5, 7, 10, 15, 20, 29, 30, 31, 40, 60, 120, 1000}) {
+        INFO("df = " << df);
+        CHECK(std::fabs(0.5 + t_mass_0_to(t_quantile_975(df), (double)df) - 0.975) < 2e-5);
+    }
+    check_error([] { t_quantile_975(0); }, {"at least 1 degree of freedom"});
+}
+
+TEST_CASE("protocol: intervals, paired differences and verdicts", "[protocol]") {
+    // 1, 2, 3, 4: mean 2.5, s = sqrt(5/3), se = s/2, half-width t(3) se.
+    Interval i = mean_interval({1, 2, 3, 4});
+    CHECK(i.n == 4);
+    CHECK(i.mean == Approx(2.5));
+    CHECK(i.se == Approx(std::sqrt(5.0 / 3.0) / 2));
+    CHECK(i.high - i.mean == Approx(3.1824 * std::sqrt(5.0 / 3.0) / 2).epsilon(1e-4));
+    CHECK(i.mean - i.low == Approx(i.high - i.mean));
+    // NaN (a diverged run) is dropped; a single value has no interval.
+    CHECK(mean_interval({1, NAN, 3}).n == 2);
+    Interval one = mean_interval({1.5});
+    CHECK(one.mean == 1.5);
+    CHECK(std::isinf(one.high));
+    CHECK(interval_text(one, "%.2f") == "1.50 (one run)");
+    CHECK(interval_text(mean_interval({1, 2, 3, 4}), "%.2f") == "2.50 [0.45, 4.55]");
+
+    // Paired: the seed-to-seed spread cancels. Variant = baseline - 0.1 +- 0.01.
+    std::vector<double> baseline = {3.0, 3.5, 2.7}, variant = {2.91, 3.39, 2.60};
+    Interval unpaired_gap = mean_interval(variant);
+    Interval d = paired_difference(variant, baseline);
+    CHECK(d.n == 3);
+    CHECK(d.mean == Approx(-0.1));
+    CHECK(d.high < 0);                               // the pairs show it ...
+    CHECK(unpaired_gap.high > mean_interval(baseline).low);  // ... the two intervals alone overlap
+    CHECK(verdict(d, Direction::Lower) == "reproduced");
+    CHECK(verdict(d, Direction::Higher) == "contradicted");
+    // A pair with a NaN is dropped.
+    CHECK(paired_difference({2.91, NAN, 2.60}, baseline).n == 2);
+    // An interval around zero is inconclusive either way, and so is one pair.
+    Interval around = paired_difference({3.1, 3.4, 2.7}, baseline);
+    CHECK(around.low < 0);
+    CHECK(around.high > 0);
+    CHECK(verdict(around, Direction::Lower) == "inconclusive");
+    CHECK(verdict(around, Direction::Higher) == "inconclusive");
+    CHECK(verdict(paired_difference({1.0}, {2.0}), Direction::Lower) == "inconclusive");
+}
