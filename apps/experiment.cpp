@@ -69,6 +69,7 @@ void run_cells(const std::vector<Cell>& cells, const StudyOptions& options, bool
     int threads = std::max(1, cores / jobs);
     std::string program = self_path();
     std::vector<std::string> commands;
+    std::vector<bool> reused;
     std::ofstream listing(options.out_dir + "/commands.txt", std::ios::app);
     if (!listing) throw Error("experiment: cannot write '" + options.out_dir + "/commands.txt'");
     for (const Cell& cell : cells) {
@@ -78,6 +79,21 @@ void run_cells(const std::vector<Cell>& cells, const StudyOptions& options, bool
         for (const std::string& a : cell.args) cmd += " " + shell_quote(a);
         cmd += " --run-dir " + shell_quote(dir);
         listing << cmd << "\n";
+        // --reuse: a cell that finished (a summary line) under this very
+        // command is kept; its command is in its folder's command.txt.
+        std::ifstream previous(dir + "/command.txt");
+        std::string previous_cmd;
+        std::getline(previous, previous_cmd);
+        bool keep = false;
+        if (options.reuse && previous_cmd == cmd) {
+            try {
+                read_summary(dir);
+                keep = true;
+            } catch (const Error&) {
+            }
+        }
+        if (!keep) std::ofstream(dir + "/command.txt") << cmd << "\n";
+        reused.push_back(keep);
         commands.push_back(cmd + " > " + shell_quote(dir + "/train.log") + " 2>&1");
     }
     listing.close();
@@ -94,7 +110,7 @@ void run_cells(const std::vector<Cell>& cells, const StudyOptions& options, bool
     auto worker = [&] {
         for (size_t i = next++; i < cells.size(); i = next++) {
             auto start = std::chrono::steady_clock::now();
-            int status = std::system(commands[i].c_str());
+            int status = reused[i] ? 0 : std::system(commands[i].c_str());
             double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             std::lock_guard<std::mutex> lock(print);
             ++done;
@@ -104,8 +120,8 @@ void run_cells(const std::vector<Cell>& cells, const StudyOptions& options, bool
                 std::printf("  [%zu/%zu] %-28s FAILED (%s/train.log)\n", done, cells.size(), cells[i].name.c_str(), dir.c_str());
             } else {
                 Summary s = read_summary(dir);
-                std::printf("  [%zu/%zu] %-28s val %.4f  train %.4f  %5.1f s\n", done, cells.size(), cells[i].name.c_str(),
-                            s.val_loss, s.train_loss, seconds);
+                std::printf("  [%zu/%zu] %-28s val %.4f  train %.4f  %s\n", done, cells.size(), cells[i].name.c_str(),
+                            s.val_loss, s.train_loss, reused[i] ? "(reused)" : fmt("%5.1f s", seconds).c_str());
             }
             std::fflush(stdout);
         }
@@ -255,6 +271,7 @@ int experiment_command(int argc, char** argv) {
         specs.push_back({"jobs", "0", "training runs at once (0: one per core on the CPU, 1 on a GPU)"});
         specs.push_back({"steps", "0", "override the scale's optimizer steps per run"});
         specs.push_back({"seeds", "0", "override the scale's number of seeds"});
+        specs.push_back({"reuse", "false", "keep the runs of OUT/runs that finished under the same command (go on after an interruption)", true});
         if (name == "norms") specs.push_back({"model", "gpt2", "gpt2 | llama"});
         if (name == "norms") specs.push_back({"data", data::kStudyCorpus, "the studies' corpus (make corpus)"});
         if (name == "dyt") specs.push_back({"models", "gpt2,llama,vit", "which models, comma-separated"});
@@ -280,6 +297,7 @@ int experiment_command(int argc, char** argv) {
     parse_device(device);  // a clear error now rather than one per training run
     int64_t jobs = flags.integer("jobs");
     if (jobs < 0) throw Error("flag --jobs: must be 0 (automatic) or more");
+    options.reuse = flags.on("reuse");
     options.jobs = jobs > 0 ? (int)jobs : device == "cpu" ? (int)std::max(1u, std::thread::hardware_concurrency()) : 1;
     if (flags.integer("steps") < 0) throw Error("flag --steps: must be positive");
     if (flags.integer("seeds") < 0) throw Error("flag --seeds: must be positive");

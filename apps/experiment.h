@@ -22,6 +22,7 @@ struct StudyOptions {
     std::string scale;    // "smoke", "quick" or "full"
     std::string out_dir;  // results directory
     int jobs = 1;         // cells run at once (each with cores / jobs threads)
+    bool reuse = false;   // --reuse: keep a finished cell whose command is unchanged (an interrupted study goes on)
     const Flags* flags = nullptr;
 };
 

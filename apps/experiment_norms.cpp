@@ -26,6 +26,7 @@
 #include "apps/experiment.h"
 #include "apps/protocol.h"
 #include "data/corpus.h"
+#include "nn/config.h"
 #include "tensor/tensor.h"
 
 namespace nc {
@@ -73,6 +74,7 @@ struct RunResult {
     double val = NAN, train = NAN;
     int64_t spikes = 0;
     std::vector<double> block_grad, block_update;  // per block, mean over steps
+    std::vector<double> turn_angle, relative_change;  // per block, of the trained model's stream (stream.csv)
     std::vector<double> loss;                      // training loss per step
 };
 
@@ -97,7 +99,43 @@ RunResult read_run(const std::string& dir) {
         for (size_t b = 0; b < grads.size(); ++b) r.block_grad[b] += d.number(i, grads[b]) / rows;
         for (size_t b = 0; b < updates.size(); ++b) r.block_update[b] += d.number(i, updates[b]) / rows;
     }
+    Csv stream = read_csv(dir + "/stream.csv");
+    int angle = stream.column("turn_angle"), change = stream.column("relative_change");
+    for (size_t i = 1; i < stream.rows.size(); ++i) {  // row 0: the embeddings
+        r.turn_angle.push_back(stream.number(i, angle));
+        r.relative_change.push_back(stream.number(i, change));
+    }
     return r;
+}
+
+// The paper's unifying claim reads Pre-Norm as GeoNorm with an implicit
+// step that shrinks with depth. Given the angle by which each block k of a
+// trained model turns the stream, fit theta_k = a s_k for a schedule s
+// (least squares: a = sum theta s / sum s^2) and return a and the RMS misfit
+// relative to the mean angle.
+struct ScheduleFit {
+    std::string schedule;
+    double a = NAN, relative_rms = NAN;
+};
+std::vector<ScheduleFit> fit_schedules(const std::vector<double>& theta) {
+    std::vector<ScheduleFit> fits;
+    int64_t L = (int64_t)theta.size();
+    for (nn::Decay decay : {nn::Decay::None, nn::Decay::Harmonic, nn::Decay::Sqrt, nn::Decay::Linear}) {
+        double ts = 0, ss = 0;
+        for (int64_t k = 0; k < L; ++k) {
+            double shape = nn::geonorm_step(decay, 1.0, k, L);  // GeoNorm's own schedules, a = 1
+            ts += theta[k] * shape, ss += shape * shape;
+        }
+        ScheduleFit f{nn::to_string(decay), ts / ss, 0};
+        double err = 0;
+        for (int64_t k = 0; k < L; ++k) {
+            double miss = theta[k] - f.a * nn::geonorm_step(decay, 1.0, k, L);
+            err += miss * miss / (double)L;
+        }
+        f.relative_rms = std::sqrt(err) / mean(theta);
+        fits.push_back(f);
+    }
+    return fits;
 }
 
 // A moving average over `window` steps, so curves of noisy steps can be told
@@ -222,6 +260,36 @@ int norms_experiment(const StudyOptions& options) {
     };
     write_profile("grad_profile.csv", false);
     write_profile("update_profile.csv", true);
+    // turning.csv: block x variant, the angle (radians) by which the trained
+    // model's block turns the stream of a fixed batch, mean over seeds;
+    // change.csv likewise for |x_out - x_in| / |x_in|.
+    auto stream_profile = [&](const std::string& file, bool angles) {
+        std::ofstream out(options.out_dir + "/" + file);
+        out << "block";
+        for (const Variant& v : variants()) out << "," << v.name;
+        out << "\n";
+        std::map<std::string, std::vector<double>> per_variant;
+        for (int64_t b = 0; b < s.layers; ++b) {
+            out << b;
+            for (const Variant& v : variants()) {
+                std::vector<double> xs;
+                for (const RunResult& r : base[v.name]) {
+                    const std::vector<double>& per_block = angles ? r.turn_angle : r.relative_change;
+                    if ((int64_t)per_block.size() > b) xs.push_back(per_block[b]);
+                }
+                per_variant[v.name].push_back(mean(xs));
+                out << "," << mean(xs);
+            }
+            out << "\n";
+        }
+        return per_variant;
+    };
+    std::map<std::string, std::vector<double>> turning = stream_profile("turning.csv", true);
+    stream_profile("change.csv", false);
+    std::ostringstream fits;
+    fits << "| schedule fitted to Pre-Norm's turning angles | a | RMS misfit / mean angle |\n|---|---|---|\n";
+    for (const ScheduleFit& f : fit_schedules(turning["pre"]))
+        fits << "| " << f.schedule << " | " << fmt("%.4f", f.a) << " | " << fmt("%.3f", f.relative_rms) << " |\n";
 
     // The variants' table.
     auto validation = [&](const std::string& name) {
@@ -284,7 +352,7 @@ int norms_experiment(const StudyOptions& options) {
         verdicts << "| 3'. the same with gradient norms | (not the paper's quantity) | log(gradient ratio) = "
                  << interval_text(g, "%+.3f") << " | " << verdict(g, Direction::Higher) << " |\n";
     }
-    std::ofstream(options.out_dir + "/table.md") << table.str() << "\n" << verdicts.str();
+    std::ofstream(options.out_dir + "/table.md") << table.str() << "\n" << verdicts.str() << "\n" << fits.str();
 
     // Plots: loss curves, the two depth profiles, and the tuning curves.
     {
@@ -309,6 +377,9 @@ int norms_experiment(const StudyOptions& options) {
     std::string update_note =
         profile_plot("update_profile", "relative update ||dW|| / ||W|| of each block per step (mean over steps and seeds)",
                      "relative update");
+    std::string turning_note =
+        profile_plot("turning", "angle by which each trained block turns the stream (radians, mean over tokens and seeds)",
+                     "turning angle");
     {
         // tuning_curves.csv: lr, then each variant's tuning loss at its chosen warm-up.
         std::map<double, std::map<std::string, double>> by_lr;
@@ -332,11 +403,12 @@ int norms_experiment(const StudyOptions& options) {
     }
     std::string tuning_note = render_plot(options.out_dir, "tuning_curves");
 
-    std::printf("\n%s\n%s\n", table.str().c_str(), verdicts.str().c_str());
+    std::printf("\n%s\n%s\n%s\n", table.str().c_str(), verdicts.str().c_str(), fits.str().c_str());
     std::printf("lowest mean validation loss: %s (%.4f)\n", best.c_str(), best_val);
     std::printf("results in %s: results.csv, tuning.csv, chosen.csv, curves.csv, grad_profile.csv, update_profile.csv, "
-                "table.md, %s, %s, %s, %s\n",
-                options.out_dir.c_str(), curves_note.c_str(), grad_note.c_str(), update_note.c_str(), tuning_note.c_str());
+                "turning.csv, change.csv, table.md, %s, %s, %s, %s, %s\n",
+                options.out_dir.c_str(), curves_note.c_str(), grad_note.c_str(), update_note.c_str(), turning_note.c_str(),
+                tuning_note.c_str());
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "apps/checkpoint.h"
 #include "apps/commands.h"
 #include "apps/lm.h"
+#include "data/corpus.h"
 #include "data/images.h"
 #include "data/text.h"
 
@@ -118,7 +119,8 @@ int eval_command(int argc, char** argv) {
                             {"init", "", "weights: a safetensors file (architecture from the flags) or a model directory"},
                             {"resume", "", "or a training checkpoint"},
                             {"data", data::kDefaultCorpus, "a text file or directory (vit: Fashion-MNIST's test split by default, or root/<class>/<image>)"},
-                            {"val-fraction", "0.1", "evaluate on the last fraction of the tokens (1: all of them)"},
+                            {"val-fraction", "0.1", "evaluate on the last fraction of the tokens (1: all of them; not for a split corpus)"},
+                            {"split", "validation", "with a corpus directory of `normcore corpus build`: validation | tuning | train"},
                             {"batch", "16", "sequences per batch"},
                             {"batches", "16", "number of batches"},
                             {"limit", "0", "vit: evaluate only the first N images (0: all)"},
@@ -135,16 +137,32 @@ int eval_command(int argc, char** argv) {
     LanguageModel lm = load_model(flags);
     TextCodec codec = make_codec(flags, "");
     check_vocabulary(codec, cfg);
-    data::TokenIds tokens = load_corpus_tokens(flags.str("data"), codec);
-    double fraction = flags.number("val-fraction");
-    if (!(fraction > 0 && fraction <= 1)) throw Error("--val-fraction must be in (0, 1], got " + flags.str("val-fraction"));
-    data::TokenIds part = tokens.slice((int64_t)((double)tokens.size() * (1 - fraction)), tokens.size());
+    // A corpus directory of `normcore corpus build`: one of its splits, whole,
+    // in windows spread over it (as train --eval-tokens does). Anything else:
+    // its last --val-fraction, from the start of that part.
+    std::string path = flags.str("data"), split = flags.str("split");
+    bool split_corpus = data::is_split_corpus(path);
+    if (split != "validation" && split != "tuning" && split != "train")
+        throw Error("flag --split: '" + split + "' is not a split (validation, tuning or train)");
+    if (split_corpus && flags.given("val-fraction"))
+        throw Error("flag --val-fraction: the corpus '" + path + "' has its own splits (choose one with --split)");
+    if (!split_corpus && flags.given("split"))
+        throw Error("flag --split: '" + path + "' is not a corpus directory of `normcore corpus build`");
+    data::TokenIds part;
+    if (split_corpus) {
+        part = codec.encode(data::read_file(data::split_path(path, split)));
+    } else {
+        data::TokenIds tokens = load_corpus_tokens(path, codec);
+        double fraction = flags.number("val-fraction");
+        if (!(fraction > 0 && fraction <= 1)) throw Error("--val-fraction must be in (0, 1], got " + flags.str("val-fraction"));
+        part = tokens.slice((int64_t)((double)tokens.size() * (1 - fraction)), tokens.size());
+    }
     int64_t T = flags.integer("seq"), batches = flags.integer("batches");
     data::LMBatches windows(part, flags.integer("batch"), T, false, 0);
     NoGradGuard no_grad;
     double total = 0;
     for (int64_t i = 0; i < batches; ++i) {
-        data::Batch b = windows.at(i);
+        data::Batch b = split_corpus ? windows.spread(i, batches) : windows.at(i);
         total += cross_entropy(lm.forward(b.inputs), b.targets).item();
     }
     double loss = total / (double)batches;

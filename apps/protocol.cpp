@@ -13,11 +13,7 @@ namespace app {
 
 // ---- tuning ----------------------------------------------------------------------
 
-std::string setting_name(const Setting& s) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "lr%.0e-wu%lld", s.lr, (long long)s.warmup);
-    return buf;
-}
+std::string setting_name(const Setting& s) { return "lr" + fmt("%g", s.lr) + "-wu" + std::to_string(s.warmup); }
 
 std::vector<Setting> grid_settings(const TuningGrid& grid) {
     std::vector<Setting> out;

@@ -33,7 +33,7 @@ struct Setting {
     double lr = 0;
     int64_t warmup = 0;
 };
-std::string setting_name(const Setting& s);  // "lr3e-04-wu50", a cell's folder name part
+std::string setting_name(const Setting& s);  // "lr0.0003-wu50", a cell's folder name part (%g: distinct lrs, distinct names)
 
 struct TuningGrid {
     std::vector<double> lrs;       // increasing

@@ -291,6 +291,9 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
 
 static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
     std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
+    for (const char* text_only : {"eval-split", "eval-tokens", "train-tokens"})
+        if (flags.given(text_only))
+            throw Error(std::string("flag --") + text_only + ": applies to text models, not vit (it evaluates --eval-batches batches of images)");
     auto train = std::make_shared<data::ImageSet>(), val = std::make_shared<data::ImageSet>();
     int64_t limit = flags.integer("train-images");
     if (std::filesystem::exists(path + "/train-images-idx3-ubyte.gz")) {
@@ -605,13 +608,22 @@ int train_command(int argc, char** argv) {
         // The residual stream of a fixed batch after every block: its tokens'
         // effective rank (the DyT study's activation rank) and normalization bias.
         std::ofstream stream_csv(run_dir + "/stream.csv");
-        stream_csv << "position,effective_rank,normalization_bias\n";
+        // And what each block did to it: the tokens' turning angle and relative change.
+        stream_csv << "position,effective_rank,normalization_bias,turn_angle,relative_change\n";
         std::vector<Tensor> stream = task.residual_stream();
+        Tensor previous;
         for (size_t i = 0; i < stream.size(); ++i) {
             int64_t C = stream[i].size(-1);
             Tensor tokens = raw::reshape(stream[i], {stream[i].numel() / C, C});
             stream_csv << (i == 0 ? std::string("embeddings") : "block_" + std::to_string(i - 1)) << ","
-                       << diag::effective_rank(tokens) << "," << diag::normalization_bias(tokens) << "\n";
+                       << diag::effective_rank(tokens) << "," << diag::normalization_bias(tokens) << ",";
+            if (i == 0) {
+                stream_csv << ",\n";
+            } else {
+                diag::StreamStep step = diag::stream_step(previous, tokens);
+                stream_csv << step.angle << "," << step.relative_change << "\n";
+            }
+            previous = tokens;
         }
         // The trained weight matrices' spectra: effective rank and HTSR alpha.
         std::ofstream weights_csv(run_dir + "/weights.csv");

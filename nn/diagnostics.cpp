@@ -133,6 +133,26 @@ double isometry_gap(const Tensor& representations, double eps) {
 
 double isometry(const Tensor& representations, double eps) { return std::exp(-isometry_gap(representations, eps)); }
 
+StreamStep stream_step(const Tensor& before, const Tensor& after) {
+    int64_t n, d, n2, d2;
+    std::vector<double> x = host_matrix(before, "stream_step", n, d), y = host_matrix(after, "stream_step", n2, d2);
+    if (n != n2 || d != d2)
+        fail("stream_step", "before and after must have the same shape, got [" + std::to_string(n) + ", " + std::to_string(d) +
+                                "] and [" + std::to_string(n2) + ", " + std::to_string(d2) + "]");
+    StreamStep out;
+    for (int64_t i = 0; i < n; ++i) {
+        double xy = 0, xx = 0, yy = 0, dd = 0;
+        for (int64_t k = 0; k < d; ++k) {
+            double a = x[i * d + k], b = y[i * d + k];
+            xy += a * b, xx += a * a, yy += b * b, dd += (b - a) * (b - a);
+        }
+        double cosine = xx > 0 && yy > 0 ? std::max(-1.0, std::min(1.0, xy / std::sqrt(xx * yy))) : 1.0;
+        out.angle += std::acos(cosine) / (double)n;
+        out.relative_change += (xx > 0 ? std::sqrt(dd / xx) : 0.0) / (double)n;
+    }
+    return out;
+}
+
 double normalization_bias(const Tensor& representations) {
     int64_t n, d;
     std::vector<double> h = host_matrix(representations, "normalization_bias", n, d);

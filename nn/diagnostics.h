@@ -52,6 +52,16 @@ double isometry_gap(const Tensor& representations, double eps = 1e-8);
 // Var(norms) / mean(norms)^2 of the per-sample RMS norms (unbiased variance).
 double normalization_bias(const Tensor& representations);
 
+// What one block did to the residual stream, from its tokens before and
+// after it ([n, d] each, row i the same token): the mean angle by which the
+// tokens turned, arccos(<x, y> / (|x| |y|)) in radians, and the mean relative
+// change |y - x| / |x|. For Pre-Norm the change is the block's own output,
+// so that is ||F(x)|| / ||x||; for GeoNorm the angle is the geodesic step.
+struct StreamStep {
+    double angle = 0, relative_change = 0;
+};
+StreamStep stream_step(const Tensor& before, const Tensor& after);
+
 // DyT saturation: the fraction of pre-activation values z = alpha x with
 // |z| > threshold (2.0 in the DyT study: tanh(2) = 0.964, the flat part).
 double saturation(const Tensor& pre_activation, double threshold = 2.0);

@@ -34,7 +34,7 @@ grep -qE '^diagnostics: [0-9]+ loss spikes' <<<"$out" || fail "train --diagnosti
   || fail "diagnostics.csv header: $(head -1 "$work/run-diag/diagnostics.csv")"
 [ "$(wc -l < "$work/run-diag/diagnostics.csv")" -eq 5 ] || fail "diagnostics.csv should have a header and 4 rows"
 grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.csv" || fail "weights.csv: $(head -3 "$work/run-diag/weights.csv")"
-[ "$(head -1 "$work/run-diag/stream.csv")" == "position,effective_rank,normalization_bias" ] && \
+[ "$(head -1 "$work/run-diag/stream.csv")" == "position,effective_rank,normalization_bias,turn_angle,relative_change" ] && \
   [ "$(wc -l < "$work/run-diag/stream.csv")" -eq 5 ] || fail "stream.csv: embeddings + 3 blocks expected"
 "$bin" train --data "$work/tiny.txt" --norm dyt --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 --eval-every 0 \
   --eval-batches 1 --sample-tokens 0 --diagnostics --run-dir "$work/run-dyt" > /dev/null 2>&1 || fail "train --norm dyt --diagnostics"
@@ -184,6 +184,12 @@ listed=$(awk -F, '$1 == "geonorm-harmonic-bounded" && $2 == 2 { printf "%.4f", $
 if command -v gnuplot > /dev/null; then
   for p in loss_curves grad_profile update_profile tuning_curves; do [ -s "$work/norms/$p.png" ] || fail "experiment norms: no $p.png"; done
 fi
+grep -qE '^\| (none|harmonic|sqrt|linear) \| [0-9.]+ \| [0-9.]+ \|$' <<<"$out" || fail "experiment norms: no schedule fit: $out"
+# --reuse: the same study again keeps every finished run and writes the same tables.
+cp "$work/norms/table.md" "$work/norms-table.md"
+out=$("$bin" experiment norms --smoke --data "$work/corpus-real" --out "$work/norms" --reuse 2>&1) || fail "experiment norms --reuse: $out"
+[ "$(grep -c '(reused)$' <<<"$out")" -eq $((tuned + 18)) ] || fail "experiment norms --reuse should reuse all $((tuned + 18)) runs: $out"
+cmp -s "$work/norms/table.md" "$work/norms-table.md" || fail "experiment norms --reuse should give the same table.md"
 expect_error "trains gpt2 or llama" experiment norms --smoke --model vit --data "$work/corpus-real"
 expect_error "is not a corpus directory" experiment norms --smoke --data "$work/tiny.txt"
 
@@ -381,6 +387,19 @@ for split in tuning validation; do
   grep -qE "^evaluation: 26 windows of 16 tokens spread over the $split tokens" <<<"$out" || fail "train should spread 400 tokens: $out"
 done
 expect_error "has its own validation split" train --data "$work/corpus" --val-fraction 0.2 --steps 1
+"$bin" train --data "$work/corpus" --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 --sample-tokens 0 \
+  --eval-tokens 400 --run-dir "$work/corpus-run" --save "$work/corpus-model/" > "$work/corpus-run.log" 2>&1 || fail "train --save on the corpus"
+# train's final validation (400 tokens: 13 batches of 2 x 16, spread) and eval's on the same windows agree.
+trained=$(sed -nE 's/^summary: .*val_loss=([0-9.]+).*/\1/p' "$work/corpus-run.log")
+evaluated=$("$bin" eval --init "$work/corpus-model" --data "$work/corpus" --seq 16 --batch 2 --batches 13 2>&1 | sed -nE 's/^eval: loss=([0-9.]+).*/\1/p')
+[ -n "$trained" ] && [ "$trained" == "$evaluated" ] || fail "train's validation loss $trained and eval's $evaluated on the same windows differ"
+for split in validation tuning train; do
+  out=$("$bin" eval --init "$work/corpus-model" --data "$work/corpus" --split $split --seq 16 --batch 2 --batches 3 2>&1)
+  grep -qE "^eval: loss=[0-9.]+ nats/token .* over 6 windows of 16 tokens" <<<"$out" || fail "eval on the $split split: $out"
+done
+expect_error "choose one with --split" eval --init "$work/corpus-model" --data "$work/corpus" --val-fraction 0.5
+expect_error "flag --split: 'test' is not a split" eval --init "$work/corpus-model" --data "$work/corpus" --split test
+expect_error "applies to text models" train --model vit --eval-tokens 100 --steps 1
 expect_error "flag --eval-split: 'test' is not a split" train --data "$work/corpus" --eval-split test --steps 1
 expect_error "dict-gcide" corpus build --dictionary "$work/none.dz" --out "$work/corpus3"
 

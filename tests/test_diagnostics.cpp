@@ -155,6 +155,17 @@ TEST_CASE("per-block relative updates: ||dW|| / ||W|| of one optimizer step", "[
     check_error([&] { updates.after_step(); }, {"BlockUpdates", "before_step"});
 }
 
+TEST_CASE("what a block did to the stream: the tokens' turning angle and relative change", "[diagnostics]") {
+    // Token 0 turns by 90 degrees and changes by |(-1, 2)| / |(1, 0)| = sqrt 5;
+    // token 1 only grows: angle 0, change |(1, 1)| / |(1, 1)| = 1.
+    Tensor before = raw::from_vector(std::vector<double>{1, 0, 1, 1}, {2, 2});
+    Tensor after = raw::from_vector(std::vector<double>{0, 2, 2, 2}, {2, 2});
+    diag::StreamStep step = diag::stream_step(before, after);
+    CHECK(step.angle == Approx(M_PI / 4));  // the mean of pi/2 and 0
+    CHECK(step.relative_change == Approx((std::sqrt(5.0) + 1) / 2));
+    check_error([&] { diag::stream_step(before, raw::zeros({3, 2})); }, {"stream_step", "same shape"});
+}
+
 TEST_CASE("DyT layers report their saturation when tracking", "[diagnostics][dyt]") {
     nn::DyT dyt(4, 1.0);
     Tensor x = raw::from_vector(std::vector<float>{-3, -1, 0.5, 2.5, 1, 1, 1, 1}, {2, 4});

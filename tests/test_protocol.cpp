@@ -18,7 +18,8 @@ TEST_CASE("protocol: the grid, and the choice of a setting on tuning losses", "[
     CHECK(s[1].lr == 3e-4);
     CHECK(s[1].warmup == 200);
     CHECK(s[2].lr == 1e-3);
-    CHECK(setting_name(s[5]) == "lr3e-03-wu200");
+    CHECK(setting_name(s[5]) == "lr0.003-wu200");
+    CHECK(setting_name({2.7e-3, 75}) != setting_name({3e-3, 75}));
 
     // An interior minimum: no edge, no extension.
     TuningChoice c = choose_setting(s, {3.0, 2.9, 2.5, 2.6, 2.7, NAN});
