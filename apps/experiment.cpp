@@ -51,12 +51,21 @@ static std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// This program's own path, to start `normcore train` children of the same build.
+// This program's own path, to start `normcore train` children of the same
+// build. Read once: when the program is rebuilt while a study runs, Linux
+// shows the old file as "<path> (deleted)", and the children then run the
+// rebuilt program at the same path.
 static std::string self_path() {
-    std::error_code ec;
-    fs::path p = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) throw Error("experiment: cannot find the normcore program itself (/proc/self/exe: " + ec.message() + ")");
-    return p.string();
+    static const std::string path = [] {
+        std::error_code ec;
+        std::string p = fs::read_symlink("/proc/self/exe", ec).string();
+        if (ec) throw Error("experiment: cannot find the normcore program itself (/proc/self/exe: " + ec.message() + ")");
+        const std::string deleted = " (deleted)";
+        if (p.size() > deleted.size() && p.compare(p.size() - deleted.size(), deleted.size(), deleted) == 0)
+            p.resize(p.size() - deleted.size());
+        return p;
+    }();
+    return path;
 }
 
 void run_cells(const std::vector<Cell>& cells, const StudyOptions& options, bool allow_failures) {

@@ -168,6 +168,7 @@ int norms_experiment(const StudyOptions& options) {
     ProtocolPlan plan;
     plan.grid.lrs = s.lrs;
     for (double f : s.warmup_fractions) plan.grid.warmups.push_back(std::max<int64_t>(1, (int64_t)std::lround(f * (double)s.steps)));
+    plan.grid.max_warmup = (int64_t)(0.4 * (double)s.steps);  // extensions warm up for at most 40% of the run
     plan.seeds = s.seeds;
     plan.eval_tokens = s.eval_tokens;
     plan.data = data;
@@ -316,7 +317,7 @@ int norms_experiment(const StudyOptions& options) {
         }
         if (val.mean < best_val) best_val = val.mean, best = v.name;
         std::string diff = v.name == "pre" ? "baseline" : interval_text(paired_difference(validation(v.name), validation("pre")), "%+.4f");
-        table << "| " << v.name << (o.edge_flagged ? " (best lr at the grid's edge)" : "") << " | " << fmt("%g", o.choice.best.lr)
+        table << "| " << v.name << (o.edge_flagged ? " (" + edge_text(o.choice) + ")" : "") << " | " << fmt("%g", o.choice.best.lr)
               << " | " << o.choice.best.warmup << " | " << fmt("%.4f", o.choice.loss) << " | " << interval_text(val, "%.4f")
               << (diverged ? " (" + std::to_string(diverged) + " diverged)" : "") << " | " << diff << " | "
               << fmt("%.4f", mean(trains)) << " | " << fmt("%.2f", mean(first) / mean(last)) << " | " << spikes << " |\n";
@@ -398,6 +399,7 @@ int norms_experiment(const StudyOptions& options) {
         std::ofstream gp(options.out_dir + "/tuning_curves.gp");
         gp << plot_header(options.out_dir, "tuning_curves", "tuning loss against learning rate (each variant at its chosen warm-up)")
            << "set key autotitle columnhead\nset logscale x\nset xlabel 'peak learning rate'\nset ylabel 'tuning loss'\n"
+           << "set yrange [*:4]\n"  // diverged settings end far above the byte-frequency plateau (about 3.3); keep the rest readable
            << "plot for [i=2:" << variants().size() + 1 << "] '" << options.out_dir
            << "/tuning_curves.csv' using 1:i with linespoints lt (i - 1) lw 2\n";
     }

@@ -27,9 +27,12 @@ TuningChoice choose_setting(const std::vector<Setting>& tried, const std::vector
         throw Error("protocol: " + std::to_string(losses.size()) + " losses for " + std::to_string(tried.size()) + " settings");
     TuningChoice c;
     double low = INFINITY, high = -INFINITY;
+    int64_t shortest = INT64_MAX, longest = INT64_MIN;
     for (size_t i = 0; i < tried.size(); ++i) {
         low = std::min(low, tried[i].lr);
         high = std::max(high, tried[i].lr);
+        shortest = std::min(shortest, tried[i].warmup);
+        longest = std::max(longest, tried[i].warmup);
         if (std::isfinite(losses[i]) && (!c.trained || losses[i] < c.loss)) {
             c.best = tried[i];
             c.loss = losses[i];
@@ -40,7 +43,19 @@ TuningChoice choose_setting(const std::vector<Setting>& tried, const std::vector
     // A setting of only one learning rate sits at both edges: nothing was compared.
     c.at_low_edge = c.best.lr == low;
     c.at_high_edge = c.best.lr == high;
+    c.at_short_warmup_edge = c.best.warmup == shortest;
+    c.at_long_warmup_edge = c.best.warmup == longest;
     return c;
+}
+
+int64_t extension_warmup(const TuningChoice& c, const TuningGrid& grid) {
+    if (!c.trained || (c.at_short_warmup_edge && c.at_long_warmup_edge)) return 0;
+    if (c.at_short_warmup_edge) return c.best.warmup > 1 ? std::max<int64_t>(1, c.best.warmup / 2) : 0;
+    if (c.at_long_warmup_edge) {
+        int64_t longer = c.best.warmup * 2;
+        return grid.max_warmup > 0 && longer > grid.max_warmup ? 0 : longer;
+    }
+    return 0;
 }
 
 double extension_lr(const TuningChoice& c) {
@@ -48,6 +63,12 @@ double extension_lr(const TuningChoice& c) {
     if (c.at_low_edge) return c.best.lr / 2;
     if (c.at_high_edge) return c.best.lr * 2;
     return 0;
+}
+
+std::string edge_text(const TuningChoice& c) {
+    bool lr = c.at_low_edge || c.at_high_edge, warmup = c.at_short_warmup_edge || c.at_long_warmup_edge;
+    if (lr && warmup) return "lr and warm-up at the grid's edge";
+    return lr ? "lr at the grid's edge" : warmup ? "warm-up at the grid's edge" : "";
 }
 
 // ---- statistics ------------------------------------------------------------------
@@ -133,6 +154,15 @@ static double score_of(const StudyOptions& options, const std::string& name) {
     }
 }
 
+// A run that stopped on a NaN or Inf loss or gradient (train's message).
+static bool diverged(const StudyOptions& options, const std::string& name) {
+    std::ifstream log(cell_dir(options, name) + "/train.log");
+    std::string line;
+    while (std::getline(log, line))
+        if (line.find("Stopping with nothing saved") != std::string::npos) return true;
+    return false;
+}
+
 std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& variants, const ProtocolPlan& plan,
                                          const StudyOptions& options) {
     std::vector<VariantOutcome> out(variants.size());
@@ -150,26 +180,35 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
     for (size_t i = 0; i < variants.size(); ++i)
         for (const Setting& s : out[i].tried) out[i].tuning_losses.push_back(score_of(options, tuning_cell_name(out[i].name, s)));
 
-    // 2. Past an edge: one more learning rate at the best warm-up, until the
-    //    best is inside the tried range or the extensions are used up.
+    // 2. Past an edge: one more learning rate (at the best warm-up) and one
+    //    more warm-up (at the best learning rate), until the best is inside
+    //    the tried ranges or the extensions are used up.
     for (int round = 0; round <= plan.max_extensions; ++round) {
         cells.clear();
+        std::vector<size_t> owner;
         for (size_t i = 0; i < variants.size(); ++i) {
             out[i].choice = choose_setting(out[i].tried, out[i].tuning_losses);
             double lr = extension_lr(out[i].choice);
-            out[i].edge_flagged = lr > 0;
-            if (lr > 0 && round < plan.max_extensions) {
-                Setting s{lr, out[i].choice.best.warmup};
+            int64_t warmup = extension_warmup(out[i].choice, plan.grid);
+            const TuningChoice& c = out[i].choice;
+            out[i].edge_flagged = c.at_low_edge || c.at_high_edge || c.at_short_warmup_edge || c.at_long_warmup_edge;
+            if (round == plan.max_extensions) continue;
+            std::vector<Setting> more;
+            if (lr > 0) more.push_back({lr, c.best.warmup});
+            if (warmup > 0) more.push_back({c.best.lr, warmup});
+            for (const Setting& s : more) {
                 out[i].tried.push_back(s);
+                owner.push_back(i);
                 cells.push_back(make_cell(variants[i], plan, s, 1, "tuning", tuning_cell_name(out[i].name, s)));
             }
         }
         if (cells.empty()) break;
-        std::printf("tuning: %zu variant(s) chose an edge of the grid; extending it\n", cells.size());
+        std::printf("tuning: extending the grid past its edges by %zu run(s)\n", cells.size());
         run_cells(cells, options, true);
-        for (size_t i = 0; i < variants.size(); ++i)
-            if (out[i].tuning_losses.size() < out[i].tried.size())
-                out[i].tuning_losses.push_back(score_of(options, tuning_cell_name(out[i].name, out[i].tried.back())));
+        for (size_t j = 0; j < cells.size(); ++j) {
+            VariantOutcome& o = out[owner[j]];
+            o.tuning_losses.push_back(score_of(options, cells[j].name));
+        }
     }
     for (const VariantOutcome& o : out)
         if (!o.choice.trained)
@@ -186,8 +225,16 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
     std::printf("reporting: %zu variants x %lld seeds at their chosen settings, scored on the validation split\n",
                 variants.size(), (long long)plan.seeds);
     run_cells(cells, options, true);
+    // A reported run may diverge (a result); any other failure is an error.
+    std::string failed;
     for (VariantOutcome& o : out)
-        for (int64_t seed = 1; seed <= plan.seeds; ++seed) o.validation.push_back(score_of(options, seed_cell_name(o.name, seed)));
+        for (int64_t seed = 1; seed <= plan.seeds; ++seed) {
+            std::string name = seed_cell_name(o.name, seed);
+            o.validation.push_back(score_of(options, name));
+            if (std::isnan(o.validation.back()) && !diverged(options, name))
+                failed += "\n  " + cell_dir(options, name) + "/train.log";
+        }
+    if (!failed.empty()) throw Error("protocol: reported runs failed (not by diverging):" + failed);
 
     std::ofstream tuning(options.out_dir + "/tuning.csv");
     tuning << "variant,lr,warmup,tuning_loss,chosen\n";

@@ -7,8 +7,8 @@
 //   1. tune: train once (seed 1) at every learning rate x warm-up of a grid
 //      and score each run on the TUNING split (never the validation split);
 //      the lowest tuning loss wins. If it sits at the smallest or largest
-//      learning rate, the grid is extended past that edge and the variant is
-//      flagged in the output, up to a fixed number of extensions.
+//      learning rate or warm-up, the grid is extended past that edge, up to
+//      a fixed number of extensions; a variant still at an edge is flagged.
 //   2. report: train `seeds` runs at the chosen setting and score them on
 //      the VALIDATION split.
 //   3. compare: per variant a mean with a 95% confidence interval (Student
@@ -38,22 +38,28 @@ std::string setting_name(const Setting& s);  // "lr0.0003-wu50", a cell's folder
 struct TuningGrid {
     std::vector<double> lrs;       // increasing
     std::vector<int64_t> warmups;  // increasing
+    int64_t max_warmup = 0;        // an extension never warms up longer than this (0: no limit)
 };
 std::vector<Setting> grid_settings(const TuningGrid& grid);  // lr-major
 
 struct TuningChoice {
     Setting best;
-    double loss = 0;          // its tuning loss
-    bool at_low_edge = false;   // best lr is the smallest tried
-    bool at_high_edge = false;  // best lr is the largest tried
-    bool trained = false;       // some setting gave a finite loss
+    double loss = 0;                   // its tuning loss
+    bool at_low_edge = false;          // best lr is the smallest tried
+    bool at_high_edge = false;         // best lr is the largest tried
+    bool at_short_warmup_edge = false;  // best warm-up is the shortest tried
+    bool at_long_warmup_edge = false;   // best warm-up is the longest tried
+    bool trained = false;              // some setting gave a finite loss
 };
 // The setting with the lowest loss; NaN or Inf (a diverged run) never wins.
 // Ties go to the first in `tried`.
 TuningChoice choose_setting(const std::vector<Setting>& tried, const std::vector<double>& losses);
 // The learning rate one step past the edge the choice sits at (factor 2), or
-// 0 if it sits at neither edge.
+// 0 if it sits at neither edge (or at both: one learning rate was tried).
 double extension_lr(const TuningChoice& choice);
+// Likewise the warm-up (factor 2, at least 1 step, at most grid.max_warmup),
+// or 0 if there is none to try.
+int64_t extension_warmup(const TuningChoice& choice, const TuningGrid& grid);
 
 // ---- statistics ------------------------------------------------------------------
 
@@ -95,10 +101,13 @@ struct VariantOutcome {
     std::vector<Setting> tried;          // the grid, then any extensions
     std::vector<double> tuning_losses;   // one per tried setting
     TuningChoice choice;
-    bool edge_flagged = false;           // the final choice still sits at an edge
+    bool edge_flagged = false;           // the final choice still sits at an edge (edge_text says which)
     std::vector<double> validation;      // one per seed 1..seeds
     std::vector<std::string> seed_dirs;  // their run directories
 };
+
+// "" or what is at the grid's edge: "lr at the grid's edge", "warm-up at the grid's edge", or both.
+std::string edge_text(const TuningChoice& c);
 
 // The directory of a reported run and of a tuning run.
 std::string seed_cell_name(const std::string& variant, int64_t seed);

@@ -160,7 +160,7 @@ expect_error "unknown experiment 'layers'" experiment layers --smoke
 "$bin" corpus build --out "$work/corpus-real" > /dev/null 2>&1 || fail "corpus build from the Debian sources"
 out=$("$bin" experiment norms --smoke --data "$work/corpus-real" --out "$work/norms" 2>&1) || fail "experiment norms --smoke: $out"
 for v in post pre sandwich deepnorm geonorm geonorm-harmonic geonorm-sqrt geonorm-linear geonorm-harmonic-bounded; do
-  grep -qE "^\| $v( \(best lr at the grid's edge\))? \| [0-9.e-]+ \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \| (baseline|[-+][0-9.]+ \[[-+][0-9.]+, [-+][0-9.]+\]) \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|$" <<<"$out" \
+  grep -qE "^\| $v( \((lr|warm-up|lr and warm-up) at the grid's edge\))? \| [0-9.e-]+ \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \| (baseline|[-+][0-9.]+ \[[-+][0-9.]+, [-+][0-9.]+\]) \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|$" <<<"$out" \
     || fail "experiment norms: no table row for $v: $out"
 done
 [ "$(grep -cE '^\| [123]\S* .* \| (reproduced|contradicted|inconclusive) \|$' <<<"$out")" -eq 9 ] \

@@ -61,6 +61,33 @@ TEST_CASE("protocol: the grid, and the choice of a setting on tuning losses", "[
     check_error([&] { choose_setting(s, {1.0}); }, {"1 losses for 6 settings"});
 }
 
+TEST_CASE("protocol: a warm-up at the grid's edge is extended too, within its limit", "[protocol]") {
+    TuningGrid grid{{3e-4, 1e-3, 3e-3}, {50, 200}, 300};
+    std::vector<Setting> s = grid_settings(grid);
+    // Best at lr 1e-3 (interior) with the longer warm-up: try 400 > 300, the limit: none.
+    TuningChoice c = choose_setting(s, {3.0, 2.9, 2.6, 2.5, 2.7, 2.8});
+    CHECK(c.at_long_warmup_edge);
+    CHECK_FALSE(c.at_short_warmup_edge);
+    CHECK(extension_lr(c) == 0);
+    CHECK(extension_warmup(c, grid) == 0);
+    CHECK(edge_text(c) == "warm-up at the grid's edge");
+    grid.max_warmup = 0;  // no limit: 2 x 200
+    CHECK(extension_warmup(c, grid) == 400);
+    // The shorter warm-up: halve it.
+    c = choose_setting(s, {3.0, 2.9, 2.5, 2.6, 2.7, 2.8});
+    CHECK(c.at_short_warmup_edge);
+    CHECK(extension_warmup(c, grid) == 25);
+    // Both edges: "lr and warm-up".
+    c = choose_setting(s, {2.0, 2.9, 2.5, 2.6, 2.7, 2.8});
+    CHECK(edge_text(c) == "lr and warm-up at the grid's edge");
+    // A warm-up of 1 step cannot get shorter.
+    c = choose_setting({{1e-3, 1}, {1e-3, 4}}, {1.0, 2.0});
+    CHECK(extension_warmup(c, grid) == 0);
+    // Inside both ranges: nothing to extend, no flag.
+    c = choose_setting({{1e-4, 10}, {1e-3, 20}, {1e-2, 30}, {1e-3, 10}, {1e-3, 30}}, {3, 1, 3, 2, 2});
+    CHECK(edge_text(c).empty());
+}
+
 // P(0 < T < q) for Student's t with df degrees of freedom, by Simpson's rule
 // on the density Gamma((v+1)/2) / (sqrt(v pi) Gamma(v/2)) (1 + t^2/v)^(-(v+1)/2).
 static double t_mass_0_to(double q, double df) {
