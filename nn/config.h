@@ -1,6 +1,6 @@
 // config.h — one configuration for every transformer normcore builds.
 //
-// The axes of the model/norm matrix (../shared/design.md): norm layer,
+// The axes of the model/norm matrix (README, "Models and their parameter names"): norm layer,
 // residual placement, GeoNorm step decay, attention kind, MLP kind, position
 // encoding. GPT-2, Llama and ViT are presets of it; every other combination
 // builds too. Strings are the command-line spellings ("rmsnorm", "sandwich").

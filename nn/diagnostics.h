@@ -1,5 +1,5 @@
-// diagnostics.h — the measurements the normalization studies use
-// (formulas in ../shared/reference/norms.md, sections 8 and 9), usable on
+// diagnostics.h — the measurements the normalization studies use (each
+// function's formula is written beside it; chapters 11-13 use them), usable on
 // any tensor during or after training. All are computed in float64 on the
 // CPU (GPU tensors are copied over first).
 #pragma once

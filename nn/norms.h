@@ -1,7 +1,7 @@
 // norms.h — normalization layers: LayerNorm, RMSNorm, BatchNorm1d, Dynamic Tanh.
 //
-// Formulas and constants: ../shared/reference/norms.md section 1 and 5; the
-// chapter is tutorials/03-mlp-and-normalization.md. LayerNorm and RMSNorm
+// Formulas and constants are written beside each layer below; the chapter
+// is tutorials/03-mlp-and-normalization.md. LayerNorm and RMSNorm
 // run one fused kernel forward and one backward (autograd/ops_nn.h).
 #pragma once
 

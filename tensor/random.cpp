@@ -16,6 +16,4 @@ std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t seed) {
     return {r.w[0], r.w[1], r.w[2], r.w[3]};
 }
 
-double uniform_from_bits(uint32_t hi, uint32_t lo) { return uniform53(hi, lo); }
-
 }  // namespace nc

@@ -34,7 +34,5 @@ void manual_seed(uint64_t seed);
 
 // Philox-4x32-10: four 32-bit random words for one 64-bit counter.
 std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t seed);
-// Uniform in [0, 1) from the words (24 bits for float, 53 for double use).
-double uniform_from_bits(uint32_t hi, uint32_t lo);
 
 }  // namespace nc

@@ -43,6 +43,13 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
 void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
                   const std::vector<Tensor>& v, const std::vector<double>& weight_decay, const AdamWStep& step);
 
+void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
+void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
+                              const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
+void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
+void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
+                  const Tensor& dy_t, const Tensor& dalpha_rows);
+
 // Not in the table: the T x S-materializing attention (attention_reference.cpp)
 // that tests compare the tiled kernel against. probs: [N, T, S].
 void attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
@@ -50,12 +57,6 @@ void attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool
 void attention_reference_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& probs, double scale, const Tensor& dq, const Tensor& dk,
                                   const Tensor& dv);
-void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
-void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
-                              const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
-void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
-void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
-                  const Tensor& dy_t, const Tensor& dalpha_rows);
 
 }  // namespace cpu
 }  // namespace nc
