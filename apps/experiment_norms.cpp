@@ -240,31 +240,13 @@ int norms_experiment(const StudyOptions& options) {
         }
     }
 
-    // grad_profile.csv and update_profile.csv: block x variant, mean over steps and seeds.
-    auto write_profile = [&](const std::string& file, bool updates) {
-        std::ofstream out(options.out_dir + "/" + file);
-        out << "block";
-        for (const Variant& v : variants()) out << "," << v.name;
-        out << "\n";
-        for (int64_t b = 0; b < s.layers; ++b) {
-            out << b;
-            for (const Variant& v : variants()) {
-                std::vector<double> g;
-                for (const RunResult& r : base[v.name]) {
-                    const std::vector<double>& per_block = updates ? r.block_update : r.block_grad;
-                    if ((int64_t)per_block.size() > b) g.push_back(per_block[b]);
-                }
-                out << "," << mean(g);
-            }
-            out << "\n";
-        }
-    };
-    write_profile("grad_profile.csv", false);
-    write_profile("update_profile.csv", true);
-    // turning.csv: block x variant, the angle (radians) by which the trained
-    // model's block turns the stream of a fixed batch, mean over seeds;
-    // change.csv likewise for |x_out - x_in| / |x_in|.
-    auto stream_profile = [&](const std::string& file, bool angles) {
+    // Per-block profiles, block x variant, each a mean over seeds of one of a
+    // run's per-block numbers: grad_profile.csv and update_profile.csv (means
+    // over steps), turning.csv (the angle, in radians, by which the trained
+    // model's block turns the stream of a fixed batch) and change.csv
+    // (|x_out - x_in| / |x_in|). Returns the columns.
+    using PerBlock = std::vector<double> RunResult::*;
+    auto write_profile = [&](const std::string& file, PerBlock field) {
         std::ofstream out(options.out_dir + "/" + file);
         out << "block";
         for (const Variant& v : variants()) out << "," << v.name;
@@ -274,10 +256,8 @@ int norms_experiment(const StudyOptions& options) {
             out << b;
             for (const Variant& v : variants()) {
                 std::vector<double> xs;
-                for (const RunResult& r : base[v.name]) {
-                    const std::vector<double>& per_block = angles ? r.turn_angle : r.relative_change;
-                    if ((int64_t)per_block.size() > b) xs.push_back(per_block[b]);
-                }
+                for (const RunResult& r : base[v.name])
+                    if ((int64_t)(r.*field).size() > b) xs.push_back((r.*field)[b]);
                 per_variant[v.name].push_back(mean(xs));
                 out << "," << mean(xs);
             }
@@ -285,8 +265,10 @@ int norms_experiment(const StudyOptions& options) {
         }
         return per_variant;
     };
-    std::map<std::string, std::vector<double>> turning = stream_profile("turning.csv", true);
-    stream_profile("change.csv", false);
+    write_profile("grad_profile.csv", &RunResult::block_grad);
+    write_profile("update_profile.csv", &RunResult::block_update);
+    std::map<std::string, std::vector<double>> turning = write_profile("turning.csv", &RunResult::turn_angle);
+    write_profile("change.csv", &RunResult::relative_change);
     std::ostringstream fits;
     fits << "| schedule fitted to Pre-Norm's turning angles | a | RMS misfit / mean angle |\n|---|---|---|\n";
     for (const ScheduleFit& f : fit_schedules(turning["pre"]))

@@ -14,6 +14,11 @@
 namespace nc {
 namespace app {
 
+// What train's error says when a NaN or Inf loss or gradient stops a run;
+// the studies' protocol reads it in train.log to tell a diverged run from a
+// failed one (apps/protocol.cpp).
+inline constexpr const char* kStoppedOnNonFinite = "Stopping with nothing saved from this run's later steps";
+
 // The model flags every command accepts (--model, --norm, --layers, ...).
 std::vector<FlagSpec> model_flags();
 // Reads them into a config (the preset of --model, then every flag given).

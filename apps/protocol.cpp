@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "apps/lm.h"
 #include "tensor/error.h"
 
 namespace nc {
@@ -159,7 +160,7 @@ static bool diverged(const StudyOptions& options, const std::string& name) {
     std::ifstream log(cell_dir(options, name) + "/train.log");
     std::string line;
     while (std::getline(log, line))
-        if (line.find("Stopping with nothing saved") != std::string::npos) return true;
+        if (line.find(kStoppedOnNonFinite) != std::string::npos) return true;
     return false;
 }
 

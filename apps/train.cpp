@@ -500,7 +500,7 @@ int train_command(int argc, char** argv) {
         auto non_finite = [&](const char* what, double value) {
             if (!flags.on("skip-nonfinite"))
                 throw Error("step " + std::to_string(step + 1) + ": the " + what + " is " + std::to_string(value) +
-                            ". Stopping with nothing saved from this run's later steps (lower --lr, check the data "
+                            ". " + kStoppedOnNonFinite + " (lower --lr, check the data "
                             "and the --init weights, or pass --skip-nonfinite to skip such steps)");
             if (++skipped_in_a_row > 100)
                 throw Error("step " + std::to_string(step + 1) + ": 100 steps in a row had a non-finite " + what +

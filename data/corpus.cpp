@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -30,30 +31,42 @@ static bool is_source_tag(const std::string& line) {
     return t.size() >= 2 && t.front() == '[' && t.back() == ']' && t.find(']') == t.size() - 1;
 }
 
+// Calls `line` with each line of text, without its newline (a final newline
+// does not start an empty last line).
+static void for_each_line(const std::string& text, const std::function<void(const std::string&)>& line) {
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        line(text.substr(start, end - start));
+        start = end + 1;
+    }
+}
+
+// Ends a document: its trailing newlines become one, and a blank one is dropped.
+static void finish_document(std::string& document, std::vector<std::string>& documents) {
+    while (!document.empty() && document.back() == '\n') document.pop_back();
+    if (!trimmed(document).empty()) documents.push_back(document + "\n");
+    document.clear();
+}
+
 std::vector<std::string> split_dictionary(const std::string& text) {
     std::vector<std::string> entries;
     std::string entry;
     bool previous_blank = true, keep = false;
     auto finish = [&] {
-        while (!entry.empty() && entry.back() == '\n') entry.pop_back();
-        if (keep && !entry.empty()) entries.push_back(entry + "\n");
+        if (keep) finish_document(entry, entries);
         entry.clear();
     };
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(start, end - start);
-        start = end + 1;
+    for_each_line(text, [&](const std::string& line) {
         bool blank = trimmed(line).empty();
         if (!blank && previous_blank && line[0] != ' ' && line[0] != '\t') {  // a headword: a new entry
             finish();
             keep = line.rfind("00-database-", 0) != 0 && line.rfind("00database", 0) != 0;
         }
         previous_blank = blank;
-        if (is_source_tag(line)) continue;
-        entry += line + "\n";
-    }
+        if (!is_source_tag(line)) entry += line + "\n";
+    });
     finish();
     return entries;
 }
@@ -61,19 +74,14 @@ std::vector<std::string> split_dictionary(const std::string& text) {
 std::vector<std::string> split_fortunes(const std::string& text) {
     std::vector<std::string> fortunes;
     std::string current;
-    auto finish = [&] {
+    auto finish = [&] {  // a fortune keeps its lines as they are, blank ones included
         if (!trimmed(current).empty()) fortunes.push_back(current);
         current.clear();
     };
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(start, end - start);
-        start = end + 1;
+    for_each_line(text, [&](const std::string& line) {
         if (trimmed(line) == "%") finish();
         else current += line + "\n";
-    }
+    });
     finish();
     return fortunes;
 }
@@ -81,24 +89,14 @@ std::vector<std::string> split_fortunes(const std::string& text) {
 std::vector<std::string> split_paragraph_runs(const std::string& text, size_t target_bytes) {
     std::vector<std::string> runs;
     std::string run;
-    auto finish = [&] {
-        while (!run.empty() && run.back() == '\n') run.pop_back();
-        if (!trimmed(run).empty()) runs.push_back(run + "\n");
-        run.clear();
-    };
-    size_t start = 0;
     bool previous_blank = false;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(start, end - start);
-        start = end + 1;
+    for_each_line(text, [&](const std::string& line) {
         bool blank = trimmed(line).empty();
-        if (!blank && previous_blank && run.size() >= target_bytes) finish();  // a paragraph starts: cut here
+        if (!blank && previous_blank && run.size() >= target_bytes) finish_document(run, runs);  // a paragraph starts: cut here
         previous_blank = blank;
         run += line + "\n";
-    }
-    finish();
+    });
+    finish_document(run, runs);
     return runs;
 }
 
