@@ -282,6 +282,7 @@ int experiment_command(int argc, char** argv) {
         specs.push_back({"seeds", "0", "override the scale's number of seeds"});
         specs.push_back({"reuse", "false", "keep the runs of OUT/runs that finished under the same command (go on after an interruption)", true});
         if (name == "norms") specs.push_back({"model", "gpt2", "gpt2 | llama"});
+        if (name == "norms") specs.push_back({"part", "placement", "placement (claims 1-3) | ablations (GeoNorm's choices) | long (claim 4, T = 1024)"});
         if (name == "norms") specs.push_back({"data", data::kStudyCorpus, "the studies' corpus (make corpus)"});
         if (name == "dyt") specs.push_back({"models", "gpt2,llama,vit", "which models, comma-separated"});
     }
@@ -295,7 +296,8 @@ int experiment_command(int argc, char** argv) {
     if (chosen > 1) throw Error("experiment: choose one of --smoke, --quick, --full");
     StudyOptions options;
     options.scale = flags.on("smoke") ? "smoke" : flags.on("full") ? "full" : "quick";
-    options.out_dir = flags.str("out").empty() ? "runs/experiment-" + name : flags.str("out");
+    std::string part = name == "norms" && flags.str("part") != "placement" ? "-" + flags.str("part") : "";
+    options.out_dir = flags.str("out").empty() ? "runs/experiment-" + name + part : flags.str("out");
     options.flags = &flags;
     if (name == "isometry") {
         if (flags.given("depth") && flags.integer("depth") < 1) throw Error("flag --depth: needs at least 1 layer");

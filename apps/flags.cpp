@@ -35,7 +35,7 @@ const std::map<std::string, Range> kRanges = {
     {"train-tokens", {0, kHuge}},   {"train-images", {0, kHuge}},    {"limit", {0, kHuge}},
     {"image-size", {1, 4096}},      {"patch", {1, 4096}},            {"channels", {1, 3}},
     {"vocab-size", {256, 1 << 24}}, {"spike-window", {1, 1 << 20}},  {"spike-factor", {1, 1e6, true}},
-    {"saturation-threshold", {0, 1e6, true}}, {"geo-max-angle", {0, 10}}, {"jobs", {0, 256}},
+    {"saturation-threshold", {0, 1e6, true}}, {"geo-max-angle", {0, 10}}, {"geo-radius", {0, 1e6}}, {"jobs", {0, 256}},
     {"threads", {0, 4096}},         {"repeats", {1, 1 << 20}},       {"seeds", {0, 1000}},
 };
 
@@ -43,7 +43,7 @@ const std::map<std::string, Range> kRanges = {
 bool is_integer_flag(const std::string& name) {
     static const char* const kReal[] = {"lr", "momentum", "weight-decay", "beta1", "beta2", "eps", "grad-clip",
                                         "min-lr-ratio", "dropout", "temperature", "spike-factor",
-                                        "saturation-threshold", "geo-max-angle"};
+                                        "saturation-threshold", "geo-max-angle", "geo-radius"};
     for (const char* r : kReal)
         if (name == r) return false;
     return true;

@@ -33,9 +33,9 @@ public:
     bool on(const std::string& name) const;
     bool given(const std::string& name) const;  // set on the command line
     bool accepts(const std::string& name) const;  // a flag of this command
+    const FlagSpec& spec(const std::string& name) const;  // its declaration (default, help, switch)
 
 private:
-    const FlagSpec& spec(const std::string& name) const;
     std::string command_;
     std::vector<FlagSpec> specs_;
     std::map<std::string, std::string> values_;

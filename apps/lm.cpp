@@ -36,6 +36,9 @@ std::vector<FlagSpec> model_flags() {
         {"dyt-alpha", "0.5", "initial alpha of Dynamic Tanh"},
         {"geo-step", "1", "GeoNorm base step size a"},
         {"geo-max-angle", "0", "GeoNorm: bound each update's angle smoothly to this many radians (0: unbounded)"},
+        {"geo-radius", "0", "GeoNorm: the radius of the stream's sphere (0: sqrt(C))"},
+        {"geo-sublayer-norm", "false", "GeoNorm: the sublayers read the stream through the configured norm", true},
+        {"geo-learnable-step", "false", "GeoNorm: each update's step is a parameter (attn_step, mlp_step), starting at a_k", true},
         {"image-size", "28", "vit: images are resized to this square size"},
         {"patch", "7", "vit: patch size (must divide --image-size)"},
         {"channels", "1", "vit: image channels (1 or 3)"},
@@ -64,6 +67,22 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.dyt_alpha0 = flags.number("dyt-alpha");
     cfg.geo_step = flags.number("geo-step");
     cfg.geo_max_angle = flags.number("geo-max-angle");
+    cfg.geo_radius = flags.number("geo-radius");
+    cfg.geo_sublayer_norm = flags.on("geo-sublayer-norm");
+    cfg.geo_learnable_step = flags.on("geo-learnable-step");
+    // GeoNorm's flags do nothing elsewhere: say so rather than ignore them
+    // (their default values may be given, as the studies' commands do).
+    auto changed = [&](const std::string& name) {
+        if (!flags.given(name)) return false;
+        if (flags.spec(name).is_switch) return flags.on(name);
+        if (name == "decay") return cfg.decay != Decay::None;
+        return flags.number(name) != std::stod(flags.spec(name).default_value);
+    };
+    if (cfg.placement != Placement::GeoNorm)
+        for (const char* name : {"decay", "geo-step", "geo-max-angle", "geo-radius", "geo-sublayer-norm", "geo-learnable-step"})
+            if (changed(name))
+                throw Error("flag --" + std::string(name) + (flags.spec(name).is_switch ? "" : " " + flags.str(name)) +
+                            " applies to --placement geonorm only, not " + flags.str("placement"));
     cfg.vocab_size = 256;
     cfg.image_size = flags.integer("image-size");
     cfg.patch_size = flags.integer("patch");
@@ -115,6 +134,7 @@ static void check_flags_agree(const Flags& flags, const TransformerConfig& loade
         std::snprintf(buf, sizeof buf, "%g", v);
         return std::string(buf);
     };
+    auto yes_no = [](bool on) { return std::string(on ? "on" : "off"); };
     // flag -> (its value as the flag says it, the loaded config's value).
     std::vector<std::pair<std::string, std::function<std::pair<std::string, std::string>(const std::string&)>>> checks = {
         {"model", [&](const std::string& v) { return std::make_pair(v, std::string(family)); }},
@@ -134,6 +154,9 @@ static void check_flags_agree(const Flags& flags, const TransformerConfig& loade
         {"dyt-alpha", [&](const std::string&) { return std::make_pair(number(flags.number("dyt-alpha")), number(loaded.dyt_alpha0)); }},
         {"geo-step", [&](const std::string&) { return std::make_pair(number(flags.number("geo-step")), number(loaded.geo_step)); }},
         {"geo-max-angle", [&](const std::string&) { return std::make_pair(number(flags.number("geo-max-angle")), number(loaded.geo_max_angle)); }},
+        {"geo-radius", [&](const std::string&) { return std::make_pair(number(flags.number("geo-radius")), number(loaded.geo_radius)); }},
+        {"geo-sublayer-norm", [&](const std::string&) { return std::make_pair(yes_no(flags.on("geo-sublayer-norm")), yes_no(loaded.geo_sublayer_norm)); }},
+        {"geo-learnable-step", [&](const std::string&) { return std::make_pair(yes_no(flags.on("geo-learnable-step")), yes_no(loaded.geo_learnable_step)); }},
     };
     if (loaded.family == Family::ViT) {
         checks.push_back({"image-size", [&](const std::string&) { return std::make_pair(std::to_string(flags.integer("image-size")), std::to_string(loaded.image_size)); }});

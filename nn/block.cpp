@@ -137,29 +137,41 @@ Tensor Block::drop(const Tensor& x) const {
     return dropout(x, cfg_.dropout, true, *dropout_gen_);
 }
 
+const Tensor& Block::keep(ResidualTerm& term, const Tensor& branch, const Tensor& stream, double branch_scale,
+                          double stream_scale) const {
+    if (track_residuals_) term = {branch.detach(), stream.detach(), branch_scale, stream_scale};
+    return branch;
+}
+
 Tensor Block::forward(const Tensor& x, const RopeTables* rope, KVCache* cache) const {
+    ResidualTerm& ta = attn_residual_;
+    ResidualTerm& tm = mlp_residual_;
     switch (cfg_.placement) {
         case Placement::Pre: {
-            Tensor h = x + drop(attn->forward(norm(norm_1, x), rope, cache));
-            return h + drop(mlp.forward(norm(norm_2, h)));
+            Tensor h = x + keep(ta, drop(attn->forward(norm(norm_1, x), rope, cache)), x, 1, 1);
+            return h + keep(tm, drop(mlp.forward(norm(norm_2, h))), h, 1, 1);
         }
         case Placement::Post: {
-            Tensor h = norm(norm_1, x + drop(attn->forward(x, rope, cache)));
-            return norm(norm_2, h + drop(mlp.forward(h)));
+            Tensor h = norm(norm_1, x + keep(ta, drop(attn->forward(x, rope, cache)), x, 1, 1));
+            return norm(norm_2, h + keep(tm, drop(mlp.forward(h)), h, 1, 1));
         }
         case Placement::Sandwich: {
-            Tensor h = x + drop(norm(norm_1_out, attn->forward(norm(norm_1, x), rope, cache)));
-            return h + drop(norm(norm_2_out, mlp.forward(norm(norm_2, h))));
+            Tensor h = x + keep(ta, drop(norm(norm_1_out, attn->forward(norm(norm_1, x), rope, cache))), x, 1, 1);
+            return h + keep(tm, drop(norm(norm_2_out, mlp.forward(norm(norm_2, h)))), h, 1, 1);
         }
         case Placement::DeepNorm: {
-            Tensor h = norm(norm_1, x * residual_alpha + drop(attn->forward(x, rope, cache)));
-            return norm(norm_2, h * residual_alpha + drop(mlp.forward(h)));
+            double alpha = residual_alpha;
+            Tensor h = norm(norm_1, x * alpha + keep(ta, drop(attn->forward(x, rope, cache)), x, 1, alpha));
+            return norm(norm_2, h * alpha + keep(tm, drop(mlp.forward(h)), h, 1, alpha));
         }
         case Placement::GeoNorm: {
             // The geodesic update replaces "add, then normalize": x stays on its sphere.
             Tensor a1 = reshape(attn_step, {}), a2 = reshape(mlp_step, {});
-            Tensor h = geodesic_update(x, bound_angle(x, drop(attn->forward(norm(norm_1, x), rope, cache)), a1), a1);
-            return geodesic_update(h, bound_angle(h, drop(mlp.forward(norm(norm_2, h))), a2), a2);
+            double s1 = track_residuals_ ? attn_step.item() : 1, s2 = track_residuals_ ? mlp_step.item() : 1;
+            Tensor u1 = keep(ta, bound_angle(x, drop(attn->forward(norm(norm_1, x), rope, cache)), a1), x, s1, 1);
+            Tensor h = geodesic_update(x, u1, a1);
+            Tensor u2 = keep(tm, bound_angle(h, drop(mlp.forward(norm(norm_2, h))), a2), h, s2, 1);
+            return geodesic_update(h, u2, a2);
         }
     }
     return x;

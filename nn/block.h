@@ -52,13 +52,31 @@ public:
     Tensor attn_step, mlp_step;                         // geonorm steps (learnable or constant), shape [1]
     double residual_alpha = 1;                          // deepnorm's alpha
 
+    // Residual tracking (train --diagnostics; nn/diagnostics.h,
+    // residual_ratios): while on, each forward keeps, detached, what each
+    // sublayer adds to the stream and the stream term it is added to, with
+    // the scalars the placement multiplies them by (DeepNorm's alpha on the
+    // stream, GeoNorm's step a_k on the update before the exponential map).
+    struct ResidualTerm {
+        Tensor branch, stream;
+        double branch_scale = 1, stream_scale = 1;
+    };
+    void track_residuals(bool on) { track_residuals_ = on; }
+    const ResidualTerm& attn_residual() const { return attn_residual_; }  // empty tensors until a tracked forward ran
+    const ResidualTerm& mlp_residual() const { return mlp_residual_; }
+
 private:
     Tensor norm(const std::shared_ptr<NormLayer>& n, const Tensor& x) const { return n ? n->forward(x) : x; }
     // Residual dropout on a sublayer's output (GPT-2's resid_pdrop), training only.
     Tensor drop(const Tensor& x) const;
     Tensor bound_angle(const Tensor& x, const Tensor& u, const Tensor& step) const;  // geo_max_angle
+    // Keeps one sublayer's terms when tracking is on; returns branch.
+    const Tensor& keep(ResidualTerm& term, const Tensor& branch, const Tensor& stream, double branch_scale,
+                       double stream_scale) const;
     TransformerConfig cfg_;
     Generator* dropout_gen_;
+    bool track_residuals_ = false;
+    mutable ResidualTerm attn_residual_, mlp_residual_;
 };
 
 }  // namespace nn

@@ -189,6 +189,43 @@ std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, cons
     return found;
 }
 
+double residual_ratio(const nn::Block::ResidualTerm& term) {
+    if (!term.branch.defined() || !term.stream.defined()) return NAN;
+    int64_t C = term.stream.size(-1);
+    if (term.branch.shape() != term.stream.shape())
+        fail("residual_ratio", "the branch and the stream differ in shape: " + shape_str(term.branch.shape()) + " and " +
+                                   shape_str(term.stream.shape()));
+    std::vector<double> f = term.branch.to_vector(), x = term.stream.to_vector();
+    int64_t tokens = C > 0 ? (int64_t)x.size() / C : 0;
+    if (tokens == 0) return NAN;
+    double total = 0;
+    for (int64_t t = 0; t < tokens; ++t) {
+        double ff = 0, xx = 0;
+        for (int64_t k = 0; k < C; ++k) ff += f[t * C + k] * f[t * C + k], xx += x[t * C + k] * x[t * C + k];
+        total += xx > 0 ? std::abs(term.branch_scale) * std::sqrt(ff) / (std::abs(term.stream_scale) * std::sqrt(xx)) : 0.0;
+    }
+    return total / (double)tokens;
+}
+
+std::vector<double> residual_ratios(const std::vector<nn::Block*>& blocks) {
+    std::vector<double> out;
+    for (const nn::Block* b : blocks) out.push_back(0.5 * (residual_ratio(b->attn_residual()) + residual_ratio(b->mlp_residual())));
+    return out;
+}
+
+std::vector<nn::Block*> track_block_residuals(nn::Module& model, bool track) {
+    std::vector<nn::Block*> found;
+    if (auto* block = dynamic_cast<nn::Block*>(&model)) {
+        block->track_residuals(track);
+        found.push_back(block);
+    }
+    for (const auto& [name, child] : model.children()) {
+        std::vector<nn::Block*> below = track_block_residuals(*child, track);
+        found.insert(found.end(), below.begin(), below.end());
+    }
+    return found;
+}
+
 // The first dotted component of `name` that is a whole number, or -1.
 static int64_t block_index(const std::string& name) {
     size_t start = 0;
@@ -248,13 +285,13 @@ SpikeDetector::SpikeDetector(int64_t window, double factor) : window_(window), f
 
 bool SpikeDetector::observe(double loss) {
     bool spike = false;
-    if ((int64_t)recent_.size() == window_) {
+    if (!recent_.empty()) {
         std::vector<double> sorted(recent_.begin(), recent_.end());
         std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
         spike = loss > factor_ * sorted[sorted.size() / 2];
-        recent_.pop_front();
     }
     recent_.push_back(loss);
+    if ((int64_t)recent_.size() > window_) recent_.pop_front();
     spikes_ += spike;
     return spike;
 }

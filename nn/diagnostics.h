@@ -8,6 +8,7 @@
 #include <deque>
 #include <vector>
 
+#include "nn/block.h"
 #include "nn/module.h"
 #include "nn/norms.h"
 #include "tensor/raw_ops.h"
@@ -62,6 +63,20 @@ struct StreamStep {
 };
 StreamStep stream_step(const Tensor& before, const Tensor& after);
 
+// The residual contribution of each block during training, from the terms a
+// tracked forward kept (Block::track_residuals): for each of the block's two
+// sublayers the mean over tokens of ||F(x)|| / ||x||, F(x) what the
+// sublayer adds and x the stream term it is added to, as the placement
+// scales them (DeepNorm: F / (alpha x); GeoNorm: a_k F / x, the length of
+// the step before the exponential map, whose tangent part is the angle
+// turned). The two sublayers' values are averaged. NaN for a block whose
+// terms are missing (tracking off or no forward yet).
+std::vector<double> residual_ratios(const std::vector<nn::Block*>& blocks);
+double residual_ratio(const nn::Block::ResidualTerm& term);  // one sublayer's
+// Every transformer block under `model`, in registration order, with
+// residual tracking switched to `track`.
+std::vector<nn::Block*> track_block_residuals(nn::Module& model, bool track);
+
 // DyT saturation: the fraction of pre-activation values z = alpha x with
 // |z| > threshold (2.0 in the DyT study: tanh(2) = 0.964, the flat part).
 double saturation(const Tensor& pre_activation, double threshold = 2.0);
@@ -94,10 +109,13 @@ private:
 };
 
 // Loss spikes: a loss is a spike when it exceeds `factor` times the median
-// of the previous `window` losses (no verdict until the window is full).
+// of the losses before it, the last `window` of them. The verdict starts at
+// the second loss (median of one), so the first steps, where an unstable
+// run fails, are watched too; while the loss falls fast the median lags
+// above it, which makes early verdicts cautious rather than noisy.
 class SpikeDetector {
 public:
-    SpikeDetector(int64_t window = 50, double factor = 2.0);
+    SpikeDetector(int64_t window = 50, double factor = 1.5);
     bool observe(double loss);  // true: this loss is a spike
     int64_t spikes() const { return spikes_; }
 

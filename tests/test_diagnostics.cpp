@@ -3,6 +3,8 @@
 #include "optim/optimizer.h"
 #include "nn/diagnostics.h"
 #include "nn/eigen.h"
+#include "autograd/ops_nn.h"
+#include "nn/config.h"
 
 using namespace nc;
 using nc_test::check_error;
@@ -106,10 +108,16 @@ TEST_CASE("saturation and loss spikes", "[diagnostics]") {
     CHECK(diag::saturation(z, 1.0) == Approx(5.0 / 8));
     diag::SpikeDetector spikes(3, 2.0);
     std::vector<bool> seen;
-    for (double loss : {5.0, 4.0, 3.0, 2.9, 7.0, 2.5, 2.4, 9.9, 2.3}) seen.push_back(spikes.observe(loss));
-    // Median of (4, 3, 2.9) is 3: 7 > 6 is a spike; median of (7, 2.5, 2.4) is 2.5: 9.9 > 5 is a spike.
-    CHECK(seen == std::vector<bool>{false, false, false, false, true, false, false, true, false});
-    CHECK(spikes.spikes() == 2);
+    for (double loss : {2.0, 4.5, 3.0, 2.9, 7.0, 2.5, 2.4, 9.9, 2.3}) seen.push_back(spikes.observe(loss));
+    // Step 2 already has a verdict: 4.5 > 2 * 2.0. Step 3: the median of
+    // (2.0, 4.5) is the upper one, 4.5. Median of (4.5, 3, 2.9) is 3: 7 > 6
+    // is a spike; median of (7, 2.5, 2.4) is 2.5: 9.9 > 5 is a spike.
+    CHECK(seen == std::vector<bool>{false, true, false, false, true, false, false, true, false});
+    CHECK(spikes.spikes() == 3);
+    // A falling loss with batch noise (+-10%) is not a spike at factor 1.5.
+    diag::SpikeDetector calm(50, 1.5);
+    for (int i = 0; i < 500; ++i) calm.observe((5.5 * std::exp(-i / 60.0) + 1.8) * (1 + 0.1 * std::sin(i * 2.7)));
+    CHECK(calm.spikes() == 0);
     check_error([] { diag::SpikeDetector(0, 2.0); }, {"SpikeDetector", "window"});
 }
 
@@ -179,4 +187,70 @@ TEST_CASE("DyT layers report their saturation when tracking", "[diagnostics][dyt
     auto layers = diag::dyt_layers(model);
     REQUIRE(layers.size() == 1);
     CHECK(layers[0].first == "norm");
+}
+
+// ||F_t|| / ||x_t|| averaged over tokens, from the values themselves.
+static double mean_token_ratio(const Tensor& f, const Tensor& x) {
+    std::vector<double> fv = f.to_vector(), xv = x.to_vector();
+    int64_t C = x.size(-1), tokens = x.numel() / C;
+    double total = 0;
+    for (int64_t t = 0; t < tokens; ++t) {
+        double ff = 0, xx = 0;
+        for (int64_t k = 0; k < C; ++k) ff += fv[t * C + k] * fv[t * C + k], xx += xv[t * C + k] * xv[t * C + k];
+        total += std::sqrt(ff / xx);
+    }
+    return total / (double)tokens;
+}
+
+TEST_CASE("a block's residual contribution ||F(x)|| / ||x|| for each placement", "[diagnostics]") {
+    using nn::Placement;
+    for (Placement p : {Placement::Pre, Placement::Post, Placement::Sandwich, Placement::DeepNorm, Placement::GeoNorm}) {
+        INFO(nn::to_string(p));
+        nn::TransformerConfig c = nn::gpt2_config();
+        c.n_layer = 3, c.n_embd = 8, c.n_head = 2, c.block_size = 5, c.placement = p, c.decay = nn::Decay::Harmonic;
+        c.geo_step = 0.8;
+        Generator gen(3);
+        nn::Options f64{kFloat64, kCPU};
+        nn::Block block(c, 1, gen, f64);  // block 1: GeoNorm's harmonic step is 0.8 / 2
+        Tensor x = raw::randn({2, 5, 8}, gen, kFloat64);
+        if (p == Placement::GeoNorm) x = raw::mul(x, raw::full({}, 2.0, kFloat64, kCPU));
+        CHECK(std::isnan(diag::residual_ratio(block.attn_residual())));  // nothing tracked yet
+        block.track_residuals(true);
+        Tensor y = block.forward(x, nullptr);
+
+        // The same block's sublayers applied by hand, in the placement's order.
+        auto n = [](const std::shared_ptr<nn::NormLayer>& norm, const Tensor& t) { return norm ? norm->forward(t) : t; };
+        double expected = 0;
+        if (p == Placement::Pre || p == Placement::Sandwich) {
+            Tensor fa = n(block.norm_1_out, block.attn->forward(n(block.norm_1, x), nullptr));
+            Tensor h = x + fa;
+            Tensor fm = n(block.norm_2_out, block.mlp.forward(n(block.norm_2, h)));
+            expected = 0.5 * (mean_token_ratio(fa, x) + mean_token_ratio(fm, h));
+        } else if (p == Placement::Post || p == Placement::DeepNorm) {
+            double alpha = p == Placement::DeepNorm ? std::pow(2.0 * 3, 0.25) : 1.0;  // DeepNet: (2L)^(1/4)
+            Tensor fa = block.attn->forward(x, nullptr);
+            Tensor h = block.norm_1->forward(x * alpha + fa);
+            Tensor fm = block.mlp.forward(h);
+            expected = 0.5 * (mean_token_ratio(fa, x) + mean_token_ratio(fm, h)) / alpha;
+        } else {
+            Tensor fa = block.attn->forward(x, nullptr);
+            Tensor step = raw::full({}, 0.4, kFloat64, kCPU);
+            Tensor h = geodesic_update(x, fa, step);
+            Tensor fm = block.mlp.forward(h);
+            expected = 0.4 * 0.5 * (mean_token_ratio(fa, x) + mean_token_ratio(fm, h));
+        }
+        std::vector<double> ratios = diag::residual_ratios({&block});
+        REQUIRE(ratios.size() == 1);
+        CHECK(ratios[0] == Approx(expected).epsilon(1e-12));
+        CHECK(ratios[0] > 0);
+    }
+    // The walker finds every block of a model and switches tracking on.
+    nn::TransformerConfig c = nn::gpt2_config();
+    c.n_layer = 2, c.n_embd = 8, c.n_head = 2, c.block_size = 4, c.vocab_size = 11;
+    Generator gen(1);
+    auto model = nc_test::build_model(c, gen, {kFloat64, kCPU});
+    std::vector<nn::Block*> blocks = diag::track_block_residuals(*model, true);
+    REQUIRE(blocks.size() == 2);
+    nc_test::run_model(*model, raw::from_indices({1, 5, 10, 3}, {1, 4}));
+    for (double r : diag::residual_ratios(blocks)) CHECK(std::isfinite(r));
 }
