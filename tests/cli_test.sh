@@ -26,11 +26,11 @@ for model in gpt2 llama; do
   [ "$(head -1 "$work/run-$model/train_log.csv")" == "step,loss,val_loss,lr,grad_norm,time_s" ] || fail "CSV header"
 done
 
-# 1a. --diagnostics logs per-block gradient norms and spikes.
+# 1a. --diagnostics logs per-block gradient norms, updates, residual contributions and spikes.
 out=$("$bin" train --data "$work/tiny.txt" --steps 4 --batch 2 --seq 16 --layers 3 --width 16 --heads 2 --eval-every 0 \
       --eval-batches 1 --sample-tokens 0 --diagnostics --spike-window 2 --run-dir "$work/run-diag" 2>&1) || fail "train --diagnostics: $out"
 grep -qE '^diagnostics: [0-9]+ loss spikes' <<<"$out" || fail "train --diagnostics: no summary line in: $out"
-[ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2,update_block_0,update_block_1,update_block_2" ] \
+[ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2,update_block_0,update_block_1,update_block_2,residual_block_0,residual_block_1,residual_block_2" ] \
   || fail "diagnostics.csv header: $(head -1 "$work/run-diag/diagnostics.csv")"
 [ "$(wc -l < "$work/run-diag/diagnostics.csv")" -eq 5 ] || fail "diagnostics.csv should have a header and 4 rows"
 grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.csv" || fail "weights.csv: $(head -3 "$work/run-diag/weights.csv")"
@@ -38,7 +38,7 @@ grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.cs
   [ "$(wc -l < "$work/run-diag/stream.csv")" -eq 5 ] || fail "stream.csv: embeddings + 3 blocks expected"
 "$bin" train --data "$work/tiny.txt" --norm dyt --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 --eval-every 0 \
   --eval-batches 1 --sample-tokens 0 --diagnostics --run-dir "$work/run-dyt" > /dev/null 2>&1 || fail "train --norm dyt --diagnostics"
-[ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,update_block_0,saturation_h.0.ln_1,saturation_h.0.ln_2,saturation_ln_f" ] \
+[ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,update_block_0,residual_block_0,saturation_h.0.ln_1,saturation_h.0.ln_2,saturation_ln_f" ] \
   || fail "diagnostics.csv with DyT: $(head -1 "$work/run-dyt/diagnostics.csv")"
 
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
@@ -191,6 +191,26 @@ out=$("$bin" experiment norms --smoke --data "$work/corpus-real" --out "$work/no
 [ "$(grep -c '(reused)$' <<<"$out")" -eq $((tuned + 18)) ] || fail "experiment norms --reuse should reuse all $((tuned + 18)) runs: $out"
 cmp -s "$work/norms/table.md" "$work/norms-table.md" || fail "experiment norms --reuse should give the same table.md"
 expect_error "trains gpt2 or llama" experiment norms --smoke --model vit --data "$work/corpus-real"
+expect_error "has the parts placement, ablations and long" experiment norms --smoke --part depth --data "$work/corpus-real"
+[ -s "$work/norms/residual_profile.csv" ] || fail "experiment norms: no residual_profile.csv"
+# The ablations part: harmonic GeoNorm and five variants, each one flag away from it.
+out=$("$bin" experiment norms --smoke --part ablations --data "$work/corpus-real" --out "$work/norms-abl" 2>&1) \
+  || fail "experiment norms --part ablations: $out"
+[ "$(grep -cE '^\| (radius-1|radius-4sqrtC|sublayer-norm|learnable-step|bounded) \| --geo-[a-z-]+( [0-9.]+)? \| .* \| (lower loss|higher loss|inconclusive) \|$' <<<"$out")" -eq 5 ] \
+  || fail "experiment norms --part ablations: the table should have 5 readings: $out"
+for f in "--geo-radius 1 " "--geo-radius 22.63 " "--geo-sublayer-norm " "--geo-learnable-step " "--geo-max-angle 0.7854 "; do
+  grep -q -- "$f" "$work/norms-abl/commands.txt" || fail "experiment norms --part ablations: no run with $f"
+done
+# The long part: every run (tuning ones too) logs spikes; grid_spikes.csv has one row per tuning run.
+out=$("$bin" experiment norms --smoke --part long --data "$work/corpus-real" --out "$work/norms-long" 2>&1) \
+  || fail "experiment norms --part long: $out"
+grep -qE '^\| 4\. Post-Norm spikes more than GeoNorm at T = 64 \| .* \| (reproduced|contradicted|inconclusive) \|$' <<<"$out" \
+  || fail "experiment norms --part long: no claim 4 row: $out"
+[ "$(grep -c -- '--eval-split tuning' "$work/norms-long/commands.txt")" -eq "$(grep -c -- '--eval-split tuning.*--diagnostics\|--diagnostics.*--eval-split tuning' "$work/norms-long/commands.txt")" ] \
+  || fail "experiment norms --part long: the tuning runs should log diagnostics"
+[ "$(($(wc -l < "$work/norms-long/grid_spikes.csv") - 1))" -eq "$(($(wc -l < "$work/norms-long/tuning.csv") - 1))" ] \
+  || fail "experiment norms --part long: grid_spikes.csv should have a row per tuning run"
+expect_error "applies to --placement geonorm only" train --placement post --geo-radius 2 --steps 1
 expect_error "is not a corpus directory" experiment norms --smoke --data "$work/tiny.txt"
 
 # 9. experiment dyt at smoke scale: 3 models x 4 sizes x (vanilla, DyT, DiffAttn), the
