@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "tensor/backend.h"
+#include "tensor/merged_dims.h"
 
 namespace nc {
 namespace cuda {
@@ -60,6 +61,13 @@ __device__ inline bool index_in_range(int64_t index, int64_t size, IndexOp op, I
     return false;
 }
 
+// e^(x - m) for a max-subtracted exponent (softmax, cross-entropy): in
+// float for float data, since FP64 runs at 1/32-1/64 of the FP32 rate on
+// laptop GPUs and the result is stored as float anyway (expf is accurate
+// to 2 ulp); in double for double data. Sums of these stay in double.
+__device__ inline double exp_shifted(float x, double m) { return (double)expf((float)((double)x - m)); }
+__device__ inline double exp_shifted(double x, double m) { return exp(x - m); }
+
 constexpr int kThreads = 256;
 // Grid-stride loops: enough blocks to fill the GPU, each thread then walks
 // i, i + gridDim.x * blockDim.x, ...
@@ -69,31 +77,55 @@ inline int blocks_for(int64_t n) {
 
 // Offsets of element `linear` (row-major over `sizes`) in each of N operands
 // with their own strides: a tensor view of any layout, including broadcast
-// (stride 0). Passed to kernels by value.
+// (stride 0). Passed to kernels by value. make_indexer merges the dims first
+// (tensor/merged_dims.h), so a contiguous operand has one dim and costs no
+// div/mod at all (the outermost dim never needs one); when the element
+// count fits in 31 bits, the div/mods run in 32-bit arithmetic, several
+// times faster than 64-bit on a GPU. The offsets themselves stay 64-bit (a
+// small view may sit far into a large buffer).
 template <int N>
 struct StridedIndexer {
     int ndim;
+    bool narrow;  // every linear index < 2^31
     int64_t sizes[kMaxDims];
     int64_t strides[N][kMaxDims];
 
     __device__ void offsets(int64_t linear, int64_t* out) const {
         for (int k = 0; k < N; ++k) out[k] = 0;
-        for (int d = ndim - 1; d >= 0; --d) {
-            int64_t index = linear % sizes[d];
-            linear /= sizes[d];
-            for (int k = 0; k < N; ++k) out[k] += index * strides[k][d];
+        if (narrow) {
+            uint32_t rest = (uint32_t)linear;
+            for (int d = ndim - 1; d > 0; --d) {
+                uint32_t size = (uint32_t)sizes[d], index = rest % size;
+                rest /= size;
+                for (int k = 0; k < N; ++k) out[k] += (int64_t)index * strides[k][d];
+            }
+            linear = rest;
+        } else {
+            for (int d = ndim - 1; d > 0; --d) {
+                int64_t index = linear % sizes[d];
+                linear /= sizes[d];
+                for (int k = 0; k < N; ++k) out[k] += index * strides[k][d];
+            }
         }
+        if (ndim > 0)  // dim 0 takes what is left: no div/mod
+            for (int k = 0; k < N; ++k) out[k] += linear * strides[k][0];
     }
 };
 
 template <int N>
 StridedIndexer<N> make_indexer(const Shape& shape, const std::array<const Tensor*, N>& operands) {
+    std::array<const Shape*, N> strides;
+    for (int k = 0; k < N; ++k) strides[k] = &operands[k]->strides();
+    MergedDims<N> m = merge_dims<N>(shape, strides);
     StridedIndexer<N> ix{};
-    ix.ndim = (int)shape.size();
+    ix.ndim = m.empty ? 0 : m.ndim;  // empty: no element is ever asked for
+    int64_t count = 1;
     for (int d = 0; d < ix.ndim; ++d) {
-        ix.sizes[d] = shape[d];
-        for (int k = 0; k < N; ++k) ix.strides[k][d] = operands[k]->strides()[d];
+        ix.sizes[d] = m.sizes[d];
+        count *= m.sizes[d];
+        for (int k = 0; k < N; ++k) ix.strides[k][d] = m.strides[k][d];
     }
+    ix.narrow = count < (int64_t(1) << 31);
     return ix;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"
+#include "cuda/column_sums.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
 #include "tensor/sphere.h"
@@ -69,21 +70,17 @@ __global__ void norm_backward_kernel(const T* dy, const T* x, const T* gamma, co
     }
 }
 
-// dgamma[c] = sum_r dy[r, c] xh[r, c], dbeta[c] = sum_r dy[r, c].
+// dgamma[c] = sum_r dy[r, c] xh[r, c] (xh = (x - mean) rstd, mean 0 for
+// RMSNorm), dbeta[c] = sum_r dy[r, c]: column sums (column_sums.cuh).
 template <typename T>
-__global__ void norm_param_grads_kernel(const T* dy, const T* x, const T* mean, const T* rstd, T* dgamma, T* dbeta,
-                                        int64_t rows, int64_t C) {
-    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
-        double g = 0, b = 0;
-        for (int64_t r = 0; r < rows; ++r) {
-            double xh = ((double)x[r * C + c] - (mean ? (double)mean[r] : 0.0)) * rstd[r];
-            g += (double)dy[r * C + c] * xh;
-            b += dy[r * C + c];
-        }
-        if (dgamma) dgamma[c] = (T)g;
-        if (dbeta) dbeta[c] = (T)b;
+struct NormGammaTerm {
+    const T *dy, *x, *mean, *rstd;
+    int64_t C;
+    __device__ double operator()(int64_t r, int64_t c) const {
+        double xh = ((double)x[r * C + c] - (mean ? (double)mean[r] : 0.0)) * (double)rstd[r];
+        return (double)dy[r * C + c] * xh;
     }
-}
+};
 
 template <typename T>
 __global__ void rms_norm_kernel(const T* x, const T* gamma, double eps, T* y, T* rstd, int64_t rows, int64_t C) {
@@ -111,7 +108,7 @@ __global__ void cross_entropy_kernel(const T* logits, const int64_t* targets, in
         for (int64_t v = threadIdx.x; v < V; v += blockDim.x) m = fmax(m, (double)row[v]);
         m = block_max(m);
         double total = 0;
-        for (int64_t v = threadIdx.x; v < V; v += blockDim.x) total += exp((double)row[v] - m);
+        for (int64_t v = threadIdx.x; v < V; v += blockDim.x) total += exp_shifted(row[v], m);
         double logsumexp = m + log(block_sum(total));
         if (threadIdx.x == 0) {
             lse[n] = (T)logsumexp;
@@ -134,7 +131,7 @@ __global__ void cross_entropy_backward_kernel(const T* dlosses, const T* logits,
             continue;
         }
         double g = dlosses[n];
-        double value = g * exp((double)logits[e] - (double)lse[n]);  // g * softmax
+        double value = g * exp_shifted(logits[e], (double)lse[n]);  // g * softmax
         if (v == targets[n]) value -= g;                               // - g * onehot
         dlogits[e] = (T)value;
     }
@@ -281,10 +278,10 @@ void norm_backward_typed(const Tensor& dy, const Tensor& x, const Tensor& gamma,
         ptr_or_null<T>(dx), rows, C, mean.defined());
     check_launch("norm_backward_kernel");
     if (dgamma.defined() || dbeta.defined()) {
-        norm_param_grads_kernel<<<blocks_for(C), kThreads, 0, stream()>>>(
-            ptr_or_null<T>(dy), ptr_or_null<T>(x), ptr_or_null<T>(mean), ptr_or_null<T>(rstd), ptr_or_null<T>(dgamma),
-            ptr_or_null<T>(dbeta), rows, C);
-        check_launch("norm_param_grads_kernel");
+        if (dgamma.defined())
+            column_sums(NormGammaTerm<T>{ptr_or_null<T>(dy), ptr_or_null<T>(x), ptr_or_null<T>(mean), ptr_or_null<T>(rstd), C},
+                        ptr_or_null<T>(dgamma), rows, C, "norm_param_grads (dgamma)");
+        if (dbeta.defined()) column_sums(MatrixEntry<T>{ptr_or_null<T>(dy), C}, ptr_or_null<T>(dbeta), rows, C, "norm_param_grads (dbeta)");
     }
 }
 

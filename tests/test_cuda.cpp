@@ -457,3 +457,53 @@ TEST_CASE("cuda: large and awkward shapes equal the CPU, element by element", "[
     Tensor zero_u = raw::zeros({6, 32});
     same_each(raw::geodesic_update(xs, zero_u, alpha), raw::geodesic_update(on_gpu(xs), on_gpu(zero_u), on_gpu(alpha)), 1e-5, 1e-2);
 }
+
+TEST_CASE("cuda: the split reductions, column sums, block-per-row argmax and merged indexing", "[cuda][shapes]") {
+    if (!gpu_or_skip()) return;
+    // A full sum (one row of 3M: split into chunks) and a few long rows.
+    Tensor flat = randn({3000000}, 50), rows = randn({5, 200000}, 51);
+    same_each(raw::sum(flat), raw::sum(on_gpu(flat)), 1e-5, 1e-1);
+    same_each(raw::sum(rows, {1}), raw::sum(on_gpu(rows), {1}), 1e-5, 1e-1);
+    same_each(raw::sum(raw::mul(flat, flat)), raw::sum(on_gpu(raw::mul(flat, flat))), 1e-6);  // clip_grad_norm's sum
+    // Column sums of every kind of shape: wide, narrow and tall, one row, no rows.
+    for (const Shape& s : std::vector<Shape>{{8192, 768}, {3, 33}, {100000, 5}, {1, 1000}, {65, 31}, {0, 7}}) {
+        INFO("shape " << shape_str(s));
+        Tensor m = randn(s, 52);
+        same_each(raw::sum(m, {0}), raw::sum(on_gpu(m), {0}), 1e-5, 1e-1);
+    }
+    // The norms' parameter gradients (two-pass column sums) at a GPT-2 shape.
+    Tensor x = randn({8192, 768}, 53), dy = randn({8192, 768}, 54), gamma = randn({768}, 55), beta = randn({768}, 56);
+    raw::NormForward f = raw::layer_norm(x, gamma, beta, 1e-5);
+    raw::NormForward gf = raw::layer_norm(on_gpu(x), on_gpu(gamma), on_gpu(beta), 1e-5);
+    raw::NormBackward b = raw::layer_norm_backward(dy, x, gamma, beta, f);
+    raw::NormBackward gb = raw::layer_norm_backward(on_gpu(dy), on_gpu(x), on_gpu(gamma), on_gpu(beta), gf);
+    same_each(b.dgamma, gb.dgamma, 1e-4, 1e-1);
+    same_each(b.dbeta, gb.dbeta, 1e-4, 1e-1);
+    raw::NormForward rf = raw::rms_norm(x, gamma, 1e-5), grf = raw::rms_norm(on_gpu(x), on_gpu(gamma), 1e-5);
+    same_each(raw::rms_norm_backward(dy, x, gamma, rf).dgamma,
+              raw::rms_norm_backward(on_gpu(dy), on_gpu(x), on_gpu(gamma), grf).dgamma, 1e-4, 1e-1);
+    // Argmax over long rows keeps the CPU's rules: the first of equal
+    // maxima, the first NaN, and a row of -inf answers 0.
+    std::vector<double> drawn = randn({4, 50257}, 57).to_vector();
+    std::vector<float> vals(drawn.begin(), drawn.end());
+    vals[300] = vals[40000] = 9.0f;                                      // row 0: a tie
+    vals[50257 + 2000] = vals[50257 + 4500] = NAN;                      // row 1: two NaNs
+    vals[50257 + 100] = 9.0f;
+    for (int64_t i = 0; i < 50257; ++i) vals[2 * 50257 + i] = -INFINITY;  // row 2
+    Tensor logits = raw::from_vector(vals, {4, 50257});
+    std::vector<int64_t> arg = raw::argmax(on_gpu(logits), 1).to_int_vector();
+    CHECK(arg == raw::argmax(logits, 1).to_int_vector());
+    CHECK(arg[0] == 300);
+    CHECK(arg[1] == 2000);
+    CHECK(arg[2] == 0);
+    // Elementwise ops on views whose dims merge (contiguous, a size-1 dim,
+    // broadcast) and on ones that do not (a permutation, a middle slice).
+    Tensor t = randn({6, 1, 40, 50}, 58), row = randn({50}, 59);
+    same_each(raw::add(t, row), raw::add(on_gpu(t), on_gpu(row)), 0);
+    Tensor p = raw::permute(t, {3, 1, 0, 2}), gp = raw::permute(on_gpu(t), {3, 1, 0, 2});
+    same_each(raw::contiguous(p), raw::contiguous(gp), 0);
+    Tensor n = raw::narrow(t, 2, 5, 30), gn = raw::narrow(on_gpu(t), 2, 5, 30);
+    same_each(raw::mul(n, n), raw::mul(gn, gn), 0);
+    same_each(raw::exp(raw::expand(raw::reshape(row, {1, 50}), {70, 50})),
+              raw::exp(raw::expand(raw::reshape(on_gpu(row), {1, 50}), {70, 50})), 1e-6);
+}

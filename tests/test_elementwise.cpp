@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "helpers.h"
+#include "tensor/merged_dims.h"
 
 using namespace nc;
 using nc_test::check_error;
@@ -97,4 +98,40 @@ TEST_CASE("elementwise ops reject mismatched inputs with clear messages", "[elem
     check_error([] { raw::mul(raw::zeros({2}), raw::zeros({2}, kFloat64)); }, {"mul", "float32", "float64"});
     check_error([] { raw::exp(raw::from_indices({1}, {1})); }, {"exp", "floating", "int64"});
     check_error([] { raw::bernoulli({2}, 1.5); }, {"bernoulli", "not in [0, 1]"});
+}
+
+TEST_CASE("merge_dims: the fewest dims that walk every operand", "[elementwise]") {
+    // A contiguous [2, 3, 4] tensor is one dim of 24 with stride 1.
+    Shape shape{2, 3, 4}, contiguous{12, 4, 1};
+    MergedDims<1> one = merge_dims<1>(shape, {&contiguous});
+    REQUIRE(one.ndim == 1);
+    CHECK(one.sizes[0] == 24);
+    CHECK(one.strides[0][0] == 1);
+    // Against its transpose of the last two dims nothing merges but the
+    // leading dim with nothing: [2, 3, 4] stays 3 dims.
+    Shape transposed{12, 1, 3};  // a [2, 4, 3] tensor viewed as [2, 3, 4]
+    MergedDims<2> two = merge_dims<2>(shape, {&contiguous, &transposed});
+    CHECK(two.ndim == 3);
+    // Size-1 dims vanish; a broadcast row (stride 0 over the leading dims)
+    // keeps the other two apart: [5, 1, 6] + a [6] row is 2 dims, [5, 6].
+    Shape wide{5, 1, 6}, wide_strides{6, 6, 1}, row{0, 0, 1};
+    MergedDims<2> b = merge_dims<2>(wide, {&wide_strides, &row});
+    REQUIRE(b.ndim == 2);
+    CHECK(b.sizes[0] == 5);
+    CHECK(b.sizes[1] == 6);
+    CHECK(b.strides[1][0] == 0);
+    CHECK(b.strides[1][1] == 1);
+    // A middle slice (2 of the 4 rows of each [4, 5] block): its rows are
+    // contiguous with each other, so the inner two dims merge; the slice
+    // skips rows between blocks, so the outer one does not.
+    Shape sliced{3, 2, 5}, slice_strides{20, 5, 1};
+    MergedDims<1> s = merge_dims<1>(sliced, {&slice_strides});
+    REQUIRE(s.ndim == 2);
+    CHECK(s.sizes[0] == 3);
+    CHECK(s.sizes[1] == 10);
+    CHECK(s.strides[0][0] == 20);
+    // Every dim of size 1: a single element, no dims; a dim of 0: nothing to walk.
+    Shape ones{1, 1}, ones_strides{1, 1}, empty{3, 0}, empty_strides{0, 1};
+    CHECK(merge_dims<1>(ones, {&ones_strides}).ndim == 0);
+    CHECK(merge_dims<1>(empty, {&empty_strides}).empty);
 }

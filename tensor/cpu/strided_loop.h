@@ -2,8 +2,8 @@
 //
 // Elementwise kernels must handle views: transposed, sliced, broadcast
 // (stride 0). for_each_run hides that: it merges dims that are laid out
-// contiguously for every operand (so a plain contiguous tensor becomes one
-// long run), splits the work into runs along the innermost dim, and hands
+// contiguously for every operand (tensor/merged_dims.h; a plain contiguous
+// tensor becomes one long run), splits the work into runs along the innermost dim, and hands
 // each run to `body` on an OpenMP thread:
 //
 //   body(offsets, count, steps)
@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 
+#include "tensor/merged_dims.h"
 #include "tensor/shape.h"
 
 namespace nc {
@@ -30,30 +31,14 @@ constexpr int64_t kParallelMin = 32768;
 
 template <int N, typename Body>
 void for_each_run(const Shape& shape, const std::array<const Shape*, N>& strides, Body body) {
-    // 1. Collect the dims, dropping size-1 dims, and merge neighbours that are
-    //    contiguous with each other in every operand.
-    int64_t sizes[kMaxDims];
-    int64_t st[N][kMaxDims];
-    int ndim = 0;
-    for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] == 0) return;  // nothing to do
-        if (shape[d] == 1) continue;
-        bool merge = ndim > 0;
-        for (int k = 0; k < N && merge; ++k) merge = (st[k][ndim - 1] == (*strides[k])[d] * shape[d]);
-        if (merge) {
-            sizes[ndim - 1] *= shape[d];
-            for (int k = 0; k < N; ++k) st[k][ndim - 1] = (*strides[k])[d];
-        } else {
-            sizes[ndim] = shape[d];
-            for (int k = 0; k < N; ++k) st[k][ndim] = (*strides[k])[d];
-            ++ndim;
-        }
-    }
-    if (ndim == 0) {  // a single element
-        sizes[0] = 1;
-        for (int k = 0; k < N; ++k) st[k][0] = 0;
-        ndim = 1;
-    }
+    // 1. The dims with size-1 dims dropped and contiguous neighbours merged
+    //    (tensor/merged_dims.h); a single element becomes one dim of size 1.
+    MergedDims<N> m = merge_dims<N>(shape, strides);
+    if (m.empty) return;  // nothing to do
+    if (m.ndim == 0) m.ndim = 1, m.sizes[0] = 1;
+    int ndim = m.ndim;
+    const int64_t* sizes = m.sizes;
+    const auto& st = m.strides;
 
     // 2. The innermost dim is cut into chunks; every (outer index, chunk) is a task.
     int64_t inner = sizes[ndim - 1];
