@@ -480,7 +480,7 @@ int norms_experiment(const StudyOptions& options) {
     profile_plot("update_profile", "relative update ||dW|| / ||W|| of each block per step (mean over steps and seeds)",
                  "relative update");
     profile_plot("residual_profile",
-                 "residual contribution ||F(x)|| / ||x|| of each block (mean over its sublayers, tokens, steps and seeds)",
+                 "residual contribution ||F(x)|| / ||x|| per block (mean over sublayers, tokens, steps, seeds)",
                  "||F(x)|| / ||x||");
     profile_plot("turning", "angle by which each trained block turns the stream (radians, mean over tokens and seeds)",
                  "turning angle");
