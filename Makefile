@@ -171,6 +171,7 @@ test:
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=$(MODE) BUILD=$(BUILD) all
 	@for t in $(TUTORIAL_BINS); do echo "== tutorial program $$t"; (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; echo "   ok (output in $$t.log)"; done
+	tools/chapter_outputs.sh check $(BUILD)
 	tests/cli_test.sh $(BUILD)
 	tests/fault_test.sh $(BUILD)
 	$(BUILD)/bench/attention_time 2 70 8
@@ -180,6 +181,13 @@ test:
 
 test-asan:
 	@$(MAKE) --no-print-directory MODE=asan BUILD=build/asan test
+
+# The chapters' output blocks rewritten from their programs' output
+# (tools/chapter_outputs.sh; `make test` checks that they agree).
+docs: all
+	@for t in $(TUTORIAL_BINS); do (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
+	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; done
+	tools/chapter_outputs.sh update $(BUILD)
 
 # The fuzz targets (tests/fuzz/fuzz_*.cpp), one per parser, built with clang
 # and run FUZZ_SECONDS each from the seed corpus in tests/fuzz/corpus/ (new

@@ -12,7 +12,8 @@ namespace nc {
 // C(q) = cos(sqrt q) and S(q) = sin(sqrt q)/sqrt q with S' = dS/dq. Both are
 // entire functions of q = theta^2; near q = 0 the closed forms lose accuracy
 // (0/0 in S, cancellation in S' = (C - S)/(2q)), so below q = 0.1 we use
-// their Taylor series, whose terms up to q^5 are exact to double rounding.
+// their Taylor series: C and S to q^5, S' to q^4. At q = 0.1 the first
+// omitted terms are 2.1e-15 (C), 1.6e-16 (S) and 6e-14 relative (S').
 
 struct SphereCoefficients {
     double C, S, dS;

@@ -423,4 +423,20 @@ expect_error "applies to text models" train --model vit --eval-tokens 100 --step
 expect_error "flag --eval-split: 'test' is not a split" train --data "$work/corpus" --eval-split test --steps 1
 expect_error "dict-gcide" corpus build --dictionary "$work/none.dz" --out "$work/corpus3"
 
+# tools/chapter_outputs.sh: a marked chapter block must match its program's
+# output (within the stated tolerance); `update` takes the program's output.
+mkdir -p "$work/docs/tutorials"
+printf 'header\nloss 2.5000 after 10 steps\n12.3 ms per step\n' > "$work/docs/tutorials/prog.log"
+printf 'Text.\n\n<!-- output: prog 2-2 tol=1e-3 -->\n```\nloss 2.5010 after 10 steps\n```\n<!-- output: prog 3-3 timing -->\n```\n9.9 ms per step\n```\n' > "$work/docs/ch.md"
+tools/chapter_outputs.sh check "$work/docs" "$work/docs/ch.md" > /dev/null 2>&1 \
+  || fail "chapter_outputs: 2.5010 is within tol 1e-3 of 2.5000, and a timing block's numbers are not compared"
+sed -i 's/tol=1e-3/tol=1e-4/' "$work/docs/ch.md"
+out=$(tools/chapter_outputs.sh check "$work/docs" "$work/docs/ch.md" 2>&1) && fail "chapter_outputs: 2.5010 vs 2.5000 at tol 1e-4 should fail"
+grep -qF 'at "2.5010" (program: "2.5000"' <<<"$out" || fail "chapter_outputs: the message should name both numbers: $out"
+sed -i 's/ms per step/ms a step/' "$work/docs/ch.md"
+tools/chapter_outputs.sh check "$work/docs" "$work/docs/ch.md" > /dev/null 2>&1 && fail "chapter_outputs: words must match even in a timing block"
+tools/chapter_outputs.sh update "$work/docs" "$work/docs/ch.md" > /dev/null 2>&1 || fail "chapter_outputs update"
+grep -qx 'loss 2.5000 after 10 steps' "$work/docs/ch.md" && grep -qx '12.3 ms per step' "$work/docs/ch.md" \
+  && tools/chapter_outputs.sh check "$work/docs" "$work/docs/ch.md" > /dev/null 2>&1 || fail "chapter_outputs: update should take the program's lines"
+
 if [ $failures -eq 0 ]; then echo "cli: all checks passed"; else echo "cli: $failures check(s) failed"; exit 1; fi

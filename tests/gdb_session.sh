@@ -22,5 +22,13 @@ for expected in '$1 = "MeanBackward"' '$2 = std::vector of length 0' '$3 = "MulB
                 'in main (argc=1' 'at autograd/ops_elementwise.cpp' '$5 = std::vector of length 2, capacity 2 = {4, 2}'; do
   if ! grep -qF -- "$expected" <<<"$out"; then echo "gdb session: missing '$expected'"; status=1; fi
 done
-if [ $status -ne 0 ]; then echo "$out"; echo "gdb session: FAILED"; else echo "gdb session: all 8 expected lines seen"; fi
+# Every "at FILE:LINE" the chapter quotes must be a place where gdb stops,
+# so a quoted line number cannot drift when the code above it changes.
+quoted=0
+while read -r where; do
+  quoted=$((quoted + 1))
+  grep -qF -- "$where" <<<"$out" || { echo "gdb session: the chapter quotes '$where', gdb shows no such frame"; status=1; }
+done < <(grep -oE 'at (autograd|tutorials)/[a-z_0-9]+\.cpp:[0-9]+' tutorials/02-autograd.md | sort -u)
+[ $quoted -ge 4 ] || { echo "gdb session: expected at least 4 quoted file:line places in chapter 2, found $quoted"; status=1; }
+if [ $status -ne 0 ]; then echo "$out"; echo "gdb session: FAILED"; else echo "gdb session: all 8 expected lines and $quoted quoted places seen"; fi
 exit $status
