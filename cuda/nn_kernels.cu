@@ -2,8 +2,8 @@
 // and the geodesic update, forward and backward, on the GPU. The formulas are the
 // CPU's (tensor/cpu/nn_kernels.cpp, derivations in tutorials 3 and 8): one
 // block per row, the row's sums by block_sum in double, then one pass that
-// writes the row. The per-column parameter gradients (dgamma, dbeta) are a
-// second kernel with one thread per column.
+// writes the row. The per-column parameter gradients (dgamma, dbeta) are
+// column sums (column_sums.cuh: two passes over column tiles x row chunks).
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"

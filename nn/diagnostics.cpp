@@ -153,6 +153,23 @@ StreamStep stream_step(const Tensor& before, const Tensor& after) {
     return out;
 }
 
+double theorem1_margin(const Tensor& representations, bool unbiased, double eps) {
+    int64_t n, d;
+    std::vector<double> h = host_matrix(representations, "theorem1_margin", n, d);
+    if (n < 2) fail("theorem1_margin", "needs at least 2 samples (a variance of their norms)");
+    std::vector<double> unit(h.size());
+    for (int64_t i = 0; i < n; ++i) {
+        double total = 0;
+        for (int64_t k = 0; k < d; ++k) total += h[i * d + k] * h[i * d + k];
+        if (total == 0) fail("theorem1_margin", "sample " + std::to_string(i) + " is zero: it has no direction to normalize");
+        for (int64_t k = 0; k < d; ++k) unit[i * d + k] = h[i * d + k] / std::sqrt(total);
+    }
+    Tensor normalized = raw::from_vector(unit, {n, d});
+    double b = normalization_bias(representations);
+    if (!unbiased) b *= (double)(n - 1) / (double)n;
+    return -isometry_gap(normalized, eps) + isometry_gap(representations, eps) - std::log1p(b);
+}
+
 double normalization_bias(const Tensor& representations) {
     int64_t n, d;
     std::vector<double> h = host_matrix(representations, "normalization_bias", n, d);

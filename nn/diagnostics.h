@@ -52,6 +52,15 @@ double isometry(const Tensor& representations, double eps = 1e-8);
 double isometry_gap(const Tensor& representations, double eps = 1e-8);
 // Var(norms) / mean(norms)^2 of the per-sample RMS norms (unbiased variance).
 double normalization_bias(const Tensor& representations);
+// Theorem 1 of Joudaki et al. (2023): dividing every sample (row) of h by its
+// norm raises the isometry by at least the factor 1 + b, b the normalization
+// bias of h: I(normalized) >= (1 + b) I(h). Returns the margin
+//   log I(normalized) - log I(h) - log(1 + b),
+// >= 0 where the inequality holds. With unit rows G' = D^-1 G D^-1 (D the
+// norms), so I(G') / I(G) = mean(n^2) / geomean(n^2) exactly; AM-GM makes
+// that at least mean(n^2) / mean(n)^2 = 1 + b with b's *biased* variance.
+// `unbiased` uses normalization_bias's unbiased one, as the authors' code does.
+double theorem1_margin(const Tensor& representations, bool unbiased = true, double eps = 1e-12);
 
 // What one block did to the residual stream, from its tokens before and
 // after it ([n, d] each, row i the same token): the mean angle by which the

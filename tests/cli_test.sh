@@ -150,7 +150,12 @@ out=$("$bin" experiment isometry --smoke --out "$work/iso" 2>&1) || fail "experi
 grep -q '| relu | 0.733 |' <<<"$out" || fail "experiment isometry: ReLU's beta0 should be 0.733: $out"
 [ -s "$work/iso/isometry.csv" ] && [ -s "$work/iso/table.md" ] && [ -s "$work/iso/isometry.gp" ] || fail "experiment isometry: missing outputs"
 [ "$(wc -l < "$work/iso/isometry.csv")" -eq 136 ] || fail "experiment isometry: 5 activations x 3 norms x 9 layers + header"
-if command -v gnuplot > /dev/null; then [ -s "$work/iso/isometry.png" ] || fail "experiment isometry: no plot"; fi
+[ "$(wc -l < "$work/iso/floor.csv")" -eq 5 ] || fail "experiment isometry: floor.csv should have 2 widths x 2 batches + header"
+[ "$(grep -cE '^\| [a-z]+ \| (none|layernorm|batchnorm) \| 18 \| [0-9]+ \([0-9]+%\) \| [-0-9.e]+ \| [0-9]+ \([0-9]+%\) \| [-0-9.e]+ \|$' <<<"$out")" -eq 15 ] \
+  || fail "experiment isometry: Theorem 1's table should have 5 activations x 3 norms, 9 layers x 2 seeds each: $out"
+if command -v gnuplot > /dev/null; then
+  for p in isometry isometry_normalized floor; do [ -s "$work/iso/$p.png" ] || fail "experiment isometry: no $p.png"; done
+fi
 expect_error "unknown experiment 'layers'" experiment layers --smoke
 
 # 8. experiment norms at smoke scale, under the protocol: 9 variants tuned on a

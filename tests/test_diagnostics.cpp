@@ -254,3 +254,27 @@ TEST_CASE("a block's residual contribution ||F(x)|| / ||x|| for each placement",
     nc_test::run_model(*model, raw::from_indices({1, 5, 10, 3}, {1, 4}));
     for (double r : diag::residual_ratios(blocks)) CHECK(std::isfinite(r));
 }
+
+TEST_CASE("Theorem 1's margin: normalizing the samples raises the isometry by at least 1 + bias", "[diagnostics][isometry]") {
+    // Orthogonal rows of norms 1 and 2: I(G) = sqrt(1 * 4) / 2.5 = 0.8, and 1
+    // after normalizing; RMS norms 1/sqrt2 and 2/sqrt2 have mean 1.5/sqrt2 and
+    // unbiased variance 0.25, so b = 0.25 / 1.125 = 2/9 (biased: 1/9).
+    Tensor two = raw::from_vector(std::vector<double>{1, 0, 0, 2}, {2, 2});
+    CHECK(diag::theorem1_margin(two, true, 0) == Approx(-std::log(0.8) - std::log(1 + 2.0 / 9)).epsilon(1e-12));
+    CHECK(diag::theorem1_margin(two, false, 0) == Approx(-std::log(0.8) - std::log(1 + 1.0 / 9)).epsilon(1e-12));
+    // Equal norms: normalizing changes nothing and b = 0, so the margin is 0.
+    std::vector<double> q = random_orthogonal(5, 3);
+    Tensor equal = raw::mul(raw::from_vector(q, {5, 5}), 2.0);
+    CHECK(diag::theorem1_margin(equal) == Approx(0.0).margin(1e-9));
+    // Random, correlated samples of spread norms: the biased form is a
+    // theorem (AM-GM), so its margin is never negative.
+    Generator gen(11);
+    for (int trial = 0; trial < 20; ++trial) {
+        Tensor h = raw::add(raw::randn({12, 40}, gen, kFloat64), raw::mul(raw::randn({1, 40}, gen, kFloat64), 2.0));
+        Tensor scales = raw::exp(raw::randn({12, 1}, gen, kFloat64));
+        CHECK(diag::theorem1_margin(raw::mul(h, scales), false) >= -1e-9);
+    }
+    check_error([] { diag::theorem1_margin(raw::zeros({1, 3})); }, {"theorem1_margin", "2 samples"});
+    check_error([] { diag::theorem1_margin(raw::from_vector(std::vector<double>{1, 0, 0, 0}, {2, 2})); },
+                {"theorem1_margin", "sample 1 is zero"});
+}
