@@ -14,6 +14,7 @@
 // minutes on 2 CPU cores), --full (larger, meant for a GPU).
 #include "apps/experiment.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -231,6 +232,23 @@ double pearson(const std::vector<double>& xs, const std::vector<double>& ys) {
         syy += (ys[i] - my) * (ys[i] - my);
     }
     return sxy / std::sqrt(sxx * syy);  // NaN when either is constant
+}
+
+double spearman(const std::vector<double>& xs, const std::vector<double>& ys) {
+    auto ranks = [](const std::vector<double>& v) {
+        std::vector<size_t> order(v.size());
+        for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+        std::vector<double> r(v.size());
+        for (size_t i = 0; i < order.size();) {
+            size_t j = i;  // order[i..j] are tied
+            while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+            for (size_t k = i; k <= j; ++k) r[order[k]] = 0.5 * (double)(i + j);
+            i = j + 1;
+        }
+        return r;
+    };
+    return pearson(ranks(xs), ranks(ys));
 }
 
 // ---- plots -----------------------------------------------------------------------------

@@ -70,6 +70,8 @@ std::string fmt(const char* format, double x);
 double mean(const std::vector<double>& xs);
 double sample_std(const std::vector<double>& xs);  // n - 1 in the denominator; 0 for one value
 double pearson(const std::vector<double>& xs, const std::vector<double>& ys);
+// Spearman's rank correlation: Pearson's on the ranks (tied values share their mean rank).
+double spearman(const std::vector<double>& xs, const std::vector<double>& ys);
 
 // ---- plots -------------------------------------------------------------------------------
 

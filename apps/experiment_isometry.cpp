@@ -242,24 +242,6 @@ Tensor standardized(const Tensor& images) {
     return raw::mul(raw::add(flat, -m), 1.0 / sd);
 }
 
-// Spearman's rank correlation: Pearson's on the ranks (ties share their mean rank).
-double spearman(const std::vector<double>& xs, const std::vector<double>& ys) {
-    auto ranks = [](const std::vector<double>& v) {
-        std::vector<size_t> order(v.size());
-        for (size_t i = 0; i < v.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-        std::vector<double> r(v.size());
-        for (size_t i = 0; i < order.size();) {
-            size_t j = i;
-            while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-            for (size_t k = i; k <= j; ++k) r[order[k]] = 0.5 * (double)(i + j);
-            i = j + 1;
-        }
-        return r;
-    };
-    return pearson(ranks(xs), ranks(ys));
-}
-
 // A gnuplot line per activation of `column` (with its standard error in the
 // next column) for one norm, from isometry.csv.
 std::string curves_plot(const std::string& out_dir, const std::string& name, const std::string& title, int column) {

@@ -143,3 +143,15 @@ TEST_CASE("protocol: intervals, paired differences and verdicts", "[protocol]") 
     CHECK(verdict(around, Direction::Higher) == "inconclusive");
     CHECK(verdict(paired_difference({1.0}, {2.0}), Direction::Lower) == "inconclusive");
 }
+
+TEST_CASE("rank correlation: Spearman's is Pearson's on the ranks, ties sharing their mean rank", "[protocol]") {
+    // Any increasing map keeps the ranks: rho = 1, though Pearson's is not 1.
+    std::vector<double> x = {1, 2, 3, 4, 5}, y = {1, 4, 9, 100, 1e6};
+    CHECK(app::spearman(x, y) == Approx(1.0));
+    CHECK(app::pearson(x, y) < 0.8);
+    std::vector<double> reversed = {5, 4, 3, 2, 1};
+    CHECK(app::spearman(x, reversed) == Approx(-1.0));
+    // Ties: ranks of (10, 20, 20, 30) are (0, 1.5, 1.5, 3); against (1, 2, 3, 4),
+    // Pearson of (0, 1.5, 1.5, 3) and (0, 1, 2, 3) = 4.5 / sqrt(4.5 * 5).
+    CHECK(app::spearman({10, 20, 20, 30}, {1, 2, 3, 4}) == Approx(4.5 / std::sqrt(4.5 * 5.0)));
+}
