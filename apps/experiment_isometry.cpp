@@ -190,7 +190,8 @@ struct TrainScale {
 struct TrainedNet {
     std::string activation, norm;
     int64_t depth = 0;
-    double gap_at_init = 0, test_loss = 0;
+    double gap_at_init = 0, test_loss = NAN;
+    bool diverged = false;  // a non-finite training loss stopped it
 };
 
 TrainedNet train_mlp(const Activation& act, const std::string& norm, int64_t depth, const TrainScale& s, const Tensor& images,
@@ -226,12 +227,17 @@ TrainedNet train_mlp(const Activation& act, const std::string& norm, int64_t dep
     for (int64_t step = 0; step < s.steps; ++step) {
         int64_t start = (step * batch) % (n - batch + 1);
         Tensor loss = cross_entropy(logits(raw::narrow(images, 0, start, batch)), raw::narrow(labels, 0, start, batch));
+        if (!std::isfinite(loss.item())) {
+            net.diverged = true;
+            return net;
+        }
         sgd.zero_grad();
         backward(loss);
         sgd.step();
     }
     NoGradGuard no_grad;
     net.test_loss = cross_entropy(logits(test_images), test_labels).item();
+    net.diverged = !std::isfinite(net.test_loss);
     return net;
 }
 
@@ -365,14 +371,14 @@ int isometry_experiment(const StudyOptions& options) {
     Tensor test_labels = raw::from_indices(test_set.labels, {(int64_t)test_set.labels.size()});
     std::vector<TrainedNet> nets;
     std::ofstream trained(out_dir + "/training.csv");
-    trained << "activation,norm,depth,seed,gap_at_init,test_loss\n";
+    trained << "activation,norm,depth,seed,gap_at_init,test_loss,diverged\n";
     for (int64_t depth : t.depths)
         for (const Activation& act : activations())
             for (const std::string norm : {"none", "layernorm"})
                 for (int64_t r = 0; r < t.seeds; ++r) {
                     TrainedNet net = train_mlp(act, norm, depth, t, images, labels, test_images, test_labels, 100 + (uint64_t)r);
                     trained << act.name << "," << norm << "," << depth << "," << r + 1 << "," << net.gap_at_init << ","
-                            << net.test_loss << "\n";
+                            << net.test_loss << "," << (net.diverged ? 1 : 0) << "\n";
                     nets.push_back(net);
                 }
     trained.close();
@@ -400,27 +406,37 @@ int isometry_experiment(const StudyOptions& options) {
                       (long long)t.held_biased, 100.0 * t.held_biased / t.checked, t.worst_biased);
         theorem_table << line;
     }
-    // The training table: per configuration the seed means, then per depth
-    // the rank correlation between the gap at initialization and the loss.
+    // The training table: per configuration the seed means (of the networks
+    // that did not diverge), then per depth the rank correlation between the
+    // gap at initialization and the loss over every network, a diverged one
+    // ranking as the worst loss.
     std::ostringstream training_table;
     training_table << "| depth | activation | norm | gap at init, mean +- se | test loss after " << t.steps
                    << " steps, mean +- se |\n|---|---|---|---|---|\n";
     std::ostringstream correlations;
     for (int64_t depth : t.depths) {
-        std::vector<double> config_gaps, config_losses;
+        std::vector<double> all_gaps, all_losses;
         for (const Activation& act : activations())
             for (const std::string norm : {"none", "layernorm"}) {
                 std::vector<double> gaps, losses;
-                for (const TrainedNet& n : nets)
-                    if (n.depth == depth && n.activation == act.name && n.norm == norm) gaps.push_back(n.gap_at_init), losses.push_back(n.test_loss);
-                config_gaps.push_back(mean(gaps));
-                config_losses.push_back(mean(losses));
-                std::snprintf(line, sizeof line, "| %lld | %s | %s | %.3g +- %.2g | %.4f +- %.4f |\n", (long long)depth,
-                              act.name.c_str(), norm.c_str(), mean(gaps), standard_error(gaps), mean(losses), standard_error(losses));
+                int64_t diverged = 0;
+                for (const TrainedNet& n : nets) {
+                    if (n.depth != depth || n.activation != act.name || n.norm != norm) continue;
+                    gaps.push_back(n.gap_at_init);
+                    all_gaps.push_back(n.gap_at_init);
+                    all_losses.push_back(n.diverged ? INFINITY : n.test_loss);
+                    if (n.diverged) ++diverged;
+                    else losses.push_back(n.test_loss);
+                }
+                std::string loss_text = losses.empty() ? "-" : fmt("%.4f", mean(losses)) + " +- " + fmt("%.4f", standard_error(losses));
+                if (diverged) loss_text += " (" + std::to_string(diverged) + " diverged)";
+                std::snprintf(line, sizeof line, "| %lld | %s | %s | %.3g +- %.2g | %s |\n", (long long)depth, act.name.c_str(),
+                              norm.c_str(), mean(gaps), standard_error(gaps), loss_text.c_str());
                 training_table << line;
             }
         correlations << "depth " << depth << ": Spearman rank correlation between the gap at initialization and the test loss over the "
-                     << config_gaps.size() << " configurations = " << fmt("%+.2f", spearman(config_gaps, config_losses)) << "\n";
+                     << all_gaps.size() << " networks (diverged ones ranked worst) = " << fmt("%+.2f", spearman(all_gaps, all_losses))
+                     << "\n";
     }
     std::ofstream(out_dir + "/table.md") << table.str() << "\n" << theorem_table.str() << "\n" << training_table.str() << "\n"
                                          << correlations.str();
