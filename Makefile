@@ -7,6 +7,7 @@
 #   make run        setup, build, and the main job: normcore train (default GPT-2)
 #   make test-asan  the same suite under the sanitizers
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
+#   make docs       rewrite the chapters' marked output blocks from their programs (make test checks them)
 #   make bench      normcore bench: FMA peak, GEMM GFLOP/s, training-step times (JSON in build/bench.json)
 #   make fuzz       the libFuzzer targets of tests/fuzz (clang, ASan + UBSan), each run FUZZ_SECONDS
 #   make setup      install the Debian packages normcore needs (idempotent)
@@ -106,7 +107,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-gdb run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run
+.PHONY: all debug asan test test-asan test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS)
 
