@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "apps/experiment.h"
+#include "apps/protocol.h"
 #include "autograd/engine.h"
 #include "autograd/mode.h"
 #include "autograd/ops.h"
@@ -137,10 +138,8 @@ std::vector<double> seed_means(const std::vector<std::vector<double>>& per_layer
     return out;
 }
 
-// Standard error over seeds (0 for one seed).
-double standard_error(const std::vector<double>& xs) {
-    return xs.size() < 2 ? 0.0 : sample_std(xs) / std::sqrt((double)xs.size());
-}
+// Standard error over seeds (the protocol's; 0 for one seed).
+double standard_error(const std::vector<double>& xs) { return mean_interval(xs).se; }
 
 // The level a curve settles at: the mean of its last tenth (at least 3 layers).
 double curve_floor(const std::vector<double>& gap) {

@@ -33,7 +33,6 @@
 #include <sstream>
 
 #include "apps/experiment.h"
-#include "apps/lm.h"
 #include "apps/protocol.h"
 #include "data/corpus.h"
 #include "nn/config.h"
@@ -133,9 +132,7 @@ RunResult read_run(const std::string& dir) {
         r.val = s.val_loss;
         r.train = s.train_loss;
     } catch (const Error&) {
-        std::ifstream log(dir + "/train.log");
-        std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-        r.diverged = text.find(kStoppedOnNonFinite) != std::string::npos;
+        r.diverged = stopped_on_non_finite(dir);
     }
     if (!std::filesystem::exists(dir + "/diagnostics.csv")) return r;
     Csv d = read_csv(dir + "/diagnostics.csv");

@@ -155,9 +155,8 @@ static double score_of(const StudyOptions& options, const std::string& name) {
     }
 }
 
-// A run that stopped on a NaN or Inf loss or gradient (train's message).
-static bool diverged(const StudyOptions& options, const std::string& name) {
-    std::ifstream log(cell_dir(options, name) + "/train.log");
+bool stopped_on_non_finite(const std::string& run_dir) {
+    std::ifstream log(run_dir + "/train.log");
     std::string line;
     while (std::getline(log, line))
         if (line.find(kStoppedOnNonFinite) != std::string::npos) return true;
@@ -232,7 +231,7 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
         for (int64_t seed = 1; seed <= plan.seeds; ++seed) {
             std::string name = seed_cell_name(o.name, seed);
             o.validation.push_back(score_of(options, name));
-            if (std::isnan(o.validation.back()) && !diverged(options, name))
+            if (std::isnan(o.validation.back()) && !stopped_on_non_finite(cell_dir(options, name)))
                 failed += "\n  " + cell_dir(options, name) + "/train.log";
         }
     if (!failed.empty()) throw Error("protocol: reported runs failed (not by diverging):" + failed);

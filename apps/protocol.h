@@ -109,6 +109,10 @@ struct VariantOutcome {
 // "" or what is at the grid's edge: "lr at the grid's edge", "warm-up at the grid's edge", or both.
 std::string edge_text(const TuningChoice& c);
 
+// Whether the run in run_dir stopped on a NaN or Inf loss or gradient
+// (train's message in its train.log).
+bool stopped_on_non_finite(const std::string& run_dir);
+
 // The directory of a reported run and of a tuning run.
 std::string seed_cell_name(const std::string& variant, int64_t seed);
 std::string tuning_cell_name(const std::string& variant, const Setting& s);
