@@ -24,7 +24,7 @@ std::vector<FlagSpec> model_flags() {
         {"norm", "", "layernorm | rmsnorm | dyt | none (default: the model's own)"},
         {"placement", "pre", "pre | post | sandwich | deepnorm | geonorm"},
         {"decay", "none", "geonorm step decay: none | harmonic | sqrt | linear"},
-        {"attention", "standard", "standard | differential"},
+        {"attention", "standard", "standard | differential (official Diff-Transformer) | differential-regime (the DyT regime study's)"},
         {"mlp", "", "gelu | swiglu (default: the model's own)"},
         {"positions", "", "learned | rope | none (default: the model's own)"},
         {"layers", "4", "number of blocks"},

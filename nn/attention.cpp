@@ -7,31 +7,33 @@ namespace nn {
 
 Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generator& gen, Options opt)
     : cfg_(cfg), layer_index_(layer_index) {
-    int64_t C = cfg.n_embd, kv = cfg.kv_heads() * cfg.head_dim();
+    int64_t C = cfg.n_embd, kv = cfg.kv_heads() * cfg.head_dim(), qw = cfg.query_width(), kw = cfg.key_width();
     switch (cfg.family) {
         case Family::GPT2:
-            qkv_ = register_module("c_attn", std::make_shared<Linear>(C, C + 2 * kv, cfg.bias, gen, opt));
+            qkv_ = register_module("c_attn", std::make_shared<Linear>(C, qw + kw + kv, cfg.bias, gen, opt));
             out_ = register_module("c_proj", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
             break;
         case Family::Llama:
-            q_ = register_module("q_proj", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
-            k_ = register_module("k_proj", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
+            q_ = register_module("q_proj", std::make_shared<Linear>(C, qw, cfg.bias, gen, opt));
+            k_ = register_module("k_proj", std::make_shared<Linear>(C, kw, cfg.bias, gen, opt));
             v_ = register_module("v_proj", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
             out_ = register_module("o_proj", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
             break;
         case Family::ViT: {
             auto self = register_module("attention", std::make_shared<Group>());
-            q_ = self->add("query", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
-            k_ = self->add("key", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
+            q_ = self->add("query", std::make_shared<Linear>(C, qw, cfg.bias, gen, opt));
+            k_ = self->add("key", std::make_shared<Linear>(C, kw, cfg.bias, gen, opt));
             v_ = self->add("value", std::make_shared<Linear>(C, kv, cfg.bias, gen, opt));
             auto output = register_module("output", std::make_shared<Group>());
             out_ = output->add("dense", std::make_shared<Linear>(C, C, cfg.bias, gen, opt));
             break;
         }
     }
-    if (cfg.attention == AttentionKind::Differential) {
-        // Sub-heads of size dh = C / H / 2; lambda's vectors live in R^dh, init N(0, 0.1^2).
-        int64_t dh = cfg.head_dim() / 2;
+    if (cfg.differential()) {
+        // Sub-heads of size dh (C / H / 2 official, C / H regime); lambda's
+        // vectors live in R^dh, init N(0, 0.1^2).
+        bool regime = cfg.attention == AttentionKind::DifferentialRegime;
+        int64_t dh = regime ? cfg.head_dim() : cfg.head_dim() / 2;
         auto lambda_vector = [&](const char* name) {
             Tensor t = raw::zeros({dh}, opt.dtype, opt.device);
             normal_(t, 0.1, gen);
@@ -41,8 +43,13 @@ Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generato
         lambda_k1_ = lambda_vector("lambda_k1");
         lambda_q2_ = lambda_vector("lambda_q2");
         lambda_k2_ = lambda_vector("lambda_k2");
-        subln_ = register_module("subln", std::make_shared<RMSNorm>(2 * dh, 1e-5, true, opt));
-        lambda_init = diff_lambda_init(layer_index);
+        if (regime) {
+            head_norm_ = std::make_shared<LayerNorm>(dh, 1e-5, /*affine=*/false, /*has_bias=*/false, opt);
+            lambda_init = diff_lambda_init(layer_index + 1);
+        } else {
+            subln_ = register_module("subln", std::make_shared<RMSNorm>(2 * dh, 1e-5, true, opt));
+            lambda_init = diff_lambda_init(layer_index);
+        }
     }
 }
 
@@ -59,13 +66,13 @@ std::vector<Tensor> Attention::value_weights() const {
     if (v_) return {v_->weight};
     // The fused projection's rows are [q; k; v]: the value rows are the last kv.
     int64_t kv = cfg_.kv_heads() * cfg_.head_dim();
-    return {raw::narrow(qkv_->weight, 0, cfg_.n_embd + kv, kv)};
+    return {raw::narrow(qkv_->weight, 0, cfg_.query_width() + cfg_.key_width(), kv)};
 }
 
 std::vector<Tensor> Attention::query_key_weights() const {
     if (q_) return {q_->weight, k_->weight};
-    int64_t kv = cfg_.kv_heads() * cfg_.head_dim();
-    return {raw::narrow(qkv_->weight, 0, 0, cfg_.n_embd), raw::narrow(qkv_->weight, 0, cfg_.n_embd, kv)};
+    int64_t qw = cfg_.query_width();
+    return {raw::narrow(qkv_->weight, 0, 0, qw), raw::narrow(qkv_->weight, 0, qw, cfg_.key_width())};
 }
 
 Tensor Attention::split_heads(const Tensor& t, int64_t heads, int64_t size) const {
@@ -102,18 +109,17 @@ Tensor Attention::forward(const Tensor& x, const RopeTables* rope, KVCache* cach
         fail("attention", "expects [B, T, " + std::to_string(cfg_.n_embd) + "], got " + shape_str(x.shape()));
     Tensor q, k, v;
     if (qkv_) {
-        int64_t C = cfg_.n_embd, kv = cfg_.kv_heads() * cfg_.head_dim();
+        int64_t qw = cfg_.query_width(), kw = cfg_.key_width(), kv = cfg_.kv_heads() * cfg_.head_dim();
         Tensor fused = qkv_->forward(x);
-        q = narrow(fused, 2, 0, C);
-        k = narrow(fused, 2, C, kv);
-        v = narrow(fused, 2, C + kv, kv);
+        q = narrow(fused, 2, 0, qw);
+        k = narrow(fused, 2, qw, kw);
+        v = narrow(fused, 2, qw + kw, kv);
     } else {
         q = q_->forward(x);
         k = k_->forward(x);
         v = v_->forward(x);
     }
-    Tensor y = cfg_.attention == AttentionKind::Differential ? differential(q, k, v, rope, cache)
-                                                             : standard(q, k, v, rope, cache);
+    Tensor y = cfg_.differential() ? differential(q, k, v, rope, cache) : standard(q, k, v, rope, cache);
     return out_->forward(y);
 }
 
@@ -132,10 +138,11 @@ Tensor Attention::standard(const Tensor& q_in, const Tensor& k_in, const Tensor&
 
 Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const RopeTables* rope,
                                KVCache* cache) const {
-    // q, k: 2H sub-heads of size dh; v: H heads of size 2 dh. Sub-heads 2h and
-    // 2h+1 form the two softmax maps of head h.
-    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, dh = cfg_.head_dim() / 2;
-    Tensor q = split_heads(q_in, 2 * H, dh), k = split_heads(k_in, 2 * H, dh), v = split_heads(v_in, H, 2 * dh);
+    // q, k: 2H sub-heads of size dh; v: H heads of size C / H (2 dh official,
+    // dh regime). Sub-heads 2h and 2h+1 form the two softmax maps of head h.
+    bool regime = cfg_.attention == AttentionKind::DifferentialRegime;
+    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, hd = cfg_.head_dim(), dh = regime ? hd : hd / 2;
+    Tensor q = split_heads(q_in, 2 * H, dh), k = split_heads(k_in, 2 * H, dh), v = split_heads(v_in, H, hd);
     if (rope) {
         q = apply_rope(q, *rope);
         k = apply_rope(k, *rope);
@@ -148,8 +155,9 @@ Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Ten
     Tensor a2 = scaled_dot_product_attention(pair(q, 1), pair(k, 1), v, causal);
     // lambda = exp(<lq1, lk1>) - exp(<lq2, lk2>) + lambda_init, one scalar per layer.
     Tensor lambda = exp(sum(lambda_q1_ * lambda_k1_)) - exp(sum(lambda_q2_ * lambda_k2_)) + lambda_init;
-    Tensor o = subln_->forward(a1 - lambda * a2) * (1.0 - lambda_init);  // per-head RMSNorm over 2 dh
-    return reshape(transpose(o, 1, 2), {B, T, H * 2 * dh});
+    // Per head and position: RMSNorm over 2 dh (official), or (o - mean) / std over dh (regime).
+    Tensor o = (regime ? head_norm_->forward(a1 - lambda * a2) : subln_->forward(a1 - lambda * a2)) * (1.0 - lambda_init);
+    return reshape(transpose(o, 1, 2), {B, T, H * hd});
 }
 
 }  // namespace nn

@@ -8,6 +8,27 @@
 //   ViT    attention.query, attention.key, attention.value, output.dense
 // Differential attention adds lambda_q1, lambda_k1, lambda_q2, lambda_k2 and
 // subln.weight (Ye et al. 2024; reference section 6).
+//
+// Two kinds of differential attention, each O_h = (A1 - lambda A2) V_h with
+// A_j = softmax(Q_j K_j^T / sqrt(d) + causal mask) and
+// lambda = exp(<lq1, lk1>) - exp(<lq2, lk2>) + lambda_init:
+//
+//   differential         the official one: H heads of C/H split into two
+//                        sub-heads of d = C/H/2 for Q and K; V keeps C/H per
+//                        head; lambda's vectors in R^d; a per-head RMSNorm
+//                        with a gain; lambda_init at 0-based depth l.
+//   differential-regime  the DyT regime study's (Verma 2026, its model.py):
+//                        Q and K projected to 2C, so each head has two
+//                        sub-heads of the full d = C/H; V of C; lambda's
+//                        vectors in R^(C/H); a per-head normalization without
+//                        gain, (o - mean) / sqrt(var + 1e-5) over the head's
+//                        d values; lambda_init at depth l + 1. Its code
+//                        normalizes with nn.GroupNorm on a [B, C, T] tensor,
+//                        which pools each head's mean and variance over all
+//                        T positions, the later ones too: a causal model must
+//                        not see those, so here each position is normalized
+//                        on its own (GroupNorm applied to one position).
+// Both multiply the heads by (1 - lambda_init) before the output projection.
 #pragma once
 
 #include "nn/config.h"
@@ -48,7 +69,8 @@ private:
     int64_t layer_index_;
     std::shared_ptr<Linear> qkv_, q_, k_, v_, out_;
     Tensor lambda_q1_, lambda_k1_, lambda_q2_, lambda_k2_;
-    std::shared_ptr<RMSNorm> subln_;
+    std::shared_ptr<RMSNorm> subln_;       // official differential: learned per-head gain
+    std::shared_ptr<LayerNorm> head_norm_;  // regime differential: no parameters
 };
 
 }  // namespace nn

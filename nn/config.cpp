@@ -40,6 +40,9 @@ void TransformerConfig::validate() const {
         bad("--kv-heads " + std::to_string(kv_heads()) + " does not divide --heads " + std::to_string(n_head));
     if (positions == Positions::Rope && head_dim() % 2 != 0)
         bad("RoPE needs an even head size, got " + std::to_string(head_dim()));
+    if (attention == AttentionKind::DifferentialRegime) {
+        if (kv_heads() != n_head) bad("differential attention does not support grouped-query attention");
+    }
     if (attention == AttentionKind::Differential) {
         if (head_dim() % 2 != 0) bad("differential attention needs an even head size, got " + std::to_string(head_dim()));
         if (positions == Positions::Rope && head_dim() % 4 != 0)
@@ -92,7 +95,8 @@ static const Spelling<Placement> kPlacements[] = {{Placement::Pre, "pre"},
 static const Spelling<Decay> kDecays[] = {
     {Decay::None, "none"}, {Decay::Harmonic, "harmonic"}, {Decay::Sqrt, "sqrt"}, {Decay::Linear, "linear"}};
 static const Spelling<AttentionKind> kAttentions[] = {{AttentionKind::Standard, "standard"},
-                                                      {AttentionKind::Differential, "differential"}};
+                                                      {AttentionKind::Differential, "differential"},
+                                                      {AttentionKind::DifferentialRegime, "differential-regime"}};
 static const Spelling<MlpKind> kMlps[] = {{MlpKind::Gelu, "gelu"}, {MlpKind::SwiGlu, "swiglu"}};
 static const Spelling<Positions> kPositions[] = {
     {Positions::Learned, "learned"}, {Positions::Rope, "rope"}, {Positions::None, "none"}};

@@ -15,7 +15,10 @@ namespace nn {
 enum class NormKind { LayerNorm, RMSNorm, DyT, None };
 enum class Placement { Pre, Post, Sandwich, DeepNorm, GeoNorm };
 enum class Decay { None, Harmonic, Sqrt, Linear };
-enum class AttentionKind { Standard, Differential };
+// Differential: the official Diff-Transformer (Ye et al. 2024, reference in
+// nn/attention.h); DifferentialRegime: the variant the DyT regime study ran
+// (nn/attention.h says how the two differ).
+enum class AttentionKind { Standard, Differential, DifferentialRegime };
 enum class MlpKind { Gelu, SwiGlu };
 enum class Positions { Learned, Rope, None };
 // Whose parameter names (and projection layout) the model uses.
@@ -59,6 +62,14 @@ struct TransformerConfig {
 
     int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
     int64_t head_dim() const { return n_embd / n_head; }
+    bool differential() const { return attention != AttentionKind::Standard; }
+    // The width of the query (and of the key) projection: the regime study's
+    // differential attention gives each head two full-size sub-heads (2C);
+    // every other kind fits the queries into C.
+    int64_t query_width() const { return attention == AttentionKind::DifferentialRegime ? 2 * n_embd : n_embd; }
+    int64_t key_width() const { return attention == AttentionKind::DifferentialRegime ? 2 * n_embd : kv_heads() * head_dim(); }
+    // RoPE rotates each (sub-)head: the official differential sub-heads are half a head.
+    int64_t rope_dim() const { return attention == AttentionKind::Differential ? head_dim() / 2 : head_dim(); }
     // Throws nc::Error naming the first setting that cannot work.
     void validate() const;
 };
@@ -91,7 +102,8 @@ double deepnorm_beta(int64_t n_layer);
 // GeoNorm step for block k (0-based) of T: none a, harmonic a/(k+1),
 // sqrt a/sqrt(k+1), linear a (T-k)/T.
 double geonorm_step(Decay decay, double a, int64_t k, int64_t T);
-// Differential attention's lambda_init = 0.8 - 0.6 exp(-0.3 depth), depth 0-based.
+// Differential attention's lambda_init = 0.8 - 0.6 exp(-0.3 depth), depth 0-based
+// (the regime study's code passes depth + 1: nn/attention.h).
 double diff_lambda_init(int64_t depth);
 // Llama's SwiGLU hidden size: int(2 * 4C / 3) rounded up to a multiple.
 int64_t swiglu_hidden(int64_t n_embd, int64_t multiple_of);

@@ -38,7 +38,7 @@ Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream, KVCac
     }
     RopeTables tables;
     if (cfg_.positions == Positions::Rope) {
-        int64_t rope_dim = cfg_.attention == AttentionKind::Differential ? cfg_.head_dim() / 2 : cfg_.head_dim();
+        int64_t rope_dim = cfg_.rope_dim();
         if (cache) {
             // The new tokens sit at absolute positions length..length+T-1:
             // rows of tables built once for the whole cache.
@@ -255,8 +255,10 @@ int64_t count_parameters(const TransformerConfig& c) {
                    : c.norm == NormKind::RMSNorm ? C
                    : c.norm == NormKind::DyT ? 1 + C + b * C
                    : C + b * C;
-    int64_t attention = linear(C, C, b) + 2 * linear(C, kv, b) + linear(C, C, b);
+    int64_t attention = linear(C, c.query_width(), b) + linear(C, c.key_width(), b) + linear(C, kv, b) + linear(C, C, b);
+    // lambda's four vectors; the official kind also has its per-head RMSNorm gain (2 dh).
     if (c.attention == AttentionKind::Differential) attention += 4 * (c.head_dim() / 2) + c.head_dim();
+    if (c.attention == AttentionKind::DifferentialRegime) attention += 4 * c.head_dim();
     bool swiglu = c.mlp == MlpKind::SwiGlu;
     int64_t hidden = c.mlp_hidden > 0 ? c.mlp_hidden : swiglu ? swiglu_hidden(C, c.swiglu_multiple) : 4 * C;
     int64_t mlp = linear(C, hidden, b) * (swiglu ? 2 : 1) + linear(hidden, C, b);

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Makes the model reference dumps of tests/test_reference_models.cpp.
 
-For four small models with random weights (GPT-2 with the pre and the post
-placement, Llama with grouped-query attention and RoPE, and a ViT) it writes
+For seven small models with random weights (GPT-2 with the pre and the post
+placement, Llama with grouped-query attention and RoPE, a ViT, and GPT-2 and
+Llama with differential attention: the official kind, GPT-2 only, and the
+DyT regime study's kind) it writes
 a Hugging Face model directory (config.json + model.safetensors, the names
 and layouts GPT2LMHeadModel, LlamaForCausalLM and ViTForImageClassification
 use) and expected.safetensors: what an independent float64 implementation of
@@ -95,17 +97,53 @@ def rope(x, theta):
     return x * torch.cos(ang) + torch.cat([-x2, x1], -1) * torch.sin(ang)
 
 
+def differential(q, k, v, H, p, pre, layer, kind, eps, theta=None):
+    """Differential attention on one sequence. q, k [T, 2C'] hold, per head,
+    its two sub-heads side by side; v [T, C]. Returns [T, C] before the output
+    projection. kind "differential": the official Diff-Transformer (sub-heads
+    of C/H/2, per-head RMSNorm with a gain, lambda_init at depth l);
+    "differential-regime": the DyT regime study's model.py (sub-heads of C/H,
+    torch's group_norm without affine applied to each position, lambda_init
+    at depth l + 1)."""
+    T, C = v.shape
+    hd = C // H
+    d = q.shape[-1] // (2 * H)
+    q = q.reshape(T, H, 2, d)
+    k = k.reshape(T, H, 2, d)
+    vh = v.reshape(T, H, hd).transpose(0, 1)
+    q1, q2 = q[:, :, 0].transpose(0, 1), q[:, :, 1].transpose(0, 1)
+    k1, k2 = k[:, :, 0].transpose(0, 1), k[:, :, 1].transpose(0, 1)
+    if theta is not None:
+        q1, q2, k1, k2 = (rope(t, theta) for t in (q1, q2, k1, k2))
+    depth = layer + 1 if kind == "differential-regime" else layer
+    lambda_init = 0.8 - 0.6 * math.exp(-0.3 * depth)
+    lam = (torch.exp((p[pre + "lambda_q1"] * p[pre + "lambda_k1"]).sum())
+           - torch.exp((p[pre + "lambda_q2"] * p[pre + "lambda_k2"]).sum()) + lambda_init)
+    o = attention(q1, k1, vh, True) - lam * attention(q2, k2, vh, True)  # [H, T, hd]
+    o = o.transpose(0, 1)  # [T, H, hd]
+    if kind == "differential-regime":
+        o = torch.nn.functional.group_norm(o.reshape(T, C), H, eps=1e-5)  # one position: groups over channels only
+    else:
+        o = rms_norm(o, p[pre + "subln.weight"], 1e-5).reshape(T, C)
+    return o * (1 - lambda_init)
+
+
 # ---- the models ----------------------------------------------------------------------------
 
 def gpt2_forward(p, cfg, ids):
     C, H, L, eps = cfg["n_embd"], cfg["n_head"], cfg["n_layer"], cfg["layer_norm_epsilon"]
     placement = cfg["normcore"]["placement"]
+    kind = cfg["normcore"].get("attention", "standard")
     T, hd = len(ids), C // H
     x = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][:T]
 
     def attn(a, i):
         pre = f"transformer.h.{i}.attn."
         qkv = a @ p[pre + "c_attn.weight"] + p[pre + "c_attn.bias"]  # Conv1D: [in, out]
+        if kind != "standard":
+            qk = (qkv.shape[-1] - C) // 2  # [q; k; v] with q, k of 2C (regime) or C (official)
+            y = differential(qkv[:, :qk], qkv[:, qk:2 * qk], qkv[:, 2 * qk:], H, p, pre, i, kind, eps)
+            return y @ p[pre + "c_proj.weight"] + p[pre + "c_proj.bias"]
         q, k, v = (t.reshape(T, H, hd).transpose(0, 1) for t in qkv.split(C, -1))
         y = attention(q, k, v, True).transpose(0, 1).reshape(T, C)
         return y @ p[pre + "c_proj.weight"] + p[pre + "c_proj.bias"]
@@ -139,6 +177,15 @@ def llama_forward(p, cfg, ids):
     for i in range(L):
         b = f"model.layers.{i}."
         a = rms_norm(x, p[b + "input_layernorm.weight"], eps)
+        kind = cfg.get("normcore", {}).get("attention", "standard")
+        if kind != "standard":
+            y = differential(a @ p[b + "self_attn.q_proj.weight"].T, a @ p[b + "self_attn.k_proj.weight"].T,
+                             a @ p[b + "self_attn.v_proj.weight"].T, H, p, b + "self_attn.", i, kind, eps, theta)
+            x = x + y @ p[b + "self_attn.o_proj.weight"].T
+            a = rms_norm(x, p[b + "post_attention_layernorm.weight"], eps)
+            g, u = a @ p[b + "mlp.gate_proj.weight"].T, a @ p[b + "mlp.up_proj.weight"].T
+            x = x + (torch.nn.functional.silu(g) * u) @ p[b + "mlp.down_proj.weight"].T
+            continue
         q = (a @ p[b + "self_attn.q_proj.weight"].T).reshape(T, H, hd).transpose(0, 1)
         k = (a @ p[b + "self_attn.k_proj.weight"].T).reshape(T, Hkv, hd).transpose(0, 1)
         v = (a @ p[b + "self_attn.v_proj.weight"].T).reshape(T, Hkv, hd).transpose(0, 1)
@@ -196,7 +243,9 @@ def random_weights(shapes, seed):
             out[name] = torch.tril(torch.ones(shape[-2], shape[-1])).reshape(shape).to(torch.float32)
             continue
         t = torch.randn(*shape, generator=g)
-        if "norm" in name or "ln" in name.split(".")[-2]:
+        if "lambda_" in name:
+            t = 0.1 * t  # differential attention's lambda vectors, as initialized (lambda stays near lambda_init)
+        elif "norm" in name or "ln" in name.split(".")[-2]:
             t = 1 + 0.1 * t if name.endswith("weight") else 0.1 * t
         elif name.endswith("bias"):
             t = 0.1 * t
@@ -209,40 +258,61 @@ def random_weights(shapes, seed):
     return out
 
 
-def gpt2_model(placement):
+def differential_shapes(b, C, H, kind):
+    """The lambda vectors (and the official kind's per-head gain) of one attention layer."""
+    d = C // H if kind == "differential-regime" else C // H // 2
+    s = {b + n: (d,) for n in ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")}
+    if kind == "differential":
+        s[b + "subln.weight"] = (2 * d,)
+    return s
+
+
+def gpt2_model(placement, attention="standard"):
     C, H, L = 32, 4, 2
+    qk = 2 * C if attention == "differential-regime" else C
     cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_layer": L, "n_embd": C, "n_head": H,
            "vocab_size": VOCAB, "n_positions": BLOCK, "n_ctx": BLOCK, "layer_norm_epsilon": 1e-5,
            "activation_function": "gelu_new", "tie_word_embeddings": True, "normcore": {"placement": placement}}
+    if attention != "standard":
+        cfg["normcore"]["attention"] = attention
     s = {"transformer.wte.weight": (VOCAB, C), "transformer.wpe.weight": (BLOCK, C)}
     for i in range(L):
         b = f"transformer.h.{i}."
         s.update({b + "ln_1.weight": (C,), b + "ln_1.bias": (C,), b + "ln_2.weight": (C,), b + "ln_2.bias": (C,),
-                  b + "attn.c_attn.weight": (C, 3 * C), b + "attn.c_attn.bias": (3 * C,),
+                  b + "attn.c_attn.weight": (C, 2 * qk + C), b + "attn.c_attn.bias": (2 * qk + C,),
                   b + "attn.c_proj.weight": (C, C), b + "attn.c_proj.bias": (C,),
                   b + "mlp.c_fc.weight": (C, 4 * C), b + "mlp.c_fc.bias": (4 * C,),
                   b + "mlp.c_proj.weight": (4 * C, C), b + "mlp.c_proj.bias": (C,)})
-        if placement == "pre":
+        if attention != "standard":
+            s.update(differential_shapes(b + "attn.", C, H, attention))
+        if placement == "pre" and attention == "standard":
             s[b + "attn.bias"] = (1, 1, BLOCK, BLOCK)  # the mask buffer older files carry; skipped on load
     if placement == "pre":
         s.update({"transformer.ln_f.weight": (C,), "transformer.ln_f.bias": (C,)})
     return cfg, s, gpt2_forward
 
 
-def llama_model():
+def llama_model(attention="standard"):
     C, H, Hkv, L, F = 32, 4, 2, 2, 48
+    if attention != "standard":
+        Hkv = H  # differential attention has no grouped-query form
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": L, "hidden_size": C,
            "num_attention_heads": H, "num_key_value_heads": Hkv, "vocab_size": VOCAB, "max_position_embeddings": BLOCK,
            "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": False, "hidden_act": "silu",
            "intermediate_size": F, "attention_bias": False, "mlp_bias": False}
+    if attention != "standard":
+        cfg["normcore"] = {"attention": attention}
     kv = Hkv * (C // H)
+    qk = 2 * C if attention == "differential-regime" else C
     s = {"model.embed_tokens.weight": (VOCAB, C), "model.norm.weight": (C,), "lm_head.weight": (VOCAB, C)}
     for i in range(L):
         b = f"model.layers.{i}."
         s.update({b + "input_layernorm.weight": (C,), b + "post_attention_layernorm.weight": (C,),
-                  b + "self_attn.q_proj.weight": (C, C), b + "self_attn.k_proj.weight": (kv, C),
+                  b + "self_attn.q_proj.weight": (qk, C), b + "self_attn.k_proj.weight": (qk if attention != "standard" else kv, C),
                   b + "self_attn.v_proj.weight": (kv, C), b + "self_attn.o_proj.weight": (C, C),
                   b + "mlp.gate_proj.weight": (F, C), b + "mlp.up_proj.weight": (F, C), b + "mlp.down_proj.weight": (C, F)})
+        if attention != "standard":
+            s.update(differential_shapes(b + "self_attn.", C, H, attention))
     return cfg, s, llama_forward
 
 
@@ -286,7 +356,9 @@ def main():
     assert len(seq) == BLOCK
     prompts = {"prompt_1": list(b"\n"), "prompt_10": list(b"It is a tr")}
     models = {"gpt2_pre": gpt2_model("pre"), "gpt2_post": gpt2_model("post"), "llama_gqa": llama_model(),
-              "vit": vit_model()}
+              "vit": vit_model(), "gpt2_diff": gpt2_model("pre", "differential"),
+              "gpt2_diff_regime": gpt2_model("pre", "differential-regime"),
+              "llama_diff_regime": llama_model("differential-regime")}
     for k, (name, (cfg, shapes, forward)) in enumerate(models.items()):
         d = os.path.join(HERE, name)
         os.makedirs(d, exist_ok=True)
