@@ -53,7 +53,7 @@ grep -qE '^eval: loss=[0-9.]+ accuracy=[0-9.]+ \(' <<<"$out" || fail "eval of a 
 
 # 2. the variants from the command line build and train one step.
 for variant in "--placement geonorm --decay harmonic" "--norm dyt --placement sandwich" "--placement deepnorm --norm rmsnorm" \
-               "--attention differential --width 32 --heads 2" "--mlp swiglu --positions rope --kv-heads 1"; do
+               "--attention differential --width 32 --heads 2" "--attention differential-regime --model llama" "--mlp swiglu --positions rope --kv-heads 1"; do
   "$bin" train $variant --data "$work/tiny.txt" --steps 1 --batch 2 --seq 16 --layers 2 --width 32 --heads 2 \
     --eval-batches 1 --sample-tokens 0 --run-dir "$work/run-variant" > "$work/out.txt" 2>&1 \
     || fail "train $variant: $(cat "$work/out.txt")"

@@ -45,6 +45,9 @@ std::vector<std::pair<std::string, TransformerConfig>> variants() {
     TransformerConfig diff = small(Family::Llama);
     diff.attention = AttentionKind::Differential;
     out.push_back({"llama differential", diff});
+    TransformerConfig regime = small(Family::GPT2);
+    regime.attention = AttentionKind::DifferentialRegime;
+    out.push_back({"gpt2 differential-regime", regime});
     TransformerConfig geo = small(Family::GPT2);
     geo.placement = Placement::GeoNorm;
     geo.decay = Decay::Harmonic;

@@ -117,6 +117,10 @@ TEST_CASE("placements own exactly the norms they use", "[models][names]") {
     std::vector<std::string> diff = names(*build(c, gen));
     CHECK(has(diff, "h.0.attn.lambda_q1"));
     CHECK(has(diff, "h.0.attn.subln.weight"));
+    c.attention = AttentionKind::DifferentialRegime;  // the same lambdas, a normalization without parameters
+    std::vector<std::string> regime = names(*build(c, gen));
+    CHECK(has(regime, "h.0.attn.lambda_q1"));
+    CHECK(!has(regime, "h.0.attn.subln.weight"));
 }
 
 TEST_CASE("parameter counts match the closed form for every combination", "[models][count]") {
@@ -124,7 +128,7 @@ TEST_CASE("parameter counts match the closed form for every combination", "[mode
     for (Family family : {Family::GPT2, Family::Llama, Family::ViT})
         for (Placement p : {Placement::Pre, Placement::Post, Placement::Sandwich, Placement::DeepNorm, Placement::GeoNorm})
             for (NormKind n : {NormKind::LayerNorm, NormKind::RMSNorm, NormKind::DyT, NormKind::None})
-                for (AttentionKind a : {AttentionKind::Standard, AttentionKind::Differential}) {
+                for (AttentionKind a : {AttentionKind::Standard, AttentionKind::Differential, AttentionKind::DifferentialRegime}) {
                     TransformerConfig c = tiny(family);
                     c.placement = p;
                     c.norm = n;
@@ -174,6 +178,8 @@ TEST_CASE("gradcheck: differential attention, GQA, SwiGLU/GELU swaps, geonorm de
         c.n_embd = 16;  // head size 8: sub-heads of 4 (RoPE needs an even sub-head)
         const char* fam = family == Family::GPT2 ? "gpt2" : family == Family::Llama ? "llama" : "vit";
         check_model_gradients(c, std::string(fam) + " differential attention (rope for llama)");
+        c.attention = AttentionKind::DifferentialRegime;
+        check_model_gradients(c, std::string(fam) + " differential-regime attention");
     }
     TransformerConfig gqa = tiny(Family::Llama);
     gqa.n_head = 4;
