@@ -135,14 +135,22 @@ std::string interval_text(const Interval& i, const char* format) {
 std::string seed_cell_name(const std::string& variant, int64_t seed) { return variant + "-seed" + std::to_string(seed); }
 std::string tuning_cell_name(const std::string& variant, const Setting& s) { return "tune-" + variant + "-" + setting_name(s); }
 
-static Cell make_cell(const ProtocolVariant& v, const ProtocolPlan& plan, const Setting& s, int64_t seed,
-                      const std::string& split, const std::string& name) {
+// A tuning run (report == nullptr) or a reported run of `report`.
+static Cell make_cell(const ProtocolVariant& v, const ProtocolReport* report, const ProtocolPlan& plan, const Setting& s,
+                      int64_t seed, const std::string& name) {
     Cell c{name, v.args};
-    c.args.insert(c.args.end(), {"--lr", fmt("%g", s.lr), "--warmup", std::to_string(s.warmup), "--seed",
-                                 std::to_string(seed), "--data", plan.data, "--eval-split", split, "--eval-tokens",
-                                 std::to_string(plan.eval_tokens)});
-    if (split == "validation") c.args.insert(c.args.end(), plan.report_args.begin(), plan.report_args.end());
+    const std::vector<std::string>& extra = report ? report->args : v.tuning_args;
+    c.args.insert(c.args.end(), extra.begin(), extra.end());
+    c.args.insert(c.args.end(), {"--lr", fmt("%g", s.lr), "--warmup", std::to_string(s.warmup), "--seed", std::to_string(seed)});
+    if (!plan.data.empty()) c.args.insert(c.args.end(), {"--data", plan.data});
+    c.args.insert(c.args.end(), {"--eval-split", report ? "validation" : "tuning"});
+    if (plan.eval_tokens > 0) c.args.insert(c.args.end(), {"--eval-tokens", std::to_string(plan.eval_tokens)});
+    if (report) c.args.insert(c.args.end(), plan.report_args.begin(), plan.report_args.end());
     return c;
+}
+
+static std::vector<ProtocolReport> reports_of(const ProtocolVariant& v) {
+    return v.reports.empty() ? std::vector<ProtocolReport>{{v.name, {}}} : v.reports;
 }
 
 // A run's score; a run that failed or diverged (a non-finite loss ends it
@@ -172,7 +180,7 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
         out[i].name = variants[i].name;
         out[i].tried = grid_settings(plan.grid);
         for (const Setting& s : out[i].tried)
-            cells.push_back(make_cell(variants[i], plan, s, 1, "tuning", tuning_cell_name(variants[i].name, s)));
+            cells.push_back(make_cell(variants[i], nullptr, plan, s, 1, tuning_cell_name(variants[i].name, s)));
     }
     std::printf("tuning: %zu variants x %zu settings (lr x warm-up), seed 1, scored on the tuning split\n", variants.size(),
                 grid_settings(plan.grid).size());
@@ -199,7 +207,7 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
             for (const Setting& s : more) {
                 out[i].tried.push_back(s);
                 owner.push_back(i);
-                cells.push_back(make_cell(variants[i], plan, s, 1, "tuning", tuning_cell_name(out[i].name, s)));
+                cells.push_back(make_cell(variants[i], nullptr, plan, s, 1, tuning_cell_name(out[i].name, s)));
             }
         }
         if (cells.empty()) break;
@@ -215,25 +223,39 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
             throw Error("protocol: variant " + o.name + " diverged or failed at every setting of the grid (see " +
                         options.out_dir + "/runs/tune-" + o.name + "-*/train.log)");
 
-    // 3. The seeds at each variant's chosen setting, scored on the validation split.
+    // 3. The seeds of every report at its variant's chosen setting, scored on the validation split.
     cells.clear();
-    for (size_t i = 0; i < variants.size(); ++i)
-        for (int64_t seed = 1; seed <= plan.seeds; ++seed) {
-            out[i].seed_dirs.push_back(cell_dir(options, seed_cell_name(out[i].name, seed)));
-            cells.push_back(make_cell(variants[i], plan, out[i].choice.best, seed, "validation", seed_cell_name(out[i].name, seed)));
+    size_t reported = 0;
+    for (size_t i = 0; i < variants.size(); ++i) {
+        std::vector<ProtocolReport> reports = reports_of(variants[i]);
+        reported += reports.size();
+        for (const ProtocolReport& r : reports) {
+            out[i].report_names.push_back(r.name);
+            out[i].report_dirs.emplace_back();
+            for (int64_t seed = 1; seed <= plan.seeds; ++seed) {
+                out[i].report_dirs.back().push_back(cell_dir(options, seed_cell_name(r.name, seed)));
+                cells.push_back(make_cell(variants[i], &r, plan, out[i].choice.best, seed, seed_cell_name(r.name, seed)));
+            }
         }
-    std::printf("reporting: %zu variants x %lld seeds at their chosen settings, scored on the validation split\n",
-                variants.size(), (long long)plan.seeds);
+    }
+    std::printf("reporting: %zu configurations x %lld seeds at their variants' chosen settings, scored on the validation split\n",
+                reported, (long long)plan.seeds);
     run_cells(cells, options, true);
     // A reported run may diverge (a result); any other failure is an error.
     std::string failed;
-    for (VariantOutcome& o : out)
-        for (int64_t seed = 1; seed <= plan.seeds; ++seed) {
-            std::string name = seed_cell_name(o.name, seed);
-            o.validation.push_back(score_of(options, name));
-            if (std::isnan(o.validation.back()) && !stopped_on_non_finite(cell_dir(options, name)))
-                failed += "\n  " + cell_dir(options, name) + "/train.log";
+    for (VariantOutcome& o : out) {
+        for (size_t r = 0; r < o.report_names.size(); ++r) {
+            o.report_validation.emplace_back();
+            for (int64_t seed = 1; seed <= plan.seeds; ++seed) {
+                std::string name = seed_cell_name(o.report_names[r], seed);
+                o.report_validation.back().push_back(score_of(options, name));
+                if (std::isnan(o.report_validation.back().back()) && !stopped_on_non_finite(cell_dir(options, name)))
+                    failed += "\n  " + cell_dir(options, name) + "/train.log";
+            }
         }
+        o.validation = o.report_validation.front();
+        o.seed_dirs = o.report_dirs.front();
+    }
     if (!failed.empty()) throw Error("protocol: reported runs failed (not by diverging):" + failed);
 
     std::ofstream tuning(options.out_dir + "/tuning.csv");
@@ -246,12 +268,13 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
     chosen << "variant,lr,warmup,tuning_loss,edge_flagged";
     for (int64_t seed = 1; seed <= plan.seeds; ++seed) chosen << ",validation_seed" << seed;
     chosen << "\n";
-    for (const VariantOutcome& o : out) {
-        chosen << o.name << "," << fmt("%g", o.choice.best.lr) << "," << o.choice.best.warmup << "," << o.choice.loss << ","
-               << o.edge_flagged;
-        for (double v : o.validation) chosen << "," << v;
-        chosen << "\n";
-    }
+    for (const VariantOutcome& o : out)
+        for (size_t r = 0; r < o.report_names.size(); ++r) {
+            chosen << o.report_names[r] << "," << fmt("%g", o.choice.best.lr) << "," << o.choice.best.warmup << ","
+                   << o.choice.loss << "," << o.edge_flagged;
+            for (double v : o.report_validation[r]) chosen << "," << v;
+            chosen << "\n";
+        }
     return out;
 }
 

@@ -82,17 +82,28 @@ std::string interval_text(const Interval& i, const char* format);   // "-0.012 [
 
 // ---- running it ------------------------------------------------------------------
 
+// A configuration reported at the variant's chosen setting (seeds 1..seeds).
+struct ProtocolReport {
+    std::string name;               // its runs are <name>-seed<s>
+    std::vector<std::string> args;  // flags added to the variant's
+};
+
 struct ProtocolVariant {
     std::string name;
-    std::vector<std::string> args;  // `normcore train` flags, without --lr, --warmup, --seed, --data, evaluation flags
+    std::vector<std::string> args;  // `normcore train` flags, without --lr, --warmup, --seed, --eval-split (and the plan's --data, --eval-tokens)
+    // Flags for the tuning runs only, and the reported configurations (empty:
+    // one, named `name`, with no extra flags). The DyT study tunes each size
+    // band at one training-set size and reports every size of the band.
+    std::vector<std::string> tuning_args;
+    std::vector<ProtocolReport> reports;
 };
 
 struct ProtocolPlan {
     TuningGrid grid;
     int64_t seeds = 3;
-    int64_t eval_tokens = 200000;  // per evaluation, spread over the split
+    int64_t eval_tokens = 200000;  // per evaluation, spread over the split (0: no --eval-tokens, e.g. images)
     int max_extensions = 2;        // grid extensions past an edge, per variant
-    std::string data;              // a corpus directory of `normcore corpus build`
+    std::string data;              // a corpus directory of `normcore corpus build` ("": the variants' args say --data)
     std::vector<std::string> report_args;  // flags for the reported runs only (e.g. --diagnostics)
 };
 
@@ -102,8 +113,12 @@ struct VariantOutcome {
     std::vector<double> tuning_losses;   // one per tried setting
     TuningChoice choice;
     bool edge_flagged = false;           // the final choice still sits at an edge (edge_text says which)
-    std::vector<double> validation;      // one per seed 1..seeds
+    std::vector<double> validation;      // one per seed 1..seeds (of the first report)
     std::vector<std::string> seed_dirs;  // their run directories
+    // Every report's: names, validation losses and run directories per seed.
+    std::vector<std::string> report_names;
+    std::vector<std::vector<double>> report_validation;
+    std::vector<std::vector<std::string>> report_dirs;
 };
 
 // "" or what is at the grid's edge: "lr at the grid's edge", "warm-up at the grid's edge", or both.
@@ -118,7 +133,7 @@ std::string seed_cell_name(const std::string& variant, int64_t seed);
 std::string tuning_cell_name(const std::string& variant, const Setting& s);
 
 // Tunes every variant, then runs its seeds; writes OUT/tuning.csv (every
-// tuning run), OUT/chosen.csv (each variant's setting, edge flag and
+// tuning run), OUT/chosen.csv (each report's variant, setting, edge flag and
 // validation losses) and appends every command to OUT/commands.txt.
 std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& variants, const ProtocolPlan& plan,
                                          const StudyOptions& options);

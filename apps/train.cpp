@@ -36,7 +36,9 @@ static std::vector<FlagSpec> train_flags() {
         {"device", "cpu", "cpu | cuda"},
         {"data", data::kDefaultCorpus, "a text file or directory (vit: Fashion-MNIST's directory, the default, or root/<class>/<image>)"},
         {"val-fraction", "0.1", "the last fraction of the tokens used for validation (not for a split corpus)"},
-        {"eval-split", "validation", "with a corpus directory of `normcore corpus build`: validation | tuning"},
+        {"eval-split", "validation",
+         "with a corpus directory of `normcore corpus build`: validation | tuning; with Fashion-MNIST (vit): validation = "
+         "test images from the first, tuning = from the 5,001st"},
         {"eval-tokens", "0", "validate on at least this many tokens, in windows spread over the whole split (0: --eval-batches batches from its start)"},
         {"tokenizer", "byte", "byte, a BPE file (trained on the data and saved there if missing), or a GPT-2 vocab.json + merges.txt directory"},
         {"vocab-size", "512", "size of a newly trained BPE vocabulary"},
@@ -61,6 +63,9 @@ static std::vector<FlagSpec> train_flags() {
         {"spike-factor", "1.5", "a loss above this times the running median is a spike (with --diagnostics)"},
         {"spike-window", "50", "steps in the running median for spike detection"},
         {"saturation-threshold", "2.0", "DyT saturation: the fraction of |alpha x| above this (with --diagnostics)"},
+        {"calibration-step", "0",
+         "with --diagnostics and DyT: also measure the saturation on held-out data after this step (0: a tenth of --steps) and "
+         "at the end, into RUN_DIR/saturation_heldout.csv"},
         {"schedule", "cosine", "constant | cosine | linear"},
         {"warmup", "100", "linear warm-up steps"},
         {"min-lr-ratio", "0.1", "cosine/linear decay ends at this fraction of --lr"},
@@ -180,6 +185,11 @@ struct Task {
     std::function<int64_t()> batches_taken;
     std::function<void(int64_t)> set_batches_taken;
     std::function<std::vector<Tensor>()> residual_stream;  // of a fixed training batch (diagnostics)
+    // Held-out batch i of held_out_batches, run forward (no gradients, eval
+    // mode) for the DyT layers' held-out saturation: evenly spread windows of
+    // the evaluation split, or its first images.
+    std::function<void(int64_t)> held_out_forward;
+    int64_t held_out_batches = 0;
 };
 
 static double mean_loss(nn::TransformerModel& model, int64_t batches, const std::function<Tensor(int64_t)>& loss_of) {
@@ -258,6 +268,15 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
         lm.forward_with_stream(train->at(0).inputs, &stream);
         return stream;
     };
+    if (val) {
+        task.held_out_batches = std::min<int64_t>(16, std::max<int64_t>(1, (split.val.size() - 1) / (B * T)));
+        task.held_out_forward = [lm, val, n = task.held_out_batches](int64_t i) {
+            NoGradGuard no_grad;
+            lm.module->eval();
+            lm.forward(val->spread(i, n).inputs);
+            lm.module->train();
+        };
+    }
     task.validate = [lm, val, eval_batches, spread] {
         if (!val) return (double)NAN;
         return mean_loss(*lm.module, eval_batches, [&](int64_t i) {
@@ -290,20 +309,34 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
     return task;
 }
 
+// Each of Fashion-MNIST's two evaluation splits (validation, tuning): half of its test set.
+const int64_t kFashionSplitImages = 5000;
+
 static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
     std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
-    for (const char* text_only : {"eval-split", "eval-tokens", "train-tokens"})
+    for (const char* text_only : {"eval-tokens", "train-tokens"})
         if (flags.given(text_only))
             throw Error(std::string("flag --") + text_only + ": applies to text models, not vit (it evaluates --eval-batches batches of images)");
     auto train = std::make_shared<data::ImageSet>(), val = std::make_shared<data::ImageSet>();
     int64_t limit = flags.integer("train-images");
+    std::string eval_split = flags.str("eval-split");
+    if (eval_split != "validation" && eval_split != "tuning")
+        throw Error("flag --eval-split: '" + eval_split + "' is not a split (validation or tuning)");
     if (std::filesystem::exists(path + "/train-images-idx3-ubyte.gz")) {
         *train = data::load_fashion_mnist(path, true, limit);
-        *val = data::load_fashion_mnist(path, false, flags.integer("eval-batches") * flags.integer("batch"));
+        // Fashion-MNIST's 10,000 test images: validation reads from the first,
+        // tuning from the 5,001st, so up to 5,000 images each never overlap.
+        int64_t wanted = flags.integer("eval-batches") * flags.integer("batch");
+        if (flags.given("eval-split") && wanted > kFashionSplitImages)
+            throw Error("flag --eval-split: --eval-batches x --batch = " + std::to_string(wanted) + " images, more than the " +
+                        std::to_string(kFashionSplitImages) + " of each Fashion-MNIST split");
+        *val = data::load_fashion_mnist(path, false, wanted, eval_split == "tuning" ? kFashionSplitImages : 0);
         train->images = data::resize_images(train->images, cfg.image_size);
         val->images = data::resize_images(val->images, cfg.image_size);
         if (cfg.channels != 1) throw Error("Fashion-MNIST images have 1 channel; use --channels 1");
     } else {
+        if (flags.given("eval-split"))
+            throw Error("flag --eval-split: applies to Fashion-MNIST and corpus directories, not the image folder '" + path + "'");
         data::ImageSet all = data::load_image_folder(path, cfg.image_size, cfg.channels);
         // A fixed shuffle, then the last --val-fraction validates.
         int64_t n = (int64_t)all.labels.size(), n_val = (int64_t)((double)n * flags.number("val-fraction"));
@@ -346,6 +379,15 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
         return stream;
     };
     int64_t val_count = std::min<int64_t>((int64_t)val->labels.size() / std::max<int64_t>(1, B), eval_batches);
+    if (val_count > 0) {
+        task.held_out_batches = std::min<int64_t>(8, val_count);
+        task.held_out_forward = [model, val_batches](int64_t i) {
+            NoGradGuard no_grad;
+            model->eval();
+            model->forward(raw::to_device(val_batches->at(i).images, model->device()));
+            model->train();
+        };
+    }
     task.validate = [model, val_batches, val_count, val] {
         if (!val_batches || val_count == 0) return (double)NAN;
         return mean_loss(*model, val_count, [&](int64_t i) {
@@ -472,6 +514,19 @@ int train_command(int argc, char** argv) {
             diag_csv << "\n";
         }
     }
+    // Held-out saturation (the DyT study's screening measurement).
+    int64_t calibration_step = flags.integer("calibration-step") > 0 ? flags.integer("calibration-step")
+                                                                     : std::max<int64_t>(1, steps / 10);
+    std::ofstream heldout_csv;
+    if (diagnostics && !dyt.empty() && task.held_out_forward) {
+        heldout_csv.open(run_dir + "/saturation_heldout.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
+        if (!heldout_csv) throw Error("--run-dir: cannot write '" + run_dir + "/saturation_heldout.csv'");
+        if (first_step == 0) {
+            heldout_csv << "step,mean";
+            for (auto& [name, layer] : dyt) heldout_csv << ",saturation_" << name;
+            heldout_csv << "\n";
+        }
+    }
     int64_t stop = flags.integer("stop-after") > 0 ? std::min(steps, flags.integer("stop-after")) : steps;
     // Model FLOPs utilization: the step's FLOPs (nn/models.h) per second over
     // the FMA peak of this CPU, sampled quickly here as `bench` measures it
@@ -544,6 +599,15 @@ int train_command(int argc, char** argv) {
         train_seconds += seconds;
 
         bool last = step == stop - 1;
+        if (heldout_csv.is_open() && (step + 1 == calibration_step || last)) {
+            std::vector<double> sat = diag::held_out_saturation(dyt, task.held_out_batches, task.held_out_forward,
+                                                                flags.number("saturation-threshold"));
+            double mean = 0;
+            for (double v : sat) mean += v / (double)sat.size();
+            heldout_csv << step + 1 << "," << mean;
+            for (double v : sat) heldout_csv << "," << v;
+            heldout_csv << "\n" << std::flush;
+        }
         double val = NAN;
         if (last || (eval_every > 0 && (step + 1) % eval_every == 0)) {
             val = task.validate();

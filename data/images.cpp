@@ -90,7 +90,7 @@ static Tensor to_float_images(const std::vector<uint8_t>& pixels, const Shape& s
     return raw::from_vector(values, shape);
 }
 
-ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit) {
+ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit, int64_t offset) {
     std::string prefix = dir + "/" + (train ? "train" : "t10k");
     std::vector<int64_t> image_dims, label_dims;
     std::vector<uint8_t> pixels = read_idx(prefix + "-images-idx3-ubyte.gz", image_dims);
@@ -99,11 +99,16 @@ ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit) {
         throw Error("Fashion-MNIST in '" + dir + "': images and labels do not match");
     for (uint8_t label : labels)
         if (label > 9) throw Error("Fashion-MNIST in '" + dir + "': label " + std::to_string(label) + " is not a class 0-9");
-    int64_t n = limit > 0 ? std::min(limit, image_dims[0]) : image_dims[0];
+    if (offset < 0 || offset >= image_dims[0])
+        throw Error("Fashion-MNIST in '" + dir + "': image " + std::to_string(offset) + " is past the " +
+                    std::to_string(image_dims[0]) + " images of the " + (train ? "training" : "test") + " set");
+    int64_t left = image_dims[0] - offset;
+    int64_t n = limit > 0 ? std::min(limit, left) : left;
     int64_t h = image_dims[1], w = image_dims[2];
     ImageSet set;
-    set.images = to_float_images(std::vector<uint8_t>(pixels.begin(), pixels.begin() + n * h * w), {n, 1, h, w});
-    set.labels.assign(labels.begin(), labels.begin() + n);
+    auto first = pixels.begin() + offset * h * w;
+    set.images = to_float_images(std::vector<uint8_t>(first, first + n * h * w), {n, 1, h, w});
+    set.labels.assign(labels.begin() + offset, labels.begin() + offset + n);
     set.class_names = {"t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot"};
     return set;
 }

@@ -27,7 +27,8 @@ struct ImageSet {
 // Reads an IDX file, gzipped or not: returns its dims and bytes.
 std::vector<uint8_t> read_idx(const std::string& path, std::vector<int64_t>& dims);
 // The training (or test) split; `limit` > 0 keeps the first `limit` images.
-ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit = 0);
+// Images offset .. offset + limit - 1 of the set (limit 0: to the end).
+ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit = 0, int64_t offset = 0);
 // Every image below root/<class>/, resized to size x size with `channels` (1 or 3).
 ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channels);
 // Resizes [N, C, H, W] images to size x size (bilinear, align_corners = false).

@@ -206,6 +206,18 @@ std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, cons
     return found;
 }
 
+std::vector<double> held_out_saturation(const std::vector<std::pair<std::string, nn::DyT*>>& layers, int64_t batches,
+                                        const std::function<void(int64_t)>& forward, double threshold) {
+    if (batches <= 0) fail("held_out_saturation", "needs at least one held-out batch, got " + std::to_string(batches));
+    std::vector<double> total(layers.size(), 0.0);
+    for (const auto& [name, layer] : layers) layer->track_saturation(true, threshold);
+    for (int64_t i = 0; i < batches; ++i) {
+        forward(i);
+        for (size_t l = 0; l < layers.size(); ++l) total[l] += layers[l].second->last_saturation() / (double)batches;
+    }
+    return total;
+}
+
 double residual_ratio(const nn::Block::ResidualTerm& term) {
     if (!term.branch.defined() || !term.stream.defined()) return NAN;
     int64_t C = term.stream.size(-1);

@@ -4,6 +4,8 @@
 // CPU (GPU tensors are copied over first).
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -92,6 +94,14 @@ double saturation(const Tensor& pre_activation, double threshold = 2.0);
 // Every DyT layer under `model` with its dotted name, in registration order
 // (to switch on their saturation tracking, nn/norms.h).
 std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, const std::string& prefix = "");
+// Each layer's saturation on held-out data: forward(i) runs the model on
+// held-out batch i (of `batches`, all the same size) and the layers' tracked
+// saturations are averaged over the batches. Tracking is switched on at
+// `threshold` for the call and left on (the training steps read it too).
+// The DyT study measures saturation this way, on sequences no step trains
+// on, at the calibration step and at the end.
+std::vector<double> held_out_saturation(const std::vector<std::pair<std::string, nn::DyT*>>& layers, int64_t batches,
+                                        const std::function<void(int64_t)>& forward, double threshold = 2.0);
 
 // L2 norm of the gradients of each block's parameters, block i being every
 // parameter whose dotted name has the integer i as a component ("h.3.",

@@ -48,6 +48,19 @@ grep -q "validation accuracy" <<<"$out" || fail "train --model vit should report
 grep -qE '^summary: steps=3 ' <<<"$out" || fail "train --model vit: no summary line"
 "$bin" train --model vit --train-images 64 --steps 1 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 1 \
   --run-dir "$work/run-vit" --save "$work/vit-model/" > /dev/null 2>&1 || fail "train --model vit --save"
+
+# 1c. the ViT's two evaluation splits hold different images (the first and the
+#     second half of the test set); DyT's held-out saturation is logged after
+#     the calibration step and at the end.
+for split in validation tuning; do
+  "$bin" train --model vit --norm dyt --train-images 64 --steps 4 --lr 0.01 --warmup 1 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 2 \
+    --eval-split $split --diagnostics --calibration-step 1 --run-dir "$work/run-vit-$split" > "$work/out-$split.txt" 2>&1 \
+    || fail "train --model vit --eval-split $split: $(cat "$work/out-$split.txt")"
+done
+[ "$(grep -o 'val_loss=[0-9.]*' "$work/out-validation.txt")" != "$(grep -o 'val_loss=[0-9.]*' "$work/out-tuning.txt")" ] \
+  || fail "vit: the tuning and validation splits gave the same loss"
+[ "$(cut -d, -f1 "$work/run-vit-tuning/saturation_heldout.csv" | tr '\n' ' ')" == "step 1 4 " ] \
+  || fail "saturation_heldout.csv: $(cat "$work/run-vit-tuning/saturation_heldout.csv")"
 out=$("$bin" eval --init "$work/vit-model" --limit 64 2>&1)
 grep -qE '^eval: loss=[0-9.]+ accuracy=[0-9.]+ \(' <<<"$out" || fail "eval of a vit should print the accuracy: $out"
 
@@ -426,6 +439,7 @@ expect_error "choose one with --split" eval --init "$work/corpus-model" --data "
 expect_error "flag --split: 'test' is not a split" eval --init "$work/corpus-model" --data "$work/corpus" --split test
 expect_error "applies to text models" train --model vit --eval-tokens 100 --steps 1
 expect_error "flag --eval-split: 'test' is not a split" train --data "$work/corpus" --eval-split test --steps 1
+expect_error "more than the 5000 of each Fashion-MNIST split" train --model vit --eval-split tuning --eval-batches 700 --batch 8 --steps 1
 expect_error "dict-gcide" corpus build --dictionary "$work/none.dz" --out "$work/corpus3"
 
 # tools/chapter_outputs.sh: a marked chapter block must match its program's

@@ -189,6 +189,32 @@ TEST_CASE("DyT layers report their saturation when tracking", "[diagnostics][dyt
     CHECK(layers[0].first == "norm");
 }
 
+TEST_CASE("held-out saturation averages each DyT layer over the held-out batches", "[diagnostics][dyt]") {
+    // Two layers in a row: alpha 1 then alpha 0.5, each seeing the same inputs
+    // (the second reads the first's input, not its output, through `forward`).
+    nn::Group model;
+    auto first = model.add("a", std::make_shared<nn::DyT>(4, 1.0));
+    auto second = model.add("b", std::make_shared<nn::DyT>(4, 0.5));
+    std::vector<Tensor> batches = {raw::from_vector(std::vector<float>{0.5f, 3, -3, 1}, {1, 4}),
+                                   raw::from_vector(std::vector<float>{2.5f, 0, 0, 0}, {1, 4})};
+    auto forward = [&](int64_t i) {
+        first->forward(batches[i]);
+        second->forward(batches[i]);
+    };
+    auto layers = diag::dyt_layers(model);
+    REQUIRE(layers.size() == 2);
+    // alpha 1: batch 0 has 3 and -3 beyond 2 (1/2), batch 1 has 2.5 (1/4): mean 3/8.
+    // alpha 0.5: |z| is at most 1.5: none beyond 2.
+    std::vector<double> at2 = diag::held_out_saturation(layers, 2, forward, 2.0);
+    CHECK(at2[0] == Approx(0.375));
+    CHECK(at2[1] == 0.0);
+    // At threshold 1: alpha 0.5 has 1.5, 1.5 (1/2) then 1.25 (1/4) beyond it.
+    std::vector<double> at1 = diag::held_out_saturation(layers, 2, forward, 1.0);
+    CHECK(at1[1] == Approx(0.375));
+    CHECK(at1[0] == Approx(0.375));  // alpha 1: 3, -3 (1 is not beyond 1), then 2.5
+    check_error([&] { diag::held_out_saturation(layers, 0, forward); }, {"held_out_saturation", "batch"});
+}
+
 // ||F_t|| / ||x_t|| averaged over tokens, from the values themselves.
 static double mean_token_ratio(const Tensor& f, const Tensor& x) {
     std::vector<double> fv = f.to_vector(), xv = x.to_vector();
