@@ -301,8 +301,10 @@ int experiment_command(int argc, char** argv) {
         specs.push_back({"reuse", "false", "keep the runs of OUT/runs that finished under the same command (go on after an interruption)", true});
         if (name == "norms") specs.push_back({"model", "gpt2", "gpt2 | llama"});
         if (name == "norms") specs.push_back({"part", "placement", "placement (claims 1-3) | ablations (GeoNorm's choices) | long (claim 4, T = 1024)"});
-        if (name == "norms") specs.push_back({"data", data::kStudyCorpus, "the studies' corpus (make corpus)"});
-        if (name == "dyt") specs.push_back({"models", "gpt2,llama,vit", "which models, comma-separated"});
+        if (name != "isometry") specs.push_back({"data", data::kStudyCorpus, "the studies' corpus (make corpus)"});
+        if (name == "dyt") specs.push_back({"models", "gpt2,llama,vit", "which models, comma-separated (llama brings its GELU ablation)"});
+        if (name == "dyt")
+            specs.push_back({"diffattn", "regime", "regime (the DyT regime study's differential attention) | official (Diff-Transformer's)"});
     }
     Flags flags("experiment " + name, specs);
     flags.parse(argc, argv, 3);

@@ -117,6 +117,27 @@ Interval paired_difference(const std::vector<double>& variant, const std::vector
     return mean_interval(d);
 }
 
+Interval correlation_interval(const std::vector<double>& xs, const std::vector<double>& ys) {
+    std::vector<double> x, y;
+    for (size_t i = 0; i < std::min(xs.size(), ys.size()); ++i)
+        if (std::isfinite(xs[i]) && std::isfinite(ys[i])) x.push_back(xs[i]), y.push_back(ys[i]);
+    Interval r;
+    r.n = (int64_t)x.size();
+    r.mean = r.n >= 2 ? pearson(x, y) : NAN;
+    r.low = -1;
+    r.high = 1;
+    if (r.n < 4 || !std::isfinite(r.mean)) return r;
+    if (std::abs(r.mean) >= 1) {  // a perfect line: atanh is infinite, the interval a point
+        r.low = r.high = r.mean;
+        return r;
+    }
+    r.se = 1 / std::sqrt((double)(r.n - 3));
+    double z = std::atanh(r.mean);
+    r.low = std::tanh(z - 1.959964 * r.se);
+    r.high = std::tanh(z + 1.959964 * r.se);
+    return r;
+}
+
 std::string verdict(const Interval& d, Direction paper) {
     if (d.n < 2) return "inconclusive";
     bool below = d.high < 0, above = d.low > 0;

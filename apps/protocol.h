@@ -75,6 +75,10 @@ struct Interval {
 Interval mean_interval(const std::vector<double>& xs);
 // The interval of variant[i] - baseline[i] over the pairs where both are finite.
 Interval paired_difference(const std::vector<double>& variant, const std::vector<double>& baseline);
+// Pearson's r over the pairs where both are finite, with Fisher's 95%
+// interval: tanh(atanh(r) +- 1.96 / sqrt(n - 3)) (approximate; needs n >= 4,
+// else unbounded). mean holds r; se is the z-scale standard error.
+Interval correlation_interval(const std::vector<double>& xs, const std::vector<double>& ys);
 
 enum class Direction { Lower, Higher };  // what the paper says of variant - baseline
 std::string verdict(const Interval& difference, Direction paper);  // "reproduced" | "contradicted" | "inconclusive"

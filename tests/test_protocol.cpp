@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "apps/protocol.h"
+#include "apps/screening.h"
 #include "helpers.h"
 
 using namespace nc;
@@ -154,4 +155,51 @@ TEST_CASE("rank correlation: Spearman's is Pearson's on the ranks, ties sharing 
     // Ties: ranks of (10, 20, 20, 30) are (0, 1.5, 1.5, 3); against (1, 2, 3, 4),
     // Pearson of (0, 1.5, 1.5, 3) and (0, 1, 2, 3) = 4.5 / sqrt(4.5 * 5).
     CHECK(app::spearman({10, 20, 20, 30}, {1, 2, 3, 4}) == Approx(4.5 / std::sqrt(4.5 * 5.0)));
+}
+
+TEST_CASE("correlation: Pearson's r with Fisher's interval", "[protocol]") {
+    // r = 0.8 on five points: z = atanh(0.8) = 1.0986, se = 1/sqrt(2),
+    // z +- 1.96 se = [-0.2873, 2.4845], tanh: [-0.2796, 0.9862].
+    Interval r = correlation_interval({1, 2, 3, 4, 5}, {2, 1, 4, 3, 5});
+    CHECK(r.n == 5);
+    CHECK(r.mean == Approx(0.8));
+    CHECK(r.low == Approx(-0.2796).margin(1e-4));
+    CHECK(r.high == Approx(0.9862).margin(1e-4));
+    // NaN pairs are dropped; three points give no interval; a line gives a point.
+    Interval three = correlation_interval({1, 2, 3, NAN}, {1, 3, 2, 4});
+    CHECK(three.n == 3);
+    CHECK(three.low == -1);
+    CHECK(three.high == 1);
+    Interval line = correlation_interval({1, 2, 3, 4}, {-2, -4, -6, -8});
+    CHECK(line.mean == Approx(-1));
+    CHECK(line.low == line.high);
+}
+
+TEST_CASE("screening: the threshold rule, fitted and scored leaving one size out", "[protocol][screening]") {
+    // Saturation separates the outcomes perfectly except at size 3.
+    std::vector<ScreeningCase> cases = {{0.10, false, 1}, {0.20, false, 1}, {0.50, true, 2},
+                                        {0.60, true, 2},  {0.55, false, 3}, {0.05, false, 3}};
+    // The paper's rule (>= 0.43): wrong only on 0.55.
+    ScreeningScore paper = score(cases, ThresholdRule{0.43, true});
+    CHECK(paper.correct == 5);
+    CHECK(paper.total == 6);
+    CHECK(paper.accuracy() == Approx(5.0 / 6));
+    // Fitted on all: 5 of 6 at best; the lowest such threshold is the midpoint 0.35 of 0.20 and 0.50.
+    ThresholdRule fitted = fit_threshold(cases);
+    CHECK(fitted.helps_above);
+    CHECK(fitted.threshold == Approx(0.35));
+    // Leaving size 1 out: fitted on sizes 2, 3 ({0.05 F, 0.50 T, 0.55 F, 0.60 T}), the best
+    // is 3 of 4 at the lowest threshold 0.275 (above: helped), which gets both size-1 cases right.
+    // Size 2 out: on {0.05, 0.10, 0.20, 0.55} all not helped: "helped iff below 0.05 - 1"
+    // predicts "not helped" for 0.50 and 0.60: both wrong. Size 3 out: on sizes 1, 2 the
+    // threshold 0.35 separates them; 0.55 is called helped (wrong), 0.05 not (right).
+    ScreeningScore loo = leave_one_group_out(cases);
+    CHECK(loo.total == 6);
+    CHECK(loo.correct == 3);
+    // Majority of the others: size 1 out -> others 2 T, 2 F: a tie, "not helped": both right.
+    // Size 2 out -> others all F: both wrong. Size 3 out -> others 2 T, 2 F: tie, F: both right.
+    ScreeningScore majority = majority_leave_one_group_out(cases);
+    CHECK(majority.correct == 4);
+    CHECK(majority.total == 6);
+    CHECK(std::isnan(ScreeningScore{}.accuracy()));
 }

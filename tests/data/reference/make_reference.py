@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Makes the model reference dumps of tests/test_reference_models.cpp.
 
-For seven small models with random weights (GPT-2 with the pre and the post
-placement, Llama with grouped-query attention and RoPE, a ViT, and GPT-2 and
+For eight small models with random weights (GPT-2 with the pre and the post
+placement, Llama with grouped-query attention and RoPE, a ViT, GPT-2 and
 Llama with differential attention: the official kind, GPT-2 only, and the
-DyT regime study's kind) it writes
+DyT regime study's kind; and GPT-2 with every LayerNorm replaced by Dynamic
+Tanh) it writes
 a Hugging Face model directory (config.json + model.safetensors, the names
 and layouts GPT2LMHeadModel, LlamaForCausalLM and ViTForImageClassification
 use) and expected.safetensors: what an independent float64 implementation of
@@ -154,6 +155,8 @@ def gpt2_forward(p, cfg, ids):
         return h @ p[pre + "c_proj.weight"] + p[pre + "c_proj.bias"]
 
     def ln(a, name):
+        if cfg["normcore"].get("norm") == "dyt":  # Dynamic Tanh: weight * tanh(alpha x) + bias
+            return torch.tanh(p[name + ".alpha"] * a) * p[name + ".weight"] + p[name + ".bias"]
         return layer_norm(a, p[name + ".weight"], p[name + ".bias"], eps)
 
     for i in range(L):
@@ -243,7 +246,9 @@ def random_weights(shapes, seed):
             out[name] = torch.tril(torch.ones(shape[-2], shape[-1])).reshape(shape).to(torch.float32)
             continue
         t = torch.randn(*shape, generator=g)
-        if "lambda_" in name:
+        if name.endswith(".alpha"):
+            t = 2 + 0.5 * t  # DyT's alpha, around the regime study's alpha0 = 2
+        elif "lambda_" in name:
             t = 0.1 * t  # differential attention's lambda vectors, as initialized (lambda stays near lambda_init)
         elif "norm" in name or "ln" in name.split(".")[-2]:
             t = 1 + 0.1 * t if name.endswith("weight") else 0.1 * t
@@ -267,7 +272,7 @@ def differential_shapes(b, C, H, kind):
     return s
 
 
-def gpt2_model(placement, attention="standard"):
+def gpt2_model(placement, attention="standard", norm="layernorm"):
     C, H, L = 32, 4, 2
     qk = 2 * C if attention == "differential-regime" else C
     cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_layer": L, "n_embd": C, "n_head": H,
@@ -275,9 +280,13 @@ def gpt2_model(placement, attention="standard"):
            "activation_function": "gelu_new", "tie_word_embeddings": True, "normcore": {"placement": placement}}
     if attention != "standard":
         cfg["normcore"]["attention"] = attention
+    if norm == "dyt":
+        cfg["normcore"]["norm"] = "dyt"
     s = {"transformer.wte.weight": (VOCAB, C), "transformer.wpe.weight": (BLOCK, C)}
     for i in range(L):
         b = f"transformer.h.{i}."
+        if norm == "dyt":
+            s.update({b + "ln_1.alpha": (1,), b + "ln_2.alpha": (1,)})
         s.update({b + "ln_1.weight": (C,), b + "ln_1.bias": (C,), b + "ln_2.weight": (C,), b + "ln_2.bias": (C,),
                   b + "attn.c_attn.weight": (C, 2 * qk + C), b + "attn.c_attn.bias": (2 * qk + C,),
                   b + "attn.c_proj.weight": (C, C), b + "attn.c_proj.bias": (C,),
@@ -289,6 +298,8 @@ def gpt2_model(placement, attention="standard"):
             s[b + "attn.bias"] = (1, 1, BLOCK, BLOCK)  # the mask buffer older files carry; skipped on load
     if placement == "pre":
         s.update({"transformer.ln_f.weight": (C,), "transformer.ln_f.bias": (C,)})
+        if norm == "dyt":
+            s["transformer.ln_f.alpha"] = (1,)
     return cfg, s, gpt2_forward
 
 
@@ -358,7 +369,8 @@ def main():
     models = {"gpt2_pre": gpt2_model("pre"), "gpt2_post": gpt2_model("post"), "llama_gqa": llama_model(),
               "vit": vit_model(), "gpt2_diff": gpt2_model("pre", "differential"),
               "gpt2_diff_regime": gpt2_model("pre", "differential-regime"),
-              "llama_diff_regime": llama_model("differential-regime")}
+              "llama_diff_regime": llama_model("differential-regime"),
+              "gpt2_dyt": gpt2_model("pre", norm="dyt")}
     for k, (name, (cfg, shapes, forward)) in enumerate(models.items()):
         d = os.path.join(HERE, name)
         os.makedirs(d, exist_ok=True)
