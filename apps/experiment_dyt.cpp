@@ -159,6 +159,23 @@ std::vector<double> field(const std::vector<RunResult>& runs, double RunResult::
     return xs;
 }
 
+// r with its interval, or why there is none (a constant saturation, e.g. every DyT run at 0).
+std::string correlation_text(const std::vector<double>& xs, const std::vector<double>& ys) {
+    Interval r = correlation_interval(xs, ys);
+    return std::isfinite(r.mean) ? interval_text(r, "%+.2f") : "n/a (one of them is constant)";
+}
+
+// The rule in words; a threshold outside the cases' range predicts one outcome for all.
+std::string rule_text(const ThresholdRule& rule, const std::vector<ScreeningCase>& cases) {
+    bool below_all = true, above_all = true;
+    for (const ScreeningCase& c : cases) {
+        below_all &= rule.threshold <= c.saturation;
+        above_all &= rule.threshold > c.saturation;
+    }
+    if (below_all || above_all) return (predict(rule, below_all ? 1e9 : -1e9) ? "'DyT always helps'" : "'DyT never helps'");
+    return std::string("'DyT helps iff saturation ") + (rule.helps_above ? ">= " : "< ") + fmt("%.3f", rule.threshold) + "'";
+}
+
 double finite_mean(const std::vector<double>& xs) {
     std::vector<double> f;
     for (double x : xs)
@@ -309,6 +326,19 @@ int dyt_experiment(const StudyOptions& options) {
     runs_csv.close();
     sat_csv.close();
 
+    // ---- the tuning: each model x variant x size band's learning rate ----
+    std::ostringstream tuning;
+    tuning << "| tuned | at | learning rate | tuning loss | note |\n|---|---|---|---|---|\n";
+    for (size_t i = 0; i < variants.size(); ++i) {
+        const VariantOutcome& o = outcomes[i];
+        tuning << "| " << o.name << " | " << size_label(std::stoll(variants[i].tuning_args.back())) << " | "
+               << fmt("%g", o.choice.best.lr) << " | " << fmt("%.4f", o.choice.loss) << " | "
+               << (o.edge_flagged ? edge_text(o.choice) + " (after " + std::to_string(o.tried.size() - plan.grid.lrs.size()) +
+                                        " extension)"
+                                  : "")
+               << " |\n";
+    }
+
     // ---- the regime table: per model and size, DyT and DiffAttn against vanilla ----
     std::ostringstream table;
     table << "| model | train size | epochs | vanilla val | vanilla train / gap | DyT - vanilla | DyT change | verdict | "
@@ -401,8 +431,8 @@ int dyt_experiment(const StudyOptions& options) {
     screening << "screening rule 'DyT helps iff held-out saturation >= " << kScreeningThreshold
               << "': " << score_text(score(calib_cases, paper_rule)) << " cells right at 10% of training, "
               << score_text(score(final_cases, paper_rule)) << " at the end\n"
-              << "fitted to these cells: 'DyT helps iff saturation " << (fitted.helps_above ? ">= " : "< ")
-              << fmt("%.3f", fitted.threshold) << "', " << score_text(score(calib_cases, fitted)) << " in sample\n"
+              << "fitted to these cells: " << rule_text(fitted, calib_cases) << ", " << score_text(score(calib_cases, fitted))
+              << " in sample\n"
               << "leave one size out: the fitted rule " << score_text(leave_one_group_out(calib_cases))
               << ", the majority outcome of the other sizes " << score_text(majority_leave_one_group_out(calib_cases)) << "\n";
     {
@@ -411,7 +441,7 @@ int dyt_experiment(const StudyOptions& options) {
         std::vector<double> xs, ys;
         for (size_t i = 0; i < d.rows.size(); ++i) xs.push_back(d.number(i, sat)), ys.push_back(d.number(i, col));
         screening << "correlation of the saturation at 10% with DyT's change in validation loss over the cells: r = "
-                  << interval_text(correlation_interval(xs, ys), "%+.2f") << "\n";
+                  << correlation_text(xs, ys) << "\n";
     }
     screening << "HTSR alpha (block matrices of at least " << kMinMatrixSide << " x " << kMinMatrixSide
               << "): DyT's higher than vanilla's in " << dyt_alpha_higher << " of " << alpha_cells << " cells\n";
@@ -435,14 +465,13 @@ int dyt_experiment(const StudyOptions& options) {
                            << v(gelu["vanilla"]) << " | " << v(gelu["dyt"]) << " | "
                            << fmt("%.3f", finite_mean(field(swiglu["dyt"], &RunResult::saturation_final))) << " / "
                            << fmt("%.3f", finite_mean(field(gelu["dyt"], &RunResult::saturation_final))) << " | "
-                           << interval_text(correlation_interval(sat, val), "%+.2f") << " |\n";
+                           << correlation_text(sat, val) << " |\n";
         }
         ablation_table << "\nwithin-size correlation of the final saturation with the validation loss (each size's means "
                           "subtracted; the interval ignores the "
-                       << s.text.sizes.size() << " means): r = " << interval_text(correlation_interval(all_sat, all_val), "%+.2f")
-                       << "\n";
+                       << s.text.sizes.size() << " means): r = " << correlation_text(all_sat, all_val) << "\n";
     }
-    std::ofstream(options.out_dir + "/table.md") << table.str() << "\n" << claims.str() << "\n" << screening.str() << "\n"
+    std::ofstream(options.out_dir + "/table.md") << tuning.str() << "\n" << table.str() << "\n" << claims.str() << "\n" << screening.str() << "\n"
                                                  << ablation_table.str();
 
     // ---- plots ----
@@ -506,7 +535,7 @@ int dyt_experiment(const StudyOptions& options) {
     std::string notes = render_plot(options.out_dir, "delta") + ", " + render_plot(options.out_dir, "gap") + ", " +
                         render_plot(options.out_dir, "saturation") + ", " + render_plot(options.out_dir, "screening");
 
-    std::printf("\n%s\n%s\n%s%s%s", table.str().c_str(), claims.str().c_str(), screening.str().c_str(),
+    std::printf("\n%s\n%s\n%s\n%s%s%s", tuning.str().c_str(), table.str().c_str(), claims.str().c_str(), screening.str().c_str(),
                 ablation ? "\nLlama component ablation (validation loss, 95% intervals):\n" : "", ablation_table.str().c_str());
     std::printf("results in %s: results.csv, delta.csv, saturation.csv, tuning.csv, chosen.csv, table.md, %s\n",
                 options.out_dir.c_str(), notes.c_str());

@@ -262,7 +262,7 @@ int norms_experiment(const StudyOptions& options) {
         // Claim 4 is about instability at any setting, so the long part logs
         // spikes in the tuning runs too.
         if (part == "long") args.push_back("--diagnostics");
-        runs.push_back({v.name, args});
+        runs.push_back({v.name, args, {}, {}});
     }
     if (part == "long") plan.report_args.clear();  // already in every run's flags
     std::vector<VariantOutcome> outcomes = run_protocol(runs, plan, options);

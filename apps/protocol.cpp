@@ -66,8 +66,17 @@ double extension_lr(const TuningChoice& c) {
     return 0;
 }
 
+// A dimension sits at an edge when the best is at one end of it; at both ends
+// means it had one value (fixed by the study's design, as the DyT study's
+// warm-up), which is no finding about the grid.
+static bool at_one_edge(bool low, bool high) { return low != high; }
+
+bool at_an_edge(const TuningChoice& c) {
+    return at_one_edge(c.at_low_edge, c.at_high_edge) || at_one_edge(c.at_short_warmup_edge, c.at_long_warmup_edge);
+}
+
 std::string edge_text(const TuningChoice& c) {
-    bool lr = c.at_low_edge || c.at_high_edge, warmup = c.at_short_warmup_edge || c.at_long_warmup_edge;
+    bool lr = at_one_edge(c.at_low_edge, c.at_high_edge), warmup = at_one_edge(c.at_short_warmup_edge, c.at_long_warmup_edge);
     if (lr && warmup) return "lr and warm-up at the grid's edge";
     return lr ? "lr at the grid's edge" : warmup ? "warm-up at the grid's edge" : "";
 }
@@ -220,7 +229,7 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
             double lr = extension_lr(out[i].choice);
             int64_t warmup = extension_warmup(out[i].choice, plan.grid);
             const TuningChoice& c = out[i].choice;
-            out[i].edge_flagged = c.at_low_edge || c.at_high_edge || c.at_short_warmup_edge || c.at_long_warmup_edge;
+            out[i].edge_flagged = at_an_edge(c);
             if (round == plan.max_extensions) continue;
             std::vector<Setting> more;
             if (lr > 0) more.push_back({lr, c.best.warmup});

@@ -125,7 +125,10 @@ struct VariantOutcome {
     std::vector<std::vector<std::string>> report_dirs;
 };
 
-// "" or what is at the grid's edge: "lr at the grid's edge", "warm-up at the grid's edge", or both.
+// Whether the best sits at an end of a dimension of the grid that had more
+// than one value, and "" or which: "lr at the grid's edge", "warm-up at the
+// grid's edge", or both.
+bool at_an_edge(const TuningChoice& c);
 std::string edge_text(const TuningChoice& c);
 
 // Whether the run in run_dir stopped on a NaN or Inf loss or gradient

@@ -231,20 +231,34 @@ grep -qE '^\| 4\. Post-Norm spikes more than GeoNorm at T = 64 \| .* \| (reprodu
 expect_error "applies to --placement geonorm only" train --placement post --geo-radius 2 --steps 1
 expect_error "is not a corpus directory" experiment norms --smoke --data "$work/tiny.txt"
 
-# 9. experiment dyt at smoke scale: 3 models x 4 sizes x (vanilla, DyT, DiffAttn), the
-#    screening rule scored, saturation per DyT layer (GPT-2/Llama L=2: 5 layers; ViT L=1: 3).
-out=$("$bin" experiment dyt --smoke --out "$work/dyt" 2>&1) || fail "experiment dyt --smoke: $out"
-[ "$(grep -cE '^\| (gpt2|llama|vit) \| [0-9]+K? (tokens|images) \| [0-9.]+ \| [0-9.]+ \| [-+][0-9.]+% \|' <<<"$out")" -eq 12 ] \
-  || fail "experiment dyt: the table should have 12 rows: $out"
-grep -qE "^screening rule 'DyT helps iff saturation >= 0.43': [0-9]+ of 12 cells right" <<<"$out" || fail "experiment dyt: no screening score: $out"
-[ "$(wc -l < "$work/dyt/results.csv")" -eq 37 ] && [ "$(wc -l < "$work/dyt/saturation.csv")" -eq 53 ] \
-  || fail "experiment dyt: results.csv should have 36 runs and saturation.csv 52 layer rows"
+# 9. experiment dyt at smoke scale, on the protocol: 3 models x 5 sizes x (vanilla, DyT,
+#    DiffAttn) and Llama's GELU ablation, two size bands tuned apart, 2 seeds; the
+#    verdicts, the screening rule scored three ways, held-out saturation per DyT layer.
+out=$("$bin" experiment dyt --smoke --data "$work/corpus-real" --out "$work/dyt" 2>&1) || fail "experiment dyt --smoke: $out"
+[ "$(grep -cE '^\| (gpt2|llama|vit) \| [0-9.]+K? (tokens|images) \| [0-9.]+ \| [0-9.]+ \[' <<<"$out")" -eq 15 ] \
+  || fail "experiment dyt: the table should have 15 rows: $out"
+[ "$(grep -cE '^\| (gpt2|llama|vit) \| .* \| (reproduced|contradicted|inconclusive) \|$' <<<"$out")" -eq 15 ] \
+  || fail "experiment dyt: the claims table should have 5 verdicts per model: $out"
+grep -qE "^screening rule 'DyT helps iff held-out saturation >= 0.43': [0-9]+ of 15 " <<<"$out" || fail "experiment dyt: no screening score: $out"
+grep -qE "^leave one size out: the fitted rule [0-9]+ of 15 .*, the majority outcome of the other sizes [0-9]+ of 15 " <<<"$out" \
+  || fail "experiment dyt: no leave-one-size-out score: $out"
+grep -qE "^\| 20K \| [0-9.]+ \[" <<<"$out" || fail "experiment dyt: no ablation row for 20K tokens: $out"
+[ "$(wc -l < "$work/dyt/results.csv")" -eq 111 ] && [ "$(wc -l < "$work/dyt/saturation.csv")" -eq 61 ] \
+  || fail "experiment dyt: results.csv should have 110 runs and saturation.csv 60 layer rows"
 grep -q -- "--train-tokens 200 " "$work/dyt/commands.txt" && grep -q -- "--train-images 64 " "$work/dyt/commands.txt" \
   || fail "experiment dyt: the smallest subsets are missing from commands.txt"
+grep -q -- "--attention differential-regime" "$work/dyt/commands.txt" && grep -q -- "--mlp gelu" "$work/dyt/commands.txt" \
+  || fail "experiment dyt: the regime study's differential attention or the GELU ablation is missing"
+grep -q -- "--train-tokens 600 .*--eval-split tuning" "$work/dyt/commands.txt" \
+  && ! grep -q -- "--train-tokens 200 .*--eval-split tuning" "$work/dyt/commands.txt" \
+  || fail "experiment dyt: the small band should be tuned at 600 tokens only"
+[ -s "$work/dyt/runs/gpt2-dyt-200-seed1/saturation_heldout.csv" ] || fail "experiment dyt: no held-out saturation"
 if command -v gnuplot > /dev/null; then
-  for p in delta saturation screening; do [ -s "$work/dyt/$p.png" ] || fail "experiment dyt: no $p.png"; done
+  for p in delta gap saturation screening; do [ -s "$work/dyt/$p.png" ] || fail "experiment dyt: no $p.png"; done
 fi
 expect_error "unknown model 'bert'" experiment dyt --smoke --models gpt2,bert
+expect_error "is not a kind (regime or official)" experiment dyt --smoke --diffattn both --data "$work/corpus-real"
+expect_error "is not a corpus directory" experiment dyt --smoke --data "$work/tiny.txt"
 expect_error "choose cpu or cuda" experiment dyt --smoke --device tpu
 
 # --train-tokens keeps the first N training tokens, and refuses fewer than one window.

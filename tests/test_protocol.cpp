@@ -87,6 +87,15 @@ TEST_CASE("protocol: a warm-up at the grid's edge is extended too, within its li
     // Inside both ranges: nothing to extend, no flag.
     c = choose_setting({{1e-4, 10}, {1e-3, 20}, {1e-2, 30}, {1e-3, 10}, {1e-3, 30}}, {3, 1, 3, 2, 2});
     CHECK(edge_text(c).empty());
+    CHECK_FALSE(at_an_edge(c));
+    // One warm-up for every run (fixed by design): not an edge; the lr still can be.
+    c = choose_setting({{1e-4, 80}, {1e-3, 80}, {1e-2, 80}}, {3, 1, 2});
+    CHECK(c.at_short_warmup_edge);
+    CHECK(c.at_long_warmup_edge);
+    CHECK_FALSE(at_an_edge(c));
+    c = choose_setting({{1e-4, 80}, {1e-3, 80}, {1e-2, 80}}, {3, 2, 1});
+    CHECK(at_an_edge(c));
+    CHECK(edge_text(c) == "lr at the grid's edge");
 }
 
 // P(0 < T < q) for Student's t with df degrees of freedom, by Simpson's rule

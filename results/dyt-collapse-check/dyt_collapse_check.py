@@ -15,7 +15,7 @@ It trains vanilla and DyT at the study's tuning size (1M tokens) for 800
 steps of 8 x 64 bytes at three learning rates and prints, every 100 steps,
 the training loss and each DyT layer's saturation (|alpha x| > 2) on 32
 held-out windows. Needs Debian's python3-torch and the studies' corpus
-(`make corpus`); takes about 4 minutes on 2 cores:
+(`make corpus`); 30 CPU-minutes (45 minutes of wall time on 2 busy cores):
 
     /usr/bin/python3 results/dyt-collapse-check/dyt_collapse_check.py runs/corpus > results/dyt-collapse-check/output.txt
 """
