@@ -3,7 +3,7 @@
 #   make            release build (-O3, native SIMD, OpenMP)   -> build/
 #   make debug      -O0 -g build for stepping through in gdb    -> build/debug/
 #   make asan       AddressSanitizer + UBSan build              -> build/asan/
-#   make test       setup, build, the tutorial programs, the CLI checks, the kill -9 trials, the Catch2 suite
+#   make test       setup, build, the tutorial programs, the CLI checks, the kill -9 trials, 2-rank MPI training, the Catch2 suite
 #   make run        setup, build, and the main job: normcore train (default GPT-2)
 #   make test-asan  the same suite under the sanitizers
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
@@ -85,6 +85,26 @@ ifeq ($(CUDA),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -lrt
 endif
 
+# Data-parallel training over MPI (apps/distributed.h, chapter 14): built
+# with Open MPI when mpicxx is found (make setup installs it), in release
+# and debug builds; MPI=0 builds without it, MPI=1 insists. Only
+# apps/distributed.cpp includes mpi.h.
+MPICXX ?= $(shell command -v mpicxx 2>/dev/null)
+ifeq ($(origin MPI),undefined)
+  ifeq ($(if $(MPICXX),yes,no)$(filter asan fuzz,$(MODE))$(STATIC_RUNTIME),yes)
+    MPI := 1
+  else
+    MPI := 0
+  endif
+endif
+ifeq ($(MPI),1)
+  ifeq ($(MPICXX),)
+    $(error MPI=1 but mpicxx was not found: make setup installs Open MPI (libopenmpi-dev))
+  endif
+  MPI_CFLAGS := -DNORMCORE_MPI $(shell $(MPICXX) --showme:compile)
+  MPI_LIBS := $(shell $(MPICXX) --showme:link)
+endif
+
 LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp optim/*.cpp data/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
@@ -152,6 +172,10 @@ $(BUILD)/tutorials/%: $(BUILD)/obj/tutorials/%.o $(LIB)
 $(APP_BIN): $(call obj,$(APP_SRCS)) $(LIB)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
+# MPI reaches only apps/distributed.cpp and the two programs that link it.
+$(BUILD)/obj/apps/distributed.o: CXXFLAGS += $(MPI_CFLAGS)
+$(APP_BIN) $(TEST_BIN): LDLIBS += $(MPI_LIBS)
+
 $(BUILD)/bench/attention_time: $(BUILD)/obj/bench/attention/attention_time.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
@@ -175,6 +199,7 @@ test:
 	tools/chapter_outputs.sh check $(BUILD)
 	tests/cli_test.sh $(BUILD)
 	tests/fault_test.sh $(BUILD)
+	tests/mpi_test.sh $(BUILD)
 	$(BUILD)/bench/attention_time 2 70 8
 	$(BUILD)/bench/gemm_ab_self 2 33x65x17:TN
 	bench/generate/generate_speed.sh tests/data/reference/gpt2_pre 8 1 $(BUILD)/normcore
@@ -270,7 +295,7 @@ bench:
 # documentation (with the fortunes, the studies' corpus: make corpus).
 # Installs only what is missing.
 PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist gnuplot-nox \
-            clang libclang-rt-14-dev libomp-14-dev dict-gcide python3.11-doc
+            clang libclang-rt-14-dev libomp-14-dev dict-gcide python3.11-doc libopenmpi-dev openmpi-bin
 setup:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

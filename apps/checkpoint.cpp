@@ -93,6 +93,7 @@ void save_training_checkpoint(const std::string& path, const nn::TransformerMode
         {"dropout_seed", std::to_string(s.dropout_seed)},
         {"dropout_offset", std::to_string(s.dropout_offset)},
         {"schedule_steps", std::to_string(s.schedule_steps)},
+        {"ranks", std::to_string(s.ranks)},
     };
     data::write_safetensors(path, tensors, meta);
 }
@@ -147,6 +148,8 @@ TrainingState load_training_checkpoint(const std::string& path, nn::TransformerM
     s.dropout_offset = number("dropout_offset", UINT64_MAX);
     // Older checkpoints did not record it.
     s.schedule_steps = f.metadata.count("schedule_steps") ? (int64_t)number("schedule_steps", kMaxCount) : 0;
+    s.ranks = f.metadata.count("ranks") ? (int64_t)number("ranks", 1000000) : 1;
+    if (s.ranks < 1) throw Error("checkpoint '" + path + "': metadata field 'ranks' must be at least 1");
     return s;
 }
 

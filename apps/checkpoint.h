@@ -37,6 +37,7 @@ struct TrainingState {
     uint64_t batch_seed = 0, batch_offset = 0;      // the batch generator
     uint64_t dropout_seed = 0, dropout_offset = 0;  // the model's dropout generator
     int64_t schedule_steps = 0;  // the run's --steps, which the learning-rate schedule spans (0: not recorded)
+    int64_t ranks = 1;           // data-parallel ranks that trained it (chapter 14); 1 in older checkpoints
 };
 
 void save_training_checkpoint(const std::string& path, const nn::TransformerModel& model, const optim::Optimizer& opt,

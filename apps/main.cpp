@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "apps/commands.h"
+#include "apps/distributed.h"
 #include "tensor/error.h"
 
 static const char* kUsage =
@@ -42,9 +43,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "normcore: unknown command '%s'\n\n%s", argv[1], kUsage);
         return 2;
     } catch (const nc::Error& e) {
+        // Under mpirun the other ranks would wait for this one forever.
+        if (nc::app::running_distributed()) nc::app::abort_all_ranks(std::string("error: ") + e.what());
         std::fprintf(stderr, "normcore: error: %s\n", e.what());
         return 1;
     } catch (const std::exception& e) {
+        if (nc::app::running_distributed()) nc::app::abort_all_ranks(std::string("unexpected error: ") + e.what());
         std::fprintf(stderr, "normcore: unexpected error: %s\n", e.what());
         return 1;
     }

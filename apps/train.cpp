@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "apps/checkpoint.h"
+#include "apps/distributed.h"
 #include "apps/commands.h"
 #include "apps/lm.h"
 #include "data/corpus.h"
@@ -201,7 +202,16 @@ static double mean_loss(nn::TransformerModel& model, int64_t batches, const std:
     return total / (double)batches;
 }
 
-static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
+// With data-parallel ranks (apps/distributed.h), every rank draws the same
+// global batch of world x B examples from one seeded stream and trains on
+// rows rank*B .. rank*B+B-1 of it.
+static Tensor my_rows(const Tensor& global, const Distributed& dist) {
+    if (!dist.active()) return global;
+    int64_t B = global.size(0) / dist.world;
+    return raw::narrow(global, 0, dist.rank * B, B);
+}
+
+static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed, const Distributed& dist) {
     // A corpus directory of `normcore corpus build` (data/corpus.h) brings its
     // own splits: train.txt to train on, and tuning.txt or validation.txt to
     // evaluate on. Anything else is split here: its last --val-fraction validates.
@@ -227,15 +237,19 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
                                    flags.number("val-fraction"));
     }
     text.clear();  // the tokens are all that is needed from here on
+    // B is this rank's batch; GB the step's (every rank's together, chapter
+    // 14), which is also the evaluation's, so that N ranks evaluate what one
+    // process with batch N x B would.
     int64_t B = flags.integer("batch"), T = flags.integer("seq"), eval_batches = flags.integer("eval-batches");
+    int64_t GB = B * dist.world;
     // --eval-tokens: enough batches for that many tokens, spread over the split.
     int64_t eval_tokens = flags.integer("eval-tokens");
     bool spread = eval_tokens > 0;
-    if (spread) eval_batches = (eval_tokens + B * T - 1) / (B * T);
-    if (spread && eval_batches * B * T > split.val.size())
+    if (spread) eval_batches = (eval_tokens + GB * T - 1) / (GB * T);
+    if (spread && eval_batches * GB * T > split.val.size())
         throw Error("flag --eval-tokens: " + std::to_string(eval_tokens) + " tokens are more than the " +
                     (split_corpus ? eval_split + " split" : std::string("validation part")) + "'s " +
-                    std::to_string(split.val.size()) + " (in windows of " + std::to_string(B) + " x " + std::to_string(T) + ")");
+                    std::to_string(split.val.size()) + " (in windows of " + std::to_string(GB) + " x " + std::to_string(T) + ")");
     // A smaller training set (the DyT study's data regimes): its first N
     // tokens. Validation keeps the same held-out tail, so runs compare.
     int64_t limit = flags.integer("train-tokens");
@@ -243,9 +257,9 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
         throw Error("flag --train-tokens: " + std::to_string(limit) + " tokens cannot fill one window of --seq " +
                     std::to_string(T) + " + 1");
     if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit);
-    auto train = std::make_shared<data::LMBatches>(split.train, B, T, !flags.on("no-shuffle"), seed + 1);
+    auto train = std::make_shared<data::LMBatches>(split.train, GB, T, !flags.on("no-shuffle"), seed + 1);
     std::shared_ptr<data::LMBatches> val;
-    if (split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, B, T, false, seed + 2);
+    if (split.val.size() > T + 1) val = std::make_shared<data::LMBatches>(split.val, GB, T, false, seed + 2);
     Generator init_gen(seed);
     LanguageModel lm = build_language_model(cfg, init_gen);
     std::printf("data: %s, %s, %lld train / %lld %s tokens; batch %lld x %lld\n", data_path.c_str(), codec.name.c_str(),
@@ -257,10 +271,10 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
     Task task;
     task.model = lm.module;
     task.tokens_per_batch = B * T;
-    task.train_loss = [lm, train] {
+    task.train_loss = [lm, train, dist] {
         data::Batch b = train->next();
-        Tensor logits = lm.forward(b.inputs);
-        return cross_entropy(logits, raw::to_device(b.targets, logits.device()));
+        Tensor logits = lm.forward(my_rows(b.inputs, dist));
+        return cross_entropy(logits, raw::to_device(my_rows(b.targets, dist), logits.device()));
     };
     task.residual_stream = [lm, train] {
         NoGradGuard no_grad;
@@ -269,7 +283,7 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
         return stream;
     };
     if (val) {
-        task.held_out_batches = std::min<int64_t>(16, std::max<int64_t>(1, (split.val.size() - 1) / (B * T)));
+        task.held_out_batches = std::min<int64_t>(16, std::max<int64_t>(1, (split.val.size() - 1) / (GB * T)));
         task.held_out_forward = [lm, val, n = task.held_out_batches](int64_t i) {
             NoGradGuard no_grad;
             lm.module->eval();
@@ -312,7 +326,7 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
 // Each of Fashion-MNIST's two evaluation splits (validation, tuning): half of its test set.
 const int64_t kFashionSplitImages = 5000;
 
-static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed) {
+static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed, const Distributed& dist) {
     std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
     for (const char* text_only : {"eval-tokens", "train-tokens"})
         if (flags.given(text_only))
@@ -326,7 +340,7 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
         *train = data::load_fashion_mnist(path, true, limit);
         // Fashion-MNIST's 10,000 test images: validation reads from the first,
         // tuning from the 5,001st, so up to 5,000 images each never overlap.
-        int64_t wanted = flags.integer("eval-batches") * flags.integer("batch");
+        int64_t wanted = flags.integer("eval-batches") * flags.integer("batch") * dist.world;
         if (flags.given("eval-split") && wanted > kFashionSplitImages)
             throw Error("flag --eval-split: --eval-batches x --batch = " + std::to_string(wanted) + " images, more than the " +
                         std::to_string(kFashionSplitImages) + " of each Fashion-MNIST split");
@@ -354,10 +368,10 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
         take(0, n - n_val, *train);
         if (n_val > 0) take(n - n_val, n, *val);
     }
-    int64_t B = flags.integer("batch"), eval_batches = flags.integer("eval-batches");
-    auto batches = std::make_shared<data::ImageBatches>(*train, B, !flags.on("no-shuffle"), seed + 1);
+    int64_t B = flags.integer("batch"), GB = B * dist.world, eval_batches = flags.integer("eval-batches");
+    auto batches = std::make_shared<data::ImageBatches>(*train, GB, !flags.on("no-shuffle"), seed + 1);
     std::shared_ptr<data::ImageBatches> val_batches;
-    if (!val->labels.empty()) val_batches = std::make_shared<data::ImageBatches>(*val, B, false, seed + 2);
+    if (!val->labels.empty()) val_batches = std::make_shared<data::ImageBatches>(*val, GB, false, seed + 2);
     Generator init_gen(seed);
     auto model = std::make_shared<nn::ViT>(cfg, init_gen);
     int64_t tokens = (cfg.image_size / cfg.patch_size) * (cfg.image_size / cfg.patch_size) + 1;
@@ -367,10 +381,10 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
     Task task;
     task.model = model;
     task.tokens_per_batch = B * tokens;
-    task.train_loss = [model, batches, train] {
+    task.train_loss = [model, batches, train, dist] {
         data::ImageBatch b = batches->next();
-        return cross_entropy(model->forward(raw::to_device(b.images, model->device())),
-                             raw::to_device(b.labels, model->device()));
+        return cross_entropy(model->forward(raw::to_device(my_rows(b.images, dist), model->device())),
+                             raw::to_device(my_rows(b.labels, dist), model->device()));
     };
     task.residual_stream = [model, batches] {
         NoGradGuard no_grad;
@@ -378,7 +392,7 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
         model->forward(raw::to_device(batches->at(0).images, model->device()), &stream);
         return stream;
     };
-    int64_t val_count = std::min<int64_t>((int64_t)val->labels.size() / std::max<int64_t>(1, B), eval_batches);
+    int64_t val_count = std::min<int64_t>((int64_t)val->labels.size() / std::max<int64_t>(1, GB), eval_batches);
     if (val_count > 0) {
         task.held_out_batches = std::min<int64_t>(8, val_count);
         task.held_out_forward = [model, val_batches](int64_t i) {
@@ -418,6 +432,9 @@ static Task image_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t s
 }
 
 int train_command(int argc, char** argv) {
+    // Under mpirun every rank runs this; rank 0 alone prints and writes files.
+    Distributed dist = start_distributed(argc, argv);
+    if (!dist.root() && !std::freopen("/dev/null", "w", stdout)) throw Error("rank " + std::to_string(dist.rank) + ": cannot silence stdout");
     Flags flags("train", train_flags());
     flags.parse(argc, argv, 2);
     if (flags.help_requested()) {
@@ -435,7 +452,7 @@ int train_command(int argc, char** argv) {
     uint64_t seed = (uint64_t)flags.integer("seed");
 
     // Data and model.
-    Task task = vision ? image_task(flags, cfg, seed) : text_task(flags, cfg, seed);
+    Task task = vision ? image_task(flags, cfg, seed, dist) : text_task(flags, cfg, seed, dist);
     nn::TransformerModel& model = *task.model;
     if (flags.given("init") && !flags.given("resume")) load_weights(model, flags.str("init"));
     // Parameters move in place, so the optimizer below (and checkpoint
@@ -457,6 +474,10 @@ int train_command(int argc, char** argv) {
     int64_t first_step = 0;
     if (flags.given("resume")) {
         TrainingState state = load_training_checkpoint(flags.str("resume"), model, *opt);
+        if (state.ranks != dist.world)
+            throw Error("--resume: '" + flags.str("resume") + "' was written by a run of " + std::to_string(state.ranks) +
+                        " rank(s) and this run has " + std::to_string(dist.world) + ": the batches of each step would "
+                        "differ (resume with mpirun -np " + std::to_string(state.ranks) + ")");
         first_step = state.step;
         task.batch_generator().manual_seed(state.batch_seed);
         task.batch_generator().set_offset(state.batch_offset);
@@ -473,15 +494,24 @@ int train_command(int argc, char** argv) {
                         (long long)state.schedule_steps, (long long)steps);
     }
     auto checkpoint = [&](int64_t done) {
+        if (!dist.root()) return;  // every rank holds the same weights and state: one file
         TrainingState state{done, task.batches_taken(), task.batch_generator().seed(), task.batch_generator().offset(),
-                            model.dropout_generator().seed(), model.dropout_generator().offset(), steps};
+                            model.dropout_generator().seed(), model.dropout_generator().offset(), steps, dist.world};
         save_training_checkpoint(run_dir + "/checkpoint.safetensors", model, *opt, state);
     };
 
-    std::filesystem::create_directories(run_dir);
-    remove_stale_temporaries(run_dir, flags.str("save"));
     std::string log_path = run_dir + "/train_log.csv";
-    std::ofstream csv = open_train_log(log_path, first_step);
+    std::ofstream csv;
+    if (dist.root()) {
+        std::error_code made;
+        std::filesystem::create_directories(run_dir, made);
+        if (made) throw Error("--run-dir: cannot create '" + run_dir + "': " + made.message());
+        remove_stale_temporaries(run_dir, flags.str("save"));
+        csv = open_train_log(log_path, first_step);
+    }
+    if (dist.active())
+        std::printf("data parallel: %d ranks, %lld x %d = %lld examples per step\n", dist.world,
+                    (long long)flags.integer("batch"), dist.world, (long long)(flags.integer("batch") * dist.world));
     std::printf("model: %s, %lld parameters\n", describe(cfg).c_str(), (long long)model.num_parameters());
     std::printf("training: %lld steps%s, log in %s/train_log.csv\n", (long long)steps,
                 accum > 1 ? (" of " + std::to_string(accum) + " micro-batches").c_str() : "", run_dir.c_str());
@@ -494,6 +524,7 @@ int train_command(int argc, char** argv) {
     // Diagnostics (nn/diagnostics.h): the gradient norm of each block before
     // clipping (pre-norm stacks show an imbalance across depth) and spikes.
     bool diagnostics = flags.on("diagnostics");
+    if (diagnostics && dist.active()) throw Error("flag --diagnostics: not with data-parallel ranks yet (train on one rank to log diagnostics)");
     // DyT layers (norm dyt) also report their saturation each step.
     std::vector<std::pair<std::string, nn::DyT*>> dyt = diagnostics ? diag::dyt_layers(model) : decltype(dyt){};
     diag::SpikeDetector spikes(flags.integer("spike-window"), flags.number("spike-factor"));
@@ -537,6 +568,7 @@ int train_command(int argc, char** argv) {
     double peak_gflops = device == kCPU ? quick_fma_peak_gflops() : 0;
     auto mfu = [&](double tok_per_s) { return peak_gflops > 0 ? 100.0 * tok_per_s * flops_per_token / (peak_gflops * 1e9) : NAN; };
     std::vector<double> recent_seconds;  // the last few steps, for the instantaneous rate
+    double comm_seconds = 0;             // in average_gradients (data parallel)
     int64_t skipped_steps = 0, skipped_in_a_row = 0;  // --skip-nonfinite
     int64_t sample_every = flags.integer("sample-every");
     if (sample_every < 0) throw Error("flag --sample-every must be >= 0, got " + flags.str("sample-every"));
@@ -551,7 +583,9 @@ int train_command(int argc, char** argv) {
             loss_sum += loss.item();
             backward(accum > 1 ? loss * (1.0 / (double)accum) : loss);  // the mean over micro-batches
         }
-        last_loss = loss_sum / (double)accum;
+        // The ranks' mean: the loss and gradient of the whole N x B batch.
+        last_loss = average(dist, loss_sum / (double)accum);
+        comm_seconds += average_gradients(dist, params);
         // A NaN or Inf loss (a learning rate too high, bad data, non-finite
         // --init weights) would spread into every weight at the next update,
         // and the run would then save them over good files: stop here, or
@@ -614,9 +648,11 @@ int train_command(int argc, char** argv) {
             if (!std::isnan(val)) last_val = val;
         }
         // One row per step, flushed: a killed run keeps its log up to there.
-        csv << step + 1 << "," << last_loss << "," << (std::isnan(val) ? "" : std::to_string(val)) << "," << step_lr << ","
-            << grad_norm << "," << train_seconds << "\n" << std::flush;
-        if (!csv) throw Error("step " + std::to_string(step + 1) + ": cannot write '" + log_path + "' (disk full?)");
+        if (dist.root()) {
+            csv << step + 1 << "," << last_loss << "," << (std::isnan(val) ? "" : std::to_string(val)) << "," << step_lr
+                << "," << grad_norm << "," << train_seconds << "\n" << std::flush;
+            if (!csv) throw Error("step " + std::to_string(step + 1) + ": cannot write '" + log_path + "' (disk full?)");
+        }
 
         int64_t done_here = step + 1 - first_step;
         double tok_per_step = (double)(task.tokens_per_batch * accum);
@@ -665,7 +701,7 @@ int train_command(int argc, char** argv) {
     if (skipped_steps > 0)
         std::printf("skipped %lld steps whose loss or gradient was not finite (--skip-nonfinite)\n", (long long)skipped_steps);
     checkpoint(stop);
-    if (flags.given("save")) {
+    if (flags.given("save") && dist.root()) {
         save_weights(model, flags.str("save"));
         std::printf("weights saved to %s\n", flags.str("save").c_str());
     }
@@ -720,6 +756,23 @@ int train_command(int argc, char** argv) {
                 (double)memory.peak_bytes_in_use / 1048576.0, device.str().c_str(), (long long)memory.system_allocations,
                 (long long)memory.cache_hits);
     double summary_tok_per_s = (double)(task.tokens_per_batch * accum) / (ms_per_step / 1000);
+    if (dist.active()) {
+        // Identical gradients and identical updates keep every rank's model
+        // and optimizer state identical; check it rather than trust it.
+        double checksum = 0, k = 0;
+        auto add = [&](const Tensor& t) {
+            for (double v : raw::to_device(t, kCPU).to_vector()) checksum += v * (1 + std::fmod(k++, 7.0));
+        };
+        for (const Tensor& p : params) add(p);
+        for (const auto& [name, t] : opt->state()) add(t);
+        bool same = same_on_every_rank(dist, checksum);
+        std::printf("data parallel: %d ranks, %.1f ms per step in the gradient all-reduce (%.1f%% of the step); weights and "
+                    "optimizer state identical on every rank: %s\n",
+                    dist.world, 1000 * comm_seconds / (double)(stop - first_step), 100 * comm_seconds / train_seconds,
+                    same ? "yes" : "NO");
+        if (!same) abort_all_ranks("the ranks' weights or optimizer state differ after training (a bug: please report it)");
+        summary_tok_per_s *= dist.world;  // tokens of the whole step
+    }
     if (peak_gflops > 0)
         std::printf("throughput: %.0f tok/s x %.3g FLOPs/token = %.1f GFLOP/s, MFU %.1f%% of the %.1f GFLOP/s FMA peak\n",
                     summary_tok_per_s, flops_per_token, summary_tok_per_s * flops_per_token / 1e9, mfu(summary_tok_per_s),
@@ -728,6 +781,8 @@ int train_command(int argc, char** argv) {
     // MFU is on the throughput line above it.
     std::printf("summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n", (long long)stop,
                 last_loss, last_val, ms_per_step, summary_tok_per_s);
+    std::fflush(stdout);
+    finish_distributed(dist);
     return 0;
 }
 

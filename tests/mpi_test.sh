@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# mpi_test.sh BUILD — data-parallel training (apps/distributed.h, chapter 14)
+# under `mpirun -np 2` on this machine, 1 thread per rank, seconds:
+#   1. 2 ranks with --batch 4 train exactly the run of 1 process with
+#      --batch 8: the same loss at every step (to 1e-5 relative: the
+#      gradients are summed in a different order) and the same validation,
+#      with --no-shuffle and with shuffled batches;
+#   2. rank 0 alone writes (one log row per step, one summary line), every
+#      rank ends with the same weights and optimizer state (train checks
+#      and says so);
+#   3. --resume goes on with the same number of ranks and is refused with
+#      another;
+#   4. a bad flag fails every rank, an error on one rank ends all of them,
+#      and a rank killed with SIGKILL ends the run within 30 s.
+# Skips, saying so, when mpirun is missing or the build has no MPI.
+set -u
+build="${1:-build}"
+bin="$build/normcore"
+if ! command -v mpirun > /dev/null; then
+  echo "mpi: SKIPPED: mpirun not found (make setup installs Open MPI)"; exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "mpi: FAILED: $*"; failures=$((failures + 1)); }
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi() { timeout 120 mpirun --oversubscribe -x OMP_NUM_THREADS -np "$@"; }
+
+printf 'It was the best of times, it was the worst of times, it was the age of wisdom.\n%.0s' {1..400} > "$work/tiny.txt"
+common=(--data "$work/tiny.txt" --steps 12 --seq 32 --layers 2 --width 32 --heads 2 --eval-every 6 --eval-batches 2
+        --sample-tokens 0 --lr 3e-3 --warmup 2)
+probe=$(mpi 2 "$bin" train "${common[@]}" --steps 1 --batch 4 --run-dir "$work/probe" 2>&1)
+if grep -q "built without MPI" <<<"$probe"; then
+  echo "mpi: SKIPPED: $bin was built without MPI (mpicxx not found at build time)"; exit 0
+fi
+
+# Losses of two train_log.csv files agree at every step to 1e-5 relative.
+same_losses() {
+  paste -d, <(cut -d, -f2,3 "$1") <(cut -d, -f2,3 "$2") | awk -F, 'NR > 1 {
+      n++; d = $1 - $3; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1)) bad++
+      if ($2 != "" && sprintf("%.5f", $2) != sprintf("%.5f", $4)) bad++ }
+    END { exit (n == 0 || bad > 0) }'
+}
+
+# 1. two ranks of batch 4 == one process of batch 8, ordered and shuffled.
+for order in --no-shuffle ""; do
+  "$bin" train "${common[@]}" $order --batch 8 --run-dir "$work/one$order" > "$work/one.txt" 2>&1 \
+    || fail "1 process $order: $(cat "$work/one.txt")"
+  out=$(mpi 2 "$bin" train "${common[@]}" $order --batch 4 --run-dir "$work/two$order" 2>&1) \
+    || fail "2 ranks $order: $out"
+  same_losses "$work/one$order/train_log.csv" "$work/two$order/train_log.csv" \
+    || fail "2 ranks x 4 differ from 1 x 8 ($order): $(paste -d' ' "$work/one$order/train_log.csv" "$work/two$order/train_log.csv" | head -14)"
+  [ "$(grep -o 'val_loss=[0-9.]*' "$work/one.txt")" == "$(grep -o 'val_loss=[0-9.]*' <<<"$out")" ] \
+    || fail "the validation loss differs ($order): $(grep summary "$work/one.txt") / $(grep summary <<<"$out")"
+  # 2. one writer, identical ranks.
+  [ "$(grep -c '^summary:' <<<"$out")" -eq 1 ] || fail "2 ranks should print one summary line: $out"
+  [ "$(wc -l < "$work/two$order/train_log.csv")" -eq 13 ] || fail "train_log.csv should have 12 rows, one writer"
+  grep -q "identical on every rank: yes" <<<"$out" || fail "the ranks' weights or optimizer state differ: $out"
+  grep -q "^data parallel: 2 ranks, 4 x 2 = 8 examples per step" <<<"$out" || fail "no data-parallel line: $out"
+done
+
+# 3. resume: 12 steps straight == 6, stop, resume, 6 more; another rank count is refused.
+mpi 2 "$bin" train "${common[@]}" --batch 4 --stop-after 6 --run-dir "$work/resumed" > "$work/out.txt" 2>&1 \
+  || fail "2 ranks, 6 steps: $(cat "$work/out.txt")"
+mpi 2 "$bin" train "${common[@]}" --batch 4 --resume "$work/resumed/checkpoint.safetensors" --run-dir "$work/resumed" \
+  > "$work/out.txt" 2>&1 || fail "2 ranks, --resume: $(cat "$work/out.txt")"
+same_losses "$work/two/train_log.csv" "$work/resumed/train_log.csv" || fail "a resumed 2-rank run differs from a straight one"
+out=$("$bin" train "${common[@]}" --batch 8 --resume "$work/resumed/checkpoint.safetensors" --steps 20 --run-dir "$work/r1" 2>&1) \
+  && fail "resuming a 2-rank checkpoint on 1 process should fail"
+grep -q "was written by a run of 2 rank(s) and this run has 1" <<<"$out" || fail "resume on another rank count: $out"
+
+# 4. faults end every rank.
+out=$(mpi 2 "$bin" train --bogus 1 2>&1) && fail "a bad flag should fail: $out"
+grep -q "unknown flag --bogus" <<<"$out" || fail "a bad flag: $out"
+start=$(date +%s)
+out=$(mpi 2 "$bin" train "${common[@]}" --batch 4 --run-dir /proc/normcore-cannot-write 2>&1) \
+  && fail "a run directory rank 0 cannot create should fail"
+grep -q "rank 0: error: --run-dir: cannot create" <<<"$out" || fail "an error on rank 0 should name the rank: $out"
+[ $(($(date +%s) - start)) -lt 60 ] || fail "an error on rank 0 left the other rank waiting"
+mpi 2 "$bin" train "${common[@]}" --batch 4 --steps 1000000 --eval-every 0 --run-dir "$work/killed" > "$work/killed.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 50); do [ -s "$work/killed/train_log.csv" ] && break; sleep 0.2; done
+victim=$(pgrep -f -- "--run-dir $work/killed" | while read -r p; do
+  [ "$(cat /proc/$p/comm 2>/dev/null)" == "normcore" ] && echo "$p"; done | tail -1)
+start=$(date +%s)
+if [ -n "$victim" ]; then
+  kill -9 "$victim"
+  ( sleep 30; kill -9 "$launcher" 2>/dev/null ) & watchdog=$!
+  wait "$launcher"; status=$?
+  kill "$watchdog" 2>/dev/null
+  [ $status -ne 0 ] || fail "killing one rank should end the run with an error"
+  [ $(($(date +%s) - start)) -lt 30 ] || fail "the other rank kept running after one was killed"
+else
+  fail "could not find a rank to kill: $(cat "$work/killed.txt")"; kill -9 "$launcher" 2>/dev/null
+fi
+
+if [ "$failures" -gt 0 ]; then echo "mpi: $failures check(s) failed"; exit 1; fi
+echo "mpi: all checks passed (2 ranks x 4 = 1 process x 8, resume, faults)"
