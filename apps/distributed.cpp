@@ -80,6 +80,11 @@ static void check_mpi(int code, const char* what) {
 
 static void sum_in_place(std::vector<double>& buffer) {
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), (int)buffer.size(), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+}
+
+static void sum_in_place(std::vector<float>& buffer) {
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), (int)buffer.size(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
               "MPI_Allreduce of the gradients");
 }
 
@@ -113,18 +118,52 @@ bool running_distributed() { return false; }
     std::exit(1);
 }
 static void sum_in_place(std::vector<double>&) {}
+static void sum_in_place(std::vector<float>&) {}
 double average(const Distributed&, double x) { return x; }
 bool same_on_every_rank(const Distributed&, double) { return true; }
 
 #endif
 
+// One bucket's gradients, packed into one buffer of T (float or double),
+// summed over the ranks, divided by their number, and set back.
+template <typename T>
+static void reduce_bucket(const Distributed& d, const std::vector<Tensor>& params, const std::vector<size_t>& members,
+                          DType dtype) {
+    size_t count = 0;
+    for (size_t m : members) count += (size_t)params[m].numel();
+    std::vector<T> buffer(count, T(0));  // a parameter without a gradient sends zeros
+    size_t offset = 0;
+    for (size_t m : members) {
+        const Tensor& p = params[m];
+        if (p.grad().defined()) {
+            Tensor g = raw::contiguous(raw::to_dtype(raw::to_device(p.grad(), kCPU), dtype));
+            std::memcpy(buffer.data() + offset, g.data<T>(), sizeof(T) * (size_t)p.numel());
+        }
+        offset += (size_t)p.numel();
+    }
+    sum_in_place(buffer);
+    offset = 0;
+    for (size_t m : members) {
+        const Tensor& p = params[m];
+        Tensor mean = empty(p.shape(), dtype);
+        T* out = mean.data<T>();
+        for (int64_t k = 0; k < p.numel(); ++k) out[k] = buffer[offset + (size_t)k] / (T)d.world;
+        offset += (size_t)p.numel();
+        p.set_grad(raw::to_device(raw::to_dtype(mean, p.dtype()), p.device()));
+    }
+}
+
 double average_gradients(const Distributed& d, const std::vector<Tensor>& params, size_t bucket_bytes) {
     if (!d.active()) return 0;
     auto start = std::chrono::steady_clock::now();
-    // Buckets in reverse parameter order. The sums run in double (a float
-    // gradient is widened on the way in), so the rank count changes the
-    // result by rounding only.
-    size_t per_bucket = std::max<size_t>(1, bucket_bytes / sizeof(double));
+    // float32 models reduce in float32 (the sum of two ranks' floats is
+    // exact to rounding, whatever the order); anything else in double.
+    bool all_float = true;
+    for (const Tensor& p : params) all_float &= p.dtype() == kFloat32;
+    size_t element = all_float ? sizeof(float) : sizeof(double);
+    size_t per_bucket = std::max<size_t>(1, bucket_bytes / element);
+    // Buckets in reverse parameter order: the last layers' gradients are the
+    // first that backward completes.
     size_t i = params.size();
     while (i > 0) {
         std::vector<size_t> members;
@@ -134,28 +173,8 @@ double average_gradients(const Distributed& d, const std::vector<Tensor>& params
             members.push_back(i);
             count += (size_t)params[i].numel();
         }
-        std::vector<double> buffer;
-        buffer.reserve(count);
-        for (size_t m : members) {
-            const Tensor& p = params[m];
-            if (p.grad().defined()) {
-                std::vector<double> g = raw::to_device(p.grad(), kCPU).to_vector();
-                buffer.insert(buffer.end(), g.begin(), g.end());
-            } else {
-                buffer.insert(buffer.end(), (size_t)p.numel(), 0.0);
-            }
-        }
-        sum_in_place(buffer);
-        size_t offset = 0;
-        for (size_t m : members) {
-            Tensor p = params[m];
-            int64_t n = p.numel();
-            std::vector<double> mean(buffer.begin() + offset, buffer.begin() + offset + n);
-            for (double& v : mean) v /= d.world;
-            offset += n;
-            Tensor g = raw::to_device(raw::to_dtype(raw::from_vector(mean, p.shape()), p.dtype()), p.device());
-            p.set_grad(g);
-        }
+        if (all_float) reduce_bucket<float>(d, params, members, kFloat32);
+        else reduce_bucket<double>(d, params, members, kFloat64);
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -41,9 +41,10 @@ bool built_with_mpi();
 // Every rank's gradients replaced by their mean over the ranks. The
 // gradients are packed into buckets of about bucket_bytes, in reverse
 // parameter order (the order backward completes them: the head first), one
-// MPI_Allreduce per bucket; a parameter without a gradient counts as zeros.
-// Gradients on a GPU are staged through host memory. Returns the seconds
-// spent, packing included.
+// MPI_Allreduce per bucket (in float32 for a float32 model, else double); a
+// parameter without a gradient counts as zeros. Gradients on a GPU are
+// staged through host memory. Returns the seconds spent, packing and
+// waiting for the slowest rank included.
 double average_gradients(const Distributed& d, const std::vector<Tensor>& params, size_t bucket_bytes = 4u << 20);
 // The mean of x over the ranks (the logged training loss).
 double average(const Distributed& d, double x);
