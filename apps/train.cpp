@@ -443,6 +443,12 @@ int train_command(int argc, char** argv) {
     }
     Device device = parse_device(flags.str("device"));
     nn::TransformerConfig cfg = resolve_config(flags);
+    // Every rank's dropout generator starts from the same seed, so ranks would
+    // drop the same positions of their different rows: correlated masks, and
+    // not the run of one process with the whole batch.
+    if (dist.active() && cfg.dropout > 0)
+        throw Error("--dropout " + flags.str("dropout") + ": not with data-parallel ranks yet (every rank would draw the "
+                    "same dropout masks for its rows); use --dropout 0 or one rank (chapter 14)");
     std::string run_dir = flags.given("run-dir") ? flags.str("run-dir") : default_run_dir(flags.str("model"));
     bool vision = cfg.family == nn::Family::ViT;
     if (!vision && flags.integer("seq") > cfg.block_size && cfg.positions == nn::Positions::Learned)

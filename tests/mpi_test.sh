@@ -70,6 +70,8 @@ out=$("$bin" train "${common[@]}" --batch 8 --resume "$work/resumed/checkpoint.s
 grep -q "was written by a run of 2 rank(s) and this run has 1" <<<"$out" || fail "resume on another rank count: $out"
 
 # 4. faults end every rank.
+out=$(mpi 2 "$bin" train "${common[@]}" --batch 4 --dropout 0.1 --run-dir "$work/drop" 2>&1) && fail "dropout with 2 ranks should be refused"
+grep -q "not with data-parallel ranks yet" <<<"$out" || fail "dropout with 2 ranks: $out"
 out=$(mpi 2 "$bin" train --bogus 1 2>&1) && fail "a bad flag should fail: $out"
 grep -q "unknown flag --bogus" <<<"$out" || fail "a bad flag: $out"
 start=$(date +%s)
