@@ -176,13 +176,6 @@ std::string rule_text(const ThresholdRule& rule, const std::vector<ScreeningCase
     return std::string("'DyT helps iff saturation ") + (rule.helps_above ? ">= " : "< ") + fmt("%.3f", rule.threshold) + "'";
 }
 
-double finite_mean(const std::vector<double>& xs) {
-    std::vector<double> f;
-    for (double x : xs)
-        if (std::isfinite(x)) f.push_back(x);
-    return f.empty() ? NAN : mean(f);
-}
-
 // seed-wise a[i] - b[i]
 std::vector<double> minus(const std::vector<double>& a, const std::vector<double>& b) {
     std::vector<double> d;
@@ -320,7 +313,7 @@ int dyt_experiment(const StudyOptions& options) {
                         for (const RunResult& r : rs)
                             if (l < r.layer_saturation_final.size()) per_seed.push_back(r.layer_saturation_final[l]);
                         sat_csv << model << "," << size << "," << l << "," << rs.front().dyt_layers[l] << ","
-                                << finite_mean(per_seed) << "\n";
+                                << mean_interval(per_seed).mean << "\n";
                     }
             }
     runs_csv.close();
@@ -359,11 +352,11 @@ int dyt_experiment(const StudyOptions& options) {
                                 diff = field(cell["diffattn"], &RunResult::val);
             Interval v = mean_interval(van);
             Interval d_dyt = paired_difference(dyt, van), d_diff = paired_difference(diff, van);
-            double van_train = finite_mean(field(cell["vanilla"], &RunResult::train));
-            double sat_calib = finite_mean(field(cell["dyt"], &RunResult::saturation_calib));
-            double sat_final = finite_mean(field(cell["dyt"], &RunResult::saturation_final));
-            double alpha_van = finite_mean(field(cell["vanilla"], &RunResult::weight_alpha));
-            double alpha_dyt = finite_mean(field(cell["dyt"], &RunResult::weight_alpha));
+            double van_train = mean_interval(field(cell["vanilla"], &RunResult::train)).mean;
+            double sat_calib = mean_interval(field(cell["dyt"], &RunResult::saturation_calib)).mean;
+            double sat_final = mean_interval(field(cell["dyt"], &RunResult::saturation_final)).mean;
+            double alpha_van = mean_interval(field(cell["vanilla"], &RunResult::weight_alpha)).mean;
+            double alpha_dyt = mean_interval(field(cell["dyt"], &RunResult::weight_alpha)).mean;
             if (std::isfinite(alpha_van) && std::isfinite(alpha_dyt)) {
                 ++alpha_cells;
                 dyt_alpha_higher += alpha_dyt > alpha_van;
@@ -381,7 +374,7 @@ int dyt_experiment(const StudyOptions& options) {
                       << "," << d_dyt.mean * pct << "," << d_dyt.low * pct << "," << d_dyt.high * pct << ","
                       << d_diff.mean * pct << "," << d_diff.low * pct << "," << d_diff.high * pct << "," << sat_calib
                       << "," << sat_final << "," << van_train << "," << v.mean << "\n";
-            double dyt_mean = finite_mean(dyt);
+            double dyt_mean = mean_interval(dyt).mean;
             if (std::isfinite(sat_calib) && std::isfinite(dyt_mean) && std::isfinite(v.mean)) {
                 int group = (model == "vit" ? 100 : 0) + (int)i;  // one group per training-set size
                 calib_cases.push_back({sat_calib, dyt_mean < v.mean, group});
@@ -458,13 +451,13 @@ int dyt_experiment(const StudyOptions& options) {
             std::vector<double> sat, val;
             for (auto* rs : {&swiglu["dyt"], &gelu["dyt"]})
                 for (const RunResult& r : *rs) sat.push_back(r.saturation_final), val.push_back(r.val);
-            double ms = finite_mean(sat), mv = finite_mean(val);
+            double ms = mean_interval(sat).mean, mv = mean_interval(val).mean;
             for (size_t k = 0; k < sat.size(); ++k) all_sat.push_back(sat[k] - ms), all_val.push_back(val[k] - mv);
             auto v = [](std::vector<RunResult>& rs) { return interval_text(mean_interval(field(rs, &RunResult::val)), "%.4f"); };
             ablation_table << "| " << size_label(size) << " | " << v(swiglu["vanilla"]) << " | " << v(swiglu["dyt"]) << " | "
                            << v(gelu["vanilla"]) << " | " << v(gelu["dyt"]) << " | "
-                           << fmt("%.3f", finite_mean(field(swiglu["dyt"], &RunResult::saturation_final))) << " / "
-                           << fmt("%.3f", finite_mean(field(gelu["dyt"], &RunResult::saturation_final))) << " | "
+                           << fmt("%.3f", mean_interval(field(swiglu["dyt"], &RunResult::saturation_final)).mean) << " / "
+                           << fmt("%.3f", mean_interval(field(gelu["dyt"], &RunResult::saturation_final)).mean) << " | "
                            << correlation_text(sat, val) << " |\n";
         }
         ablation_table << "\nwithin-size correlation of the final saturation with the validation loss (each size's means "
