@@ -105,6 +105,28 @@ ifeq ($(MPI),1)
   MPI_LIBS := $(shell $(MPICXX) --showme:link)
 endif
 
+# NCCL (cuda/multi_gpu.h): data-parallel ranks on GPUs sum their gradients
+# GPU to GPU. Built with CUDA and MPI when the CUDA toolkit ships nccl.h
+# (NVIDIA's CUDA 13 installs do; Debian has no package), else the gradients
+# go through host memory. NCCL=0 builds without it, NCCL=1 insists.
+NCCL_HOME ?= $(CUDA_HOME)
+ifeq ($(origin NCCL),undefined)
+  ifeq ($(CUDA)$(MPI)$(if $(wildcard $(NCCL_HOME)/include/nccl.h),yes,no),11yes)
+    NCCL := 1
+  else
+    NCCL := 0
+  endif
+endif
+ifeq ($(NCCL),1)
+  ifneq ($(CUDA)$(MPI),11)
+    $(error NCCL=1 needs the CUDA backend and MPI (CUDA=$(CUDA) MPI=$(MPI)))
+  endif
+  ifeq ($(wildcard $(NCCL_HOME)/include/nccl.h),)
+    $(error NCCL=1 but $(NCCL_HOME)/include/nccl.h was not found: set NCCL_HOME)
+  endif
+  NCCL_LIBS := -L$(NCCL_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib64 -lnccl
+endif
+
 LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp optim/*.cpp data/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
@@ -175,6 +197,11 @@ $(APP_BIN): $(call obj,$(APP_SRCS)) $(LIB)
 # MPI reaches only apps/distributed.cpp and the two programs that link it.
 $(BUILD)/obj/apps/distributed.o: CXXFLAGS += $(MPI_CFLAGS)
 $(APP_BIN) $(TEST_BIN): LDLIBS += $(MPI_LIBS)
+ifeq ($(NCCL),1)
+$(BUILD)/obj/apps/distributed.o: CXXFLAGS += -DNORMCORE_NCCL
+$(BUILD)/obj/cuda/multi_gpu.o: NVCCFLAGS += -DNORMCORE_NCCL -I$(NCCL_HOME)/include
+$(APP_BIN) $(TEST_BIN): LDLIBS += $(NCCL_LIBS)
+endif
 
 $(BUILD)/bench/attention_time: $(BUILD)/obj/bench/attention/attention_time.o $(LIB)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,6 @@
 #include "apps/distributed.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -7,6 +8,10 @@
 
 #include "tensor/error.h"
 #include "tensor/raw_ops.h"
+
+#ifdef NORMCORE_CUDA
+#include "cuda/multi_gpu.h"
+#endif
 
 #ifdef NORMCORE_MPI
 #define OMPI_SKIP_MPICXX 1  // the C API only (the C++ bindings are deprecated, and warn)
@@ -32,6 +37,35 @@ bool built_with_mpi() {
 #endif
 }
 
+int choose_gpu(const Distributed& d) {
+#ifdef NORMCORE_CUDA
+    return cuda::select_device_for_rank(d.local_rank);
+#else
+    (void)d;
+    return -1;
+#endif
+}
+
+// Whether the buckets live on the GPU and NCCL sums them: a build with NCCL,
+// and every parameter on the GPU.
+static bool use_nccl(const std::vector<Tensor>& params) {
+#ifdef NORMCORE_NCCL
+    if (params.empty()) return false;
+    for (const Tensor& p : params)
+        if (p.device().type != DeviceType::CUDA) return false;
+    return true;
+#else
+    (void)params;
+    return false;
+#endif
+}
+
+std::string gradient_transport(const std::vector<Tensor>& params) {
+    if (use_nccl(params)) return "NCCL, GPU to GPU";
+    bool on_gpu = !params.empty() && params[0].device().type == DeviceType::CUDA;
+    return on_gpu ? "MPI through host memory (this build has no NCCL)" : "MPI";
+}
+
 #ifdef NORMCORE_MPI
 
 Distributed start_distributed(int& argc, char**& argv) {
@@ -43,6 +77,11 @@ Distributed start_distributed(int& argc, char**& argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &d.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d.world);
+    // The ranks that share this machine (its memory), numbered from 0.
+    MPI_Comm here;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d.rank, MPI_INFO_NULL, &here);
+    MPI_Comm_rank(here, &d.local_rank);
+    MPI_Comm_free(&here);
     return d;
 }
 
@@ -83,11 +122,6 @@ static void sum_in_place(std::vector<double>& buffer) {
               "MPI_Allreduce");
 }
 
-static void sum_in_place(std::vector<float>& buffer) {
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), (int)buffer.size(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-              "MPI_Allreduce of the gradients");
-}
-
 double average(const Distributed& d, double x) {
     if (!d.active()) return x;
     std::vector<double> v{x};
@@ -117,66 +151,197 @@ bool running_distributed() { return false; }
     std::fprintf(stderr, "normcore: error: %s\n", message.c_str());
     std::exit(1);
 }
-static void sum_in_place(std::vector<double>&) {}
-static void sum_in_place(std::vector<float>&) {}
 double average(const Distributed&, double x) { return x; }
 bool same_on_every_rank(const Distributed&, double) { return true; }
 
 #endif
 
-// One bucket's gradients, packed into one buffer of T (float or double),
-// summed over the ranks, divided by their number, and set back.
-template <typename T>
-static void reduce_bucket(const Distributed& d, const std::vector<Tensor>& params, const std::vector<size_t>& members,
-                          DType dtype) {
-    size_t count = 0;
-    for (size_t m : members) count += (size_t)params[m].numel();
-    std::vector<T> buffer(count, T(0));  // a parameter without a gradient sends zeros
-    size_t offset = 0;
-    for (size_t m : members) {
-        const Tensor& p = params[m];
-        if (p.grad().defined()) {
-            Tensor g = raw::contiguous(raw::to_dtype(raw::to_device(p.grad(), kCPU), dtype));
-            std::memcpy(buffer.data() + offset, g.data<T>(), sizeof(T) * (size_t)p.numel());
-        }
-        offset += (size_t)p.numel();
-    }
-    sum_in_place(buffer);
-    offset = 0;
-    for (size_t m : members) {
-        const Tensor& p = params[m];
-        Tensor mean = empty(p.shape(), dtype);
-        T* out = mean.data<T>();
-        for (int64_t k = 0; k < p.numel(); ++k) out[k] = buffer[offset + (size_t)k] / (T)d.world;
-        offset += (size_t)p.numel();
-        p.set_grad(raw::to_device(raw::to_dtype(mean, p.dtype()), p.device()));
-    }
-}
+// ---- the gradient averager ----
 
-double average_gradients(const Distributed& d, const std::vector<Tensor>& params, size_t bucket_bytes) {
-    if (!d.active()) return 0;
-    auto start = std::chrono::steady_clock::now();
+struct GradientAverager::Bucket {
+    std::vector<size_t> members;  // parameter indices
+    size_t count = 0;             // elements
+    size_t ready = 0;             // members packed in this step
+    std::vector<char> packed;     // per member
+    std::vector<float> sum32;     // the bucket's buffer (one of the two)
+    std::vector<double> sum64;
+    Tensor on_gpu;                // instead, with NCCL: the buffer on the GPU
+    bool started = false;
+#ifdef NORMCORE_MPI
+    MPI_Request request = MPI_REQUEST_NULL;
+#endif
+};
+
+GradientAverager::GradientAverager(const Distributed& d, std::vector<Tensor> params, size_t bucket_bytes)
+    : dist_(d), params_(std::move(params)) {
+    if (!dist_.active()) return;
     // float32 models reduce in float32 (the sum of two ranks' floats is
     // exact to rounding, whatever the order); anything else in double.
-    bool all_float = true;
-    for (const Tensor& p : params) all_float &= p.dtype() == kFloat32;
-    size_t element = all_float ? sizeof(float) : sizeof(double);
-    size_t per_bucket = std::max<size_t>(1, bucket_bytes / element);
-    // Buckets in reverse parameter order: the last layers' gradients are the
-    // first that backward completes.
-    size_t i = params.size();
+    for (const Tensor& p : params_) float32_ &= p.dtype() == kFloat32;
+    nccl_ = use_nccl(params_);
+    size_t per_bucket = std::max<size_t>(1, bucket_bytes / (float32_ ? sizeof(float) : sizeof(double)));
+    bucket_of_.assign(params_.size(), 0);
+    offset_of_.assign(params_.size(), 0);
+    // Reverse parameter order: the last layers' gradients are the first
+    // that backward completes.
+    size_t i = params_.size();
     while (i > 0) {
-        std::vector<size_t> members;
-        size_t count = 0;
-        while (i > 0 && (members.empty() || count + (size_t)params[i - 1].numel() <= per_bucket)) {
+        Bucket bucket;
+        while (i > 0 && (bucket.members.empty() || bucket.count + (size_t)params_[i - 1].numel() <= per_bucket)) {
             --i;
-            members.push_back(i);
-            count += (size_t)params[i].numel();
+            bucket_of_[i] = buckets_.size();
+            offset_of_[i] = bucket.count;
+            bucket.members.push_back(i);
+            bucket.count += (size_t)params_[i].numel();
         }
-        if (all_float) reduce_bucket<float>(d, params, members, kFloat32);
-        else reduce_bucket<double>(d, params, members, kFloat64);
+        bucket.packed.assign(bucket.members.size(), 0);
+        if (nccl_) bucket.on_gpu = raw::zeros({(int64_t)bucket.count}, float32_ ? kFloat32 : kFloat64, params_[0].device());
+        else if (float32_) bucket.sum32.assign(bucket.count, 0.0f);
+        else bucket.sum64.assign(bucket.count, 0.0);
+        buckets_.push_back(std::move(bucket));
     }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (size_t k = 0; k < params_.size(); ++k) index_of_[params_[k].impl()] = k;
+#ifdef NORMCORE_NCCL
+    if (nccl_) {
+        // Rank 0 makes the group's id, MPI hands it to the others.
+        std::string id = dist_.root() ? cuda::nccl_make_id() : std::string();
+        id.resize(128);
+        check_mpi(MPI_Bcast(&id[0], (int)id.size(), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast of NCCL's id");
+        cuda::nccl_join(id, dist_.rank, dist_.world);
+    }
+#endif
+}
+
+GradientAverager::~GradientAverager() {
+#ifdef NORMCORE_NCCL
+    if (nccl_) cuda::nccl_leave();
+#endif
+}
+
+size_t GradientAverager::bucket_count() const { return buckets_.size(); }
+
+LeafReady GradientAverager::on_leaf_ready() {
+    if (!dist_.active()) return nullptr;
+    return [this](const Tensor& leaf) {
+        auto it = index_of_.find(leaf.impl());
+        if (it != index_of_.end()) ready(it->second);  // a leaf that is no parameter is none of ours
+    };
+}
+
+// Parameter k's gradient is final: copy it into its bucket, and start every
+// bucket, in order, that is now complete.
+void GradientAverager::ready(size_t k) {
+    auto start_time = std::chrono::steady_clock::now();
+    pack(k);
+    start_ready_buckets();
+    packing_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+}
+
+// Copies parameter k's gradient (or zeros, when it has none) into its bucket.
+void GradientAverager::pack(size_t k) {
+    Bucket& bucket = buckets_[bucket_of_[k]];
+    size_t member = 0;
+    while (bucket.members[member] != k) ++member;
+    if (bucket.packed[member] || bucket.started)
+        throw Error("data parallel: the gradient of parameter " + std::to_string(k) + " was reported twice in one "
+                    "step (pass on_leaf_ready() to one backward per step, the last micro-batch's)");
+    const Tensor& p = params_[k];
+    if (nccl_) {
+        // On the GPU, queued on the backend's stream like any other op.
+        Tensor slot = raw::narrow(bucket.on_gpu, 0, (int64_t)offset_of_[k], p.numel());
+        if (p.grad().defined()) raw::copy_(slot, raw::reshape(p.grad(), {p.numel()}));
+        else raw::copy_(slot, raw::zeros({p.numel()}, bucket.on_gpu.dtype(), p.device()));
+    } else if (p.grad().defined()) {
+        Tensor g = raw::contiguous(raw::to_dtype(raw::to_device(p.grad(), kCPU), float32_ ? kFloat32 : kFloat64));
+        size_t bytes = (float32_ ? sizeof(float) : sizeof(double)) * (size_t)p.numel();
+        if (float32_) std::memcpy(bucket.sum32.data() + offset_of_[k], g.data<float>(), bytes);
+        else std::memcpy(bucket.sum64.data() + offset_of_[k], g.data<double>(), bytes);
+    } else if (float32_) {
+        std::fill_n(bucket.sum32.data() + offset_of_[k], p.numel(), 0.0f);
+    } else {
+        std::fill_n(bucket.sum64.data() + offset_of_[k], p.numel(), 0.0);
+    }
+    bucket.packed[member] = 1;
+    ++bucket.ready;
+}
+
+void GradientAverager::start_ready_buckets() {
+    while (next_to_start_ < buckets_.size() &&
+           buckets_[next_to_start_].ready == buckets_[next_to_start_].members.size())
+        start(buckets_[next_to_start_++]);
+#ifdef NORMCORE_MPI
+    // Open MPI moves a non-blocking collective forward only inside MPI
+    // calls: test the ones in flight so that they progress during backward.
+    for (size_t b = 0; b < next_to_start_; ++b) {
+        int done = 0;
+        if (buckets_[b].request != MPI_REQUEST_NULL)
+            check_mpi(MPI_Test(&buckets_[b].request, &done, MPI_STATUS_IGNORE), "MPI_Test of a gradient bucket");
+    }
+#endif
+}
+
+void GradientAverager::start(Bucket& bucket) {
+    bucket.started = true;
+#ifdef NORMCORE_NCCL
+    if (nccl_) {
+        cuda::nccl_sum_(bucket.on_gpu);
+        return;
+    }
+#endif
+#ifdef NORMCORE_MPI
+    if (float32_)
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.sum32.data(), (int)bucket.count, MPI_FLOAT, MPI_SUM,
+                                 MPI_COMM_WORLD, &bucket.request),
+                  "MPI_Iallreduce of the gradients");
+    else
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.sum64.data(), (int)bucket.count, MPI_DOUBLE, MPI_SUM,
+                                 MPI_COMM_WORLD, &bucket.request),
+                  "MPI_Iallreduce of the gradients");
+#endif
+}
+
+void GradientAverager::finish() {
+    if (!dist_.active()) return;
+    auto start_time = std::chrono::steady_clock::now();
+    // What backward did not report (no gradient reached it, or no callback
+    // was passed) is packed now: its gradient, or zeros.
+    for (Bucket& bucket : buckets_)
+        for (size_t m = 0; m < bucket.members.size(); ++m)
+            if (!bucket.packed[m]) pack(bucket.members[m]);
+    start_ready_buckets();
+#ifdef NORMCORE_NCCL
+    if (nccl_) cuda::nccl_wait_on_stream();  // what follows on the stream sees the sums
+#endif
+    for (Bucket& bucket : buckets_) {
+#ifdef NORMCORE_MPI
+        check_mpi(MPI_Wait(&bucket.request, MPI_STATUS_IGNORE), "MPI_Wait for a gradient bucket");
+#endif
+        for (size_t k : bucket.members) {
+            const Tensor& p = params_[k];
+            if (nccl_) {
+                Tensor sum = raw::narrow(bucket.on_gpu, 0, (int64_t)offset_of_[k], p.numel());
+                p.set_grad(raw::to_dtype(raw::reshape(raw::mul(sum, 1.0 / (double)dist_.world), p.shape()), p.dtype()));
+                continue;
+            }
+            DType dtype = float32_ ? kFloat32 : kFloat64;
+            Tensor mean = empty(p.shape(), dtype);
+            if (float32_) {
+                const float* sum = bucket.sum32.data() + offset_of_[k];
+                float* out = mean.data<float>();
+                for (int64_t e = 0; e < p.numel(); ++e) out[e] = sum[e] / (float)dist_.world;
+            } else {
+                const double* sum = bucket.sum64.data() + offset_of_[k];
+                double* out = mean.data<double>();
+                for (int64_t e = 0; e < p.numel(); ++e) out[e] = sum[e] / (double)dist_.world;
+            }
+            p.set_grad(raw::to_device(raw::to_dtype(mean, p.dtype()), p.device()));
+        }
+        bucket.ready = 0;
+        bucket.started = false;
+        std::fill(bucket.packed.begin(), bucket.packed.end(), 0);
+    }
+    next_to_start_ = 0;
+    finish_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
 }
 
 }  // namespace app

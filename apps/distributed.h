@@ -16,8 +16,10 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "autograd/engine.h"
 #include "tensor/tensor.h"
 
 namespace nc {
@@ -26,6 +28,7 @@ namespace app {
 struct Distributed {
     int rank = 0;
     int world = 1;
+    int local_rank = 0;  // among the ranks on this machine (picks the GPU)
     bool root() const { return rank == 0; }
     bool active() const { return world > 1; }
 };
@@ -37,15 +40,70 @@ Distributed start_distributed(int& argc, char**& argv);
 void finish_distributed(const Distributed& d);
 // Whether this build can run with more than one rank.
 bool built_with_mpi();
+// Makes this rank use GPU local_rank % (the machine's GPUs), before the
+// first CUDA call (train --device cuda under mpirun). Returns the GPU's
+// number, or -1 when there is none or no CUDA backend.
+int choose_gpu(const Distributed& d);
+// How the gradients travel: "NCCL, GPU to GPU", or "MPI through host memory".
+std::string gradient_transport(const std::vector<Tensor>& params);
 
-// Every rank's gradients replaced by their mean over the ranks. The
-// gradients are packed into buckets of about bucket_bytes, in reverse
-// parameter order (the order backward completes them: the head first), one
-// MPI_Allreduce per bucket (in float32 for a float32 model, else double); a
-// parameter without a gradient counts as zeros. Gradients on a GPU are
-// staged through host memory. Returns the seconds spent, packing and
-// waiting for the slowest rank included.
-double average_gradients(const Distributed& d, const std::vector<Tensor>& params, size_t bucket_bytes = 4u << 20);
+// Every rank's gradients replaced by their mean over the ranks, started
+// while backward is still running:
+//
+//     GradientAverager averager(dist, params);      // once: fixes the buckets
+//     backward(loss, Tensor(), false, averager.on_leaf_ready());
+//     averager.finish();                            // waits, stores the means
+//
+// The parameters are packed into buckets of about bucket_bytes, in reverse
+// parameter order (the order backward completes them: the head first). When
+// backward reports the last gradient of a bucket, its MPI_Iallreduce starts
+// at once and runs while backward works on the layers below; buckets start
+// in the same fixed order on every rank, as MPI requires of collectives
+// (a tied weight, complete last, holds its bucket and those behind it back).
+// Sums are in float32 for a float32 model, else double; a parameter that
+// received no gradient counts as zeros. Gradients on a GPU are summed by
+// NCCL between the GPUs when the build has it (cuda/multi_gpu.h), else
+// staged through host memory. With gradient accumulation, pass on_leaf_ready() to
+// the last micro-batch's backward only (the gradients are then totals).
+// Without on_leaf_ready(), finish() does it all after backward: the
+// baseline that the overlap is measured against (train --no-overlap).
+class GradientAverager {
+public:
+    GradientAverager(const Distributed& d, std::vector<Tensor> params, size_t bucket_bytes = 4u << 20);
+    ~GradientAverager();
+    GradientAverager(const GradientAverager&) = delete;
+    GradientAverager& operator=(const GradientAverager&) = delete;
+
+    // The callback for backward(); empty when there is one rank.
+    LeafReady on_leaf_ready();
+    // Starts the buckets still waiting, waits for all of them and replaces
+    // every gradient by the mean. Ready for the next step afterwards.
+    void finish();
+
+    size_t bucket_count() const;
+    // Seconds spent since construction: packing during backward, and inside
+    // finish() (the communication backward did not hide).
+    double packing_seconds() const { return packing_seconds_; }
+    double finish_seconds() const { return finish_seconds_; }
+
+private:
+    struct Bucket;
+    void ready(size_t param);
+    void pack(size_t param);
+    void start_ready_buckets();
+    void start(Bucket& bucket);
+
+    Distributed dist_;
+    std::vector<Tensor> params_;
+    bool float32_ = true;                         // reduce in float32 (else double)
+    bool nccl_ = false;                           // buckets on the GPU, summed by NCCL
+    std::vector<Bucket> buckets_;                 // in the order they start
+    std::vector<size_t> bucket_of_, offset_of_;   // per parameter
+    std::unordered_map<const void*, size_t> index_of_;  // parameter impl -> index
+    size_t next_to_start_ = 0;
+    double packing_seconds_ = 0, finish_seconds_ = 0;
+};
+
 // The mean of x over the ranks (the logged training loss).
 double average(const Distributed& d, double x);
 // Whether every rank holds the same value (e.g. a checksum of its weights).

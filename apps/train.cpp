@@ -87,6 +87,7 @@ static std::vector<FlagSpec> train_flags() {
         {"resume", "", "continue from a training checkpoint (<run-dir>/checkpoint.safetensors)"},
         {"stop-after", "0", "stop after this many steps as if interrupted (the schedule still spans --steps)"},
         {"checkpoint-every", "0", "also write <run-dir>/checkpoint.safetensors every N steps (it is always written at the end)"},
+        {"no-overlap", "false", "data parallel: average the gradients after backward instead of during it (the baseline for the overlap)", true},
         {"skip-nonfinite", "false", "skip a step whose loss or gradient is NaN or Inf instead of stopping (at most 100 in a row)", true},
     };
     specs.insert(specs.end(), more.begin(), more.end());
@@ -441,6 +442,8 @@ int train_command(int argc, char** argv) {
         std::cout << "Trains a model. With no flags: the default small GPT-2 on the fortunes corpus.\n\n" << flags.usage();
         return 0;
     }
+    // Each rank on a machine takes its own GPU, before anything touches one.
+    if (dist.active() && flags.str("device").rfind("cuda", 0) == 0) choose_gpu(dist);
     Device device = parse_device(flags.str("device"));
     nn::TransformerConfig cfg = resolve_config(flags);
     // Every rank's dropout generator starts from the same seed, so ranks would
@@ -516,8 +519,9 @@ int train_command(int argc, char** argv) {
         csv = open_train_log(log_path, first_step);
     }
     if (dist.active())
-        std::printf("data parallel: %d ranks, %lld x %d = %lld examples per step\n", dist.world,
-                    (long long)flags.integer("batch"), dist.world, (long long)(flags.integer("batch") * dist.world));
+        std::printf("data parallel: %d ranks, %lld x %d = %lld examples per step, gradients averaged by %s\n", dist.world,
+                    (long long)flags.integer("batch"), dist.world, (long long)(flags.integer("batch") * dist.world),
+                    gradient_transport(params).c_str());
     std::printf("model: %s, %lld parameters\n", describe(cfg).c_str(), (long long)model.num_parameters());
     std::printf("training: %lld steps%s, log in %s/train_log.csv\n", (long long)steps,
                 accum > 1 ? (" of " + std::to_string(accum) + " micro-batches").c_str() : "", run_dir.c_str());
@@ -574,7 +578,10 @@ int train_command(int argc, char** argv) {
     double peak_gflops = device == kCPU ? quick_fma_peak_gflops() : 0;
     auto mfu = [&](double tok_per_s) { return peak_gflops > 0 ? 100.0 * tok_per_s * flops_per_token / (peak_gflops * 1e9) : NAN; };
     std::vector<double> recent_seconds;  // the last few steps, for the instantaneous rate
-    double comm_seconds = 0;             // in average_gradients (data parallel)
+    // Data parallel: the ranks average each bucket of gradients while
+    // backward still runs (--no-overlap: all after backward, the baseline).
+    GradientAverager averager(dist, params);
+    bool overlap = !flags.on("no-overlap");
     int64_t skipped_steps = 0, skipped_in_a_row = 0;  // --skip-nonfinite
     int64_t sample_every = flags.integer("sample-every");
     if (sample_every < 0) throw Error("flag --sample-every must be >= 0, got " + flags.str("sample-every"));
@@ -587,11 +594,15 @@ int train_command(int argc, char** argv) {
         for (int64_t micro = 0; micro < accum; ++micro) {
             Tensor loss = task.train_loss();
             loss_sum += loss.item();
-            backward(accum > 1 ? loss * (1.0 / (double)accum) : loss);  // the mean over micro-batches
+            // The gradients are totals only after the last micro-batch:
+            // that backward alone reports them to the averager.
+            bool last = micro + 1 == accum;
+            backward(accum > 1 ? loss * (1.0 / (double)accum) : loss,  // the mean over micro-batches
+                     Tensor(), false, last && overlap ? averager.on_leaf_ready() : nullptr);
         }
-        // The ranks' mean: the loss and gradient of the whole N x B batch.
+        // The ranks' mean: the gradient and loss of the whole N x B batch.
+        averager.finish();
         last_loss = average(dist, loss_sum / (double)accum);
-        comm_seconds += average_gradients(dist, params);
         // A NaN or Inf loss (a learning rate too high, bad data, non-finite
         // --init weights) would spread into every weight at the next update,
         // and the run would then save them over good files: stop here, or
@@ -772,10 +783,13 @@ int train_command(int argc, char** argv) {
         for (const Tensor& p : params) add(p);
         for (const auto& [name, t] : opt->state()) add(t);
         bool same = same_on_every_rank(dist, checksum);
-        std::printf("data parallel: %d ranks, %.1f ms per step in the gradient all-reduce (%.1f%% of the step); weights and "
-                    "optimizer state identical on every rank: %s\n",
-                    dist.world, 1000 * comm_seconds / (double)(stop - first_step), 100 * comm_seconds / train_seconds,
-                    same ? "yes" : "NO");
+        double per_step = 1000.0 / (double)(stop - first_step);
+        std::printf("data parallel: %d ranks, %zu gradient buckets %s; per step %.1f ms waiting for the all-reduce after "
+                    "backward (%.1f%% of the step) and %.1f ms packing during it; weights and optimizer state identical "
+                    "on every rank: %s\n",
+                    dist.world, averager.bucket_count(), overlap ? "reduced during backward" : "reduced after backward (--no-overlap)",
+                    per_step * averager.finish_seconds(), 100 * averager.finish_seconds() / train_seconds,
+                    per_step * averager.packing_seconds(), same ? "yes" : "NO");
         if (!same) abort_all_ranks("the ranks' weights or optimizer state differ after training (a bug: please report it)");
         summary_tok_per_s *= dist.world;  // tokens of the whole step
     }

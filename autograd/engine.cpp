@@ -7,7 +7,9 @@
 //   3. visit the nodes in that order; each one's gradient is complete by the
 //      time we reach it, because all its consumers came earlier. Call its
 //      backward function and add the results to its inputs' gradients;
-//   4. hand the accumulated gradients to the leaves (x.grad += ...).
+//   4. hand each leaf its accumulated gradient (x.grad += ...) right after
+//      the last node that feeds it, so a caller can use it while backward
+//      goes on with the layers below (data parallelism, chapter 14).
 // In gdb, `break nc::call_node_backward` stops at every node (tutorial 2).
 #include "autograd/engine.h"
 
@@ -73,7 +75,27 @@ static std::vector<Tensor> call_node_backward(Node& node, const Tensor& grad_out
     return input_grads;
 }
 
-void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+// The steps after which no node adds to a leaf's gradient any more: a leaf
+// is finished after its last consumer in the order. Listed per step, leaves
+// in the order the nodes name them (the same on every run).
+static std::vector<std::vector<TensorImpl*>> leaves_finished_after(const std::vector<Node*>& order) {
+    std::unordered_map<TensorImpl*, size_t> last_use;
+    for (size_t step = 0; step < order.size(); ++step)
+        for (const Tensor& input : order[step]->inputs)
+            if (input.defined() && !input.grad_fn()) last_use[input.impl()] = step;
+    std::vector<std::vector<TensorImpl*>> finished(order.size());
+    for (size_t step = 0; step < order.size(); ++step)
+        for (const Tensor& input : order[step]->inputs) {
+            if (!input.defined() || input.grad_fn()) continue;
+            auto it = last_use.find(input.impl());
+            if (it == last_use.end() || it->second != step) continue;
+            finished[step].push_back(input.impl());
+            last_use.erase(it);  // listed once, however often the node names it
+        }
+    return finished;
+}
+
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const LeafReady& on_leaf_ready) {
     if (!root.requires_grad())
         fail("backward", "the tensor " + shape_str(root.shape()) +
                              " does not require grad (no input of its graph has requires_grad set)");
@@ -92,23 +114,38 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     // Gradient formulas use raw ops, but no op in here should ever be recorded.
     NoGradGuard no_grad;
 
-    // Leaves' gradients are summed over the whole pass, then stored at the end,
-    // so each leaf hook sees the total gradient once.
-    std::vector<std::pair<Tensor, Tensor>> leaf_grads;  // (leaf, gradient)
-    std::unordered_map<TensorImpl*, size_t> leaf_index;
+    // Leaves' gradients are summed over the pass and stored once each is
+    // complete, so each leaf hook sees the total gradient once.
+    std::unordered_map<TensorImpl*, std::pair<Tensor, Tensor>> leaf_grads;  // leaf -> (leaf, gradient so far)
     auto add_to_leaf = [&](const Tensor& leaf, const Tensor& g) {
-        auto it = leaf_index.find(leaf.impl());
-        if (it == leaf_index.end()) {
-            leaf_index[leaf.impl()] = leaf_grads.size();
-            leaf_grads.push_back({leaf, g});
-        } else {
-            leaf_grads[it->second].second = accumulate(leaf_grads[it->second].second, g);
+        auto it = leaf_grads.find(leaf.impl());
+        if (it == leaf_grads.end()) leaf_grads.emplace(leaf.impl(), std::make_pair(leaf, g));
+        else it->second.second = accumulate(it->second.second, g);
+    };
+    auto store_leaf = [&](TensorImpl* impl) {
+        auto it = leaf_grads.find(impl);
+        if (it == leaf_grads.end()) return;  // no gradient reached it in this pass
+        Tensor leaf = it->second.first, total = it->second.second;
+        leaf_grads.erase(it);
+        for (const GradHook& hook : leaf.impl()->hooks) {
+            Tensor replaced = hook(total);
+            if (replaced.defined()) total = replaced;
         }
+        // Store a fresh contiguous copy: `total` may be a view of another
+        // tensor's memory (e.g. the gradient of a reshape), and the optimizer
+        // will update .grad in place.
+        leaf.set_grad(leaf.grad().defined() ? raw::add(leaf.grad(), total) : raw::clone(total));
+        if (on_leaf_ready) on_leaf_ready(leaf);
     };
 
-    if (root.is_leaf()) add_to_leaf(root, seed);
+    if (root.is_leaf()) {
+        add_to_leaf(root, seed);
+        store_leaf(root.impl());
+        return;
+    }
 
     std::vector<Node*> order = topological_order(root);
+    std::vector<std::vector<TensorImpl*>> finished_after = leaves_finished_after(order);
     // Own every node for the length of the pass: once a node's step is done
     // we drop its links to its inputs (below), and those links are what
     // otherwise keeps the nodes further down the order alive.
@@ -120,30 +157,33 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
                 if (input.defined() && input.grad_fn()) keep_alive.push_back(input.grad_fn());
     }
     std::unordered_map<Node*, Tensor> grads;  // gradient of each node's output
-    if (!order.empty()) grads[order.front()] = seed;
+    grads[order.front()] = seed;
 
     for (size_t step = 0; step < order.size(); ++step) {
         Node* node = order[step];
         Tensor grad_output = grads[node];
         grads.erase(node);  // free it as soon as it is used
-        if (!grad_output.defined()) continue;  // no gradient reached this node
-        for (const GradHook& hook : node->hooks) {
-            Tensor replaced = hook(grad_output);
-            if (replaced.defined()) grad_output = replaced;
+        if (grad_output.defined()) {  // else no gradient reached this node
+            for (const GradHook& hook : node->hooks) {
+                Tensor replaced = hook(grad_output);
+                if (replaced.defined()) grad_output = replaced;
+            }
+            if (is_trace_enabled()) trace_node(step, *node, grad_output);
+            std::vector<Tensor> input_grads = call_node_backward(*node, grad_output);
+            for (size_t i = 0; i < input_grads.size(); ++i) {
+                const Tensor& input = node->inputs[i];
+                const Tensor& g = input_grads[i];
+                if (!input.defined() || !g.defined()) continue;
+                if (g.shape() != input.shape())
+                    fail(node->name, "internal error: gradient for input " + std::to_string(i) + " has shape " +
+                                         shape_str(g.shape()) + ", the input has " + shape_str(input.shape()));
+                if (is_anomaly_enabled()) check_finite(*node, i, g, grad_output);
+                if (input.grad_fn()) grads[input.grad_fn().get()] = accumulate(grads[input.grad_fn().get()], g);
+                else add_to_leaf(input, g);
+            }
         }
-        if (is_trace_enabled()) trace_node(step, *node, grad_output);
-        std::vector<Tensor> input_grads = call_node_backward(*node, grad_output);
-        for (size_t i = 0; i < input_grads.size(); ++i) {
-            const Tensor& input = node->inputs[i];
-            const Tensor& g = input_grads[i];
-            if (!input.defined() || !g.defined()) continue;
-            if (g.shape() != input.shape())
-                fail(node->name, "internal error: gradient for input " + std::to_string(i) + " has shape " +
-                                     shape_str(g.shape()) + ", the input has " + shape_str(input.shape()));
-            if (is_anomaly_enabled()) check_finite(*node, i, g, grad_output);
-            if (input.grad_fn()) grads[input.grad_fn().get()] = accumulate(grads[input.grad_fn().get()], g);
-            else add_to_leaf(input, g);
-        }
+        // The leaves no later node feeds are complete now.
+        for (TensorImpl* leaf : finished_after[step]) store_leaf(leaf);
         if (!retain_graph) {
             // Free what this node held as soon as backward is done with it:
             // the tensors its backward function saved, and its references to
@@ -153,19 +193,6 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
             node->inputs.clear();
             node->released = true;
         }
-    }
-
-    for (auto& [leaf, g] : leaf_grads) {
-        Tensor total = g;
-        for (const GradHook& hook : leaf.impl()->hooks) {
-            Tensor replaced = hook(total);
-            if (replaced.defined()) total = replaced;
-        }
-        // Store a fresh contiguous copy: `total` may be a view of another
-        // tensor's memory (e.g. the gradient of a reshape), and the optimizer
-        // will update .grad in place.
-        Tensor stored = leaf.grad().defined() ? raw::add(leaf.grad(), total) : raw::clone(total);
-        leaf.set_grad(stored);
     }
 }
 

@@ -12,7 +12,14 @@ namespace nc {
 //   grad          the upstream gradient dL/d(root); defaults to 1 for a scalar
 //   retain_graph  keep the saved tensors so backward can run through this
 //                 graph again; by default they are freed as each node finishes
-void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_graph = false);
+//   on_leaf_ready called once for each leaf that received a gradient, as
+//                 soon as it is final and stored in leaf.grad(): right after
+//                 the last node that feeds it, while backward goes on with
+//                 the nodes below (data-parallel training starts averaging
+//                 the last layers' gradients there, chapter 14)
+using LeafReady = std::function<void(const Tensor& leaf)>;
+void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_graph = false,
+              const LeafReady& on_leaf_ready = nullptr);
 
 // Calls `hook(grad)` when the gradient for `t` has been computed; a returned
 // defined tensor replaces the gradient. Works for leaves and non-leaves.

@@ -5,6 +5,9 @@
 #      --batch 8: the same loss at every step (to 1e-5 relative: the
 #      gradients are summed in a different order) and the same validation,
 #      with --no-shuffle and with shuffled batches;
+#      reducing the buckets during backward or after it (--no-overlap)
+#      gives the same run bit for bit, and so does gradient accumulation
+#      (2 ranks x 2 x 2 micro-batches = 1 x 8, to 1e-5);
 #   2. rank 0 alone writes (one log row per step, one summary line), every
 #      rank ends with the same weights and optimizer state (train checks
 #      and says so);
@@ -56,8 +59,22 @@ for order in --no-shuffle ""; do
   [ "$(grep -c '^summary:' <<<"$out")" -eq 1 ] || fail "2 ranks should print one summary line: $out"
   [ "$(wc -l < "$work/two$order/train_log.csv")" -eq 13 ] || fail "train_log.csv should have 12 rows, one writer"
   grep -q "identical on every rank: yes" <<<"$out" || fail "the ranks' weights or optimizer state differ: $out"
-  grep -q "^data parallel: 2 ranks, 4 x 2 = 8 examples per step" <<<"$out" || fail "no data-parallel line: $out"
+  grep -q "^data parallel: 2 ranks, 4 x 2 = 8 examples per step, gradients averaged by MPI$" <<<"$out" || fail "no data-parallel line: $out"
 done
+
+# 1b. the overlap changes when the buckets are reduced, not what: the run
+# with every bucket reduced after backward is the same to the last bit; and
+# gradient accumulation (2 ranks x 2 x 2 micro-batches) is the 1 x 8 run too.
+mpi 2 "$bin" train "${common[@]}" --batch 4 --no-overlap --run-dir "$work/after" > "$work/out.txt" 2>&1 \
+  || fail "2 ranks --no-overlap: $(cat "$work/out.txt")"
+cmp -s <(cut -d, -f2,3 "$work/two/train_log.csv") <(cut -d, -f2,3 "$work/after/train_log.csv") \
+  || fail "reducing during backward and after it should give identical losses"
+grep -q "reduced after backward (--no-overlap)" "$work/out.txt" || fail "no --no-overlap line: $(cat "$work/out.txt")"
+mpi 2 "$bin" train "${common[@]}" --no-shuffle --batch 2 --accum 2 --run-dir "$work/accum" > "$work/out.txt" 2>&1 \
+  || fail "2 ranks --accum 2: $(cat "$work/out.txt")"
+# (the training losses only: evaluation reads --eval-batches global batches of 4, not of 8)
+same_losses <(cut -d, -f1,2 "$work/one--no-shuffle/train_log.csv" | sed "s/$/,/") <(cut -d, -f1,2 "$work/accum/train_log.csv" | sed "s/$/,/") \
+  || fail "2 ranks x 2 x 2 micro-batches differ from 1 x 8: $(paste -d' ' "$work/one--no-shuffle/train_log.csv" "$work/accum/train_log.csv" | head -14)"
 
 # 3. resume: 12 steps straight == 6, stop, resume, 6 more; another rank count is refused.
 mpi 2 "$bin" train "${common[@]}" --batch 4 --stop-after 6 --run-dir "$work/resumed" > "$work/out.txt" 2>&1 \

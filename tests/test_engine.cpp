@@ -128,6 +128,51 @@ TEST_CASE("gradient hooks see and can replace gradients", "[engine][hooks]") {
     check_error([] { register_hook(raw::ones({1}), [](const Tensor&) { return Tensor(); }); }, {"register_hook"});
 }
 
+// A "network" of three layers, w2 last, with w0 also used by the head (a
+// tied weight): backward reaches w2's only use first and w0's last use last.
+// Each leaf must be reported once, with its final gradient already stored,
+// and before the nodes below its last use have run.
+TEST_CASE("backward reports each leaf as soon as its gradient is final", "[engine][hooks]") {
+    Tensor w0 = param({2}), w1 = param({3}), w2 = param({5}), x = param({7});
+    std::vector<std::string> events;
+    Tensor h0 = x * w0;  // the embedding: w0's last use in backward
+    register_hook(h0, [&events](const Tensor& g) {
+        events.push_back("h0");
+        return Tensor();
+    });
+    Tensor h1 = h0 * w1;
+    register_hook(h1, [&events](const Tensor& g) {
+        events.push_back("h1");
+        return Tensor();
+    });
+    Tensor h2 = h1 * w2;
+    Tensor loss = sum(h2 * w0);  // the tied head: w0 again
+    std::vector<double> grad_when_ready;
+    backward(loss, Tensor(), false, [&](const Tensor& leaf) {
+        std::string name = leaf.impl() == w0.impl() ? "w0" : leaf.impl() == w1.impl() ? "w1"
+                         : leaf.impl() == w2.impl() ? "w2" : "x";
+        events.push_back(name);
+        if (name == "w0") grad_when_ready = leaf.grad().to_vector();
+    });
+    // loss = x w0^2 w1 w2: dw0 = 2 x w0 w1 w2 = 420, dw1 = x w0^2 w2 = 140,
+    // dw2 = x w0^2 w1 = 84, dx = w0^2 w1 w2 = 60.
+    check_values(w0.grad(), {420});
+    check_values(w1.grad(), {140});
+    check_values(w2.grad(), {84});
+    check_values(x.grad(), {60});
+    CHECK(grad_when_ready == std::vector<double>{420});
+    // w2 is final before h1's gradient is used, w1 before h0's; x and w0
+    // (in the order the embedding's node names them) only once that node
+    // has run.
+    CHECK(events == std::vector<std::string>{"w2", "h1", "w1", "h0", "x", "w0"});
+
+    // A leaf as the root is reported too; gradients still accumulate.
+    std::vector<std::string> root_events;
+    backward(x, raw::ones({1}, kFloat64), false, [&](const Tensor&) { root_events.push_back("x"); });
+    CHECK(root_events.size() == 1);
+    check_values(x.grad(), {61});
+}
+
 TEST_CASE("retain_grad keeps a non-leaf's gradient", "[engine][hooks]") {
     Tensor x = param({1, 2});
     Tensor h = x * 2.0;
