@@ -139,6 +139,10 @@ APP_SRCS := $(wildcard apps/*.cpp)
 # both sides built from the working tree (gemm_ab.sh builds one side from
 # an older revision).
 BENCH_TOOLS := $(BUILD)/bench/attention_time $(BUILD)/bench/gemm_ab_self
+# The exercises (exercises/README.md): each folder's check.cpp is linked twice,
+# with the file the learner fills in ("yours") and with solution.cpp.
+EXERCISES := $(patsubst exercises/%/check.cpp,%,$(wildcard exercises/*/check.cpp))
+EXERCISE_BINS := $(foreach e,$(EXERCISES),$(BUILD)/exercises/$(e)/yours $(BUILD)/exercises/$(e)/solution)
 
 LIB := $(BUILD)/libnormcore.a
 TEST_BIN := $(BUILD)/tests/run_tests
@@ -149,9 +153,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run
+.PHONY: all debug asan test test-asan test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
-all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS)
+all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS) $(EXERCISE_BINS)
 
 debug:
 	$(MAKE) -j$(JOBS) MODE=debug BUILD=build/debug all
@@ -203,6 +207,22 @@ $(BUILD)/obj/cuda/multi_gpu.o: NVCCFLAGS += -DNORMCORE_NCCL -I$(NCCL_HOME)/inclu
 $(APP_BIN) $(TEST_BIN): LDLIBS += $(NCCL_LIBS)
 endif
 
+define EXERCISE_RULES
+$(BUILD)/exercises/$(1)/yours: $(BUILD)/obj/exercises/$(1)/check.o \
+    $(call obj,$(filter-out %/check.cpp %/solution.cpp,$(wildcard exercises/$(1)/*.cpp))) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$(LDLIBS)
+$(BUILD)/exercises/$(1)/solution: $(BUILD)/obj/exercises/$(1)/check.o $(BUILD)/obj/exercises/$(1)/solution.o $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$(LDLIBS)
+endef
+$(foreach e,$(EXERCISES),$(eval $(call EXERCISE_RULES,$(e))))
+
+# Your exercises' checks (the reference solutions run in `make test` too).
+exercises:
+	@$(MAKE) --no-print-directory -j$(JOBS) MODE=$(MODE) BUILD=$(BUILD) $(EXERCISE_BINS)
+	@tools/run_exercises.sh $(BUILD) yours
+
 $(BUILD)/bench/attention_time: $(BUILD)/obj/bench/attention/attention_time.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
@@ -224,6 +244,7 @@ test:
 	@for t in $(TUTORIAL_BINS); do echo "== tutorial program $$t"; (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; echo "   ok (output in $$t.log)"; done
 	tools/chapter_outputs.sh check $(BUILD)
+	tools/run_exercises.sh $(BUILD)
 	tests/cli_test.sh $(BUILD)
 	tests/fault_test.sh $(BUILD)
 	tests/mpi_test.sh $(BUILD)

@@ -1,0 +1,48 @@
+// exercise.h — what every exercise's check shares (exercises/README.md).
+//
+// The file you fill in starts as a stub that throws NotYet. The check
+// program catches it and says "not yet", so `make test` stays green while
+// you work; once your code runs, the check compares it with an independent
+// reference and fails loudly if it is wrong. `make test` also builds the
+// same check against the reference solution (solution.cpp), which must
+// pass: the exercise itself cannot rot.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace exercise {
+
+struct NotYet : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Runs the checks; prints one verdict line and returns the exit status.
+inline int run(const char* name, const std::function<void()>& checks) {
+    try {
+        checks();
+    } catch (const NotYet& e) {
+        std::printf("exercise %s: not yet (%s)\n", name, e.what());
+        return 0;
+    } catch (const std::exception& e) {
+        std::printf("exercise %s: FAILED: %s\n", name, e.what());
+        return 1;
+    }
+    std::printf("exercise %s: passed\n", name);
+    return 0;
+}
+
+// Throws with `what` unless |got - want| <= tol (1 + |want|).
+inline void expect_close(double got, double want, double tol, const std::string& what) {
+    if (!(std::fabs(got - want) <= tol * (1 + std::fabs(want))))
+        throw std::runtime_error(what + ": got " + std::to_string(got) + ", expected " + std::to_string(want));
+}
+
+inline void expect(bool ok, const std::string& what) {
+    if (!ok) throw std::runtime_error(what);
+}
+
+}  // namespace exercise
