@@ -35,10 +35,17 @@ inline int run(const char* name, const std::function<void()>& checks) {
     return 0;
 }
 
+// A number as a message shows it: 1000, 2.5e-07, inf.
+inline std::string number(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", x);
+    return text;
+}
+
 // Throws with `what` unless |got - want| <= tol (1 + |want|).
 inline void expect_close(double got, double want, double tol, const std::string& what) {
     if (!(std::fabs(got - want) <= tol * (1 + std::fabs(want))))
-        throw std::runtime_error(what + ": got " + std::to_string(got) + ", expected " + std::to_string(want));
+        throw std::runtime_error(what + ": got " + number(got) + ", expected " + number(want));
 }
 
 inline void expect(bool ok, const std::string& what) {

@@ -23,13 +23,13 @@ int main() {
         for (size_t i = 0; i < xs.size(); ++i) {
             // The reference: for x > 30, log1p(e^x) = x to double precision.
             double want = xs[i] > 30 ? xs[i] : std::log1p(std::exp(xs[i]));
-            exercise::expect_close(got[i], want, 1e-12, "softplus(" + std::to_string(xs[i]) + ")");
+            exercise::expect_close(got[i], want, 1e-12, "softplus(" + exercise::number(xs[i]) + ")");
         }
         exercise::expect(y.requires_grad(), "softplus must record a node (use record(), autograd/node.h)");
         backward(sum(y));
         std::vector<double> dx = x.grad().to_vector();
         for (size_t i = 0; i < xs.size(); ++i)
-            exercise::expect_close(dx[i], 1 / (1 + std::exp(-xs[i])), 1e-12, "d softplus / dx at " + std::to_string(xs[i]));
+            exercise::expect_close(dx[i], 1 / (1 + std::exp(-xs[i])), 1e-12, "d softplus / dx at " + exercise::number(xs[i]));
         Generator gen(2);
         Tensor small = raw::mul(raw::randn({3, 4}, gen, kFloat64), 3.0);
         small.set_requires_grad(true);

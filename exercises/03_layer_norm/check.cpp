@@ -48,10 +48,10 @@ int main() {
 
         double dy_x = largest_difference(dx, x.grad());
         exercise::expect(largest_difference(naive, fused) < 1e-10, "values differ from the fused kernel's by " +
-                                                                         std::to_string(largest_difference(naive, fused)));
-        exercise::expect(dy_x < 1e-8, "dx differs from the fused kernel's by " + std::to_string(dy_x));
-        exercise::expect(largest_difference(dgamma, gamma.grad()) < 1e-10, "dgamma differs from the fused kernel's");
-        exercise::expect(largest_difference(dbeta, beta.grad()) < 1e-10, "dbeta differs from the fused kernel's");
+                                                                         exercise::number(largest_difference(naive, fused)));
+        exercise::expect(dy_x < 1e-8, "dx differs from the fused kernel's by " + exercise::number(dy_x));
+        exercise::expect(largest_difference(dgamma, gamma.grad()) < 1e-10, "dgamma differs from the fused kernel's by " + exercise::number(largest_difference(dgamma, gamma.grad())));
+        exercise::expect(largest_difference(dbeta, beta.grad()) < 1e-10, "dbeta differs from the fused kernel's by " + exercise::number(largest_difference(dbeta, beta.grad())));
 
         Tensor small = leaf({2, 5}, 1.0, 0.0), g = leaf({5}, 1.0, 1.0), b = leaf({5}, 1.0, 0.0);
         GradcheckResult check = gradcheck(
