@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "tensor/error.h"
 #include "tensor/raw_ops.h"
@@ -163,9 +162,7 @@ struct GradientAverager::Bucket {
     size_t count = 0;             // elements
     size_t ready = 0;             // members packed in this step
     std::vector<char> packed;     // per member
-    std::vector<float> sum32;     // the bucket's buffer (one of the two)
-    std::vector<double> sum64;
-    Tensor on_gpu;                // instead, with NCCL: the buffer on the GPU
+    Tensor sum;                   // [count] in float32 or float64: on the GPU with NCCL, else in host memory
     bool started = false;
 #ifdef NORMCORE_MPI
     MPI_Request request = MPI_REQUEST_NULL;
@@ -195,9 +192,7 @@ GradientAverager::GradientAverager(const Distributed& d, std::vector<Tensor> par
             bucket.count += (size_t)params_[i].numel();
         }
         bucket.packed.assign(bucket.members.size(), 0);
-        if (nccl_) bucket.on_gpu = raw::zeros({(int64_t)bucket.count}, float32_ ? kFloat32 : kFloat64, params_[0].device());
-        else if (float32_) bucket.sum32.assign(bucket.count, 0.0f);
-        else bucket.sum64.assign(bucket.count, 0.0);
+        bucket.sum = raw::zeros({(int64_t)bucket.count}, float32_ ? kFloat32 : kFloat64, nccl_ ? params_[0].device() : kCPU);
         buckets_.push_back(std::move(bucket));
     }
     for (size_t k = 0; k < params_.size(); ++k) index_of_[params_[k].impl()] = k;
@@ -246,21 +241,11 @@ void GradientAverager::pack(size_t k) {
         throw Error("data parallel: the gradient of parameter " + std::to_string(k) + " was reported twice in one "
                     "step (pass on_leaf_ready() to one backward per step, the last micro-batch's)");
     const Tensor& p = params_[k];
-    if (nccl_) {
-        // On the GPU, queued on the backend's stream like any other op.
-        Tensor slot = raw::narrow(bucket.on_gpu, 0, (int64_t)offset_of_[k], p.numel());
-        if (p.grad().defined()) raw::copy_(slot, raw::reshape(p.grad(), {p.numel()}));
-        else raw::copy_(slot, raw::zeros({p.numel()}, bucket.on_gpu.dtype(), p.device()));
-    } else if (p.grad().defined()) {
-        Tensor g = raw::contiguous(raw::to_dtype(raw::to_device(p.grad(), kCPU), float32_ ? kFloat32 : kFloat64));
-        size_t bytes = (float32_ ? sizeof(float) : sizeof(double)) * (size_t)p.numel();
-        if (float32_) std::memcpy(bucket.sum32.data() + offset_of_[k], g.data<float>(), bytes);
-        else std::memcpy(bucket.sum64.data() + offset_of_[k], g.data<double>(), bytes);
-    } else if (float32_) {
-        std::fill_n(bucket.sum32.data() + offset_of_[k], p.numel(), 0.0f);
-    } else {
-        std::fill_n(bucket.sum64.data() + offset_of_[k], p.numel(), 0.0);
-    }
+    // copy_ moves a GPU gradient to a host bucket; with NCCL both are on
+    // the GPU and the copy is queued on the backend's stream like any op.
+    Tensor slot = raw::narrow(bucket.sum, 0, (int64_t)offset_of_[k], p.numel());
+    if (p.grad().defined()) raw::copy_(slot, raw::to_dtype(raw::reshape(p.grad(), {p.numel()}), slot.dtype()));
+    else raw::fill_(slot, 0);
     bucket.packed[member] = 1;
     ++bucket.ready;
 }
@@ -284,19 +269,14 @@ void GradientAverager::start(Bucket& bucket) {
     bucket.started = true;
 #ifdef NORMCORE_NCCL
     if (nccl_) {
-        cuda::nccl_sum_(bucket.on_gpu);
+        cuda::nccl_sum_(bucket.sum);
         return;
     }
 #endif
 #ifdef NORMCORE_MPI
-    if (float32_)
-        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.sum32.data(), (int)bucket.count, MPI_FLOAT, MPI_SUM,
-                                 MPI_COMM_WORLD, &bucket.request),
-                  "MPI_Iallreduce of the gradients");
-    else
-        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.sum64.data(), (int)bucket.count, MPI_DOUBLE, MPI_SUM,
-                                 MPI_COMM_WORLD, &bucket.request),
-                  "MPI_Iallreduce of the gradients");
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.sum.raw_data(), (int)bucket.count, float32_ ? MPI_FLOAT : MPI_DOUBLE,
+                             MPI_SUM, MPI_COMM_WORLD, &bucket.request),
+              "MPI_Iallreduce of the gradients");
 #endif
 }
 
@@ -316,24 +296,11 @@ void GradientAverager::finish() {
 #ifdef NORMCORE_MPI
         check_mpi(MPI_Wait(&bucket.request, MPI_STATUS_IGNORE), "MPI_Wait for a gradient bucket");
 #endif
+        Tensor ranks = raw::scalar((double)dist_.world, bucket.sum.dtype(), bucket.sum.device());
         for (size_t k : bucket.members) {
             const Tensor& p = params_[k];
-            if (nccl_) {
-                Tensor sum = raw::narrow(bucket.on_gpu, 0, (int64_t)offset_of_[k], p.numel());
-                p.set_grad(raw::to_dtype(raw::reshape(raw::mul(sum, 1.0 / (double)dist_.world), p.shape()), p.dtype()));
-                continue;
-            }
-            DType dtype = float32_ ? kFloat32 : kFloat64;
-            Tensor mean = empty(p.shape(), dtype);
-            if (float32_) {
-                const float* sum = bucket.sum32.data() + offset_of_[k];
-                float* out = mean.data<float>();
-                for (int64_t e = 0; e < p.numel(); ++e) out[e] = sum[e] / (float)dist_.world;
-            } else {
-                const double* sum = bucket.sum64.data() + offset_of_[k];
-                double* out = mean.data<double>();
-                for (int64_t e = 0; e < p.numel(); ++e) out[e] = sum[e] / (double)dist_.world;
-            }
+            Tensor sum = raw::narrow(bucket.sum, 0, (int64_t)offset_of_[k], p.numel());
+            Tensor mean = raw::reshape(raw::div(sum, ranks), p.shape());
             p.set_grad(raw::to_device(raw::to_dtype(mean, p.dtype()), p.device()));
         }
         bucket.ready = 0;

@@ -44,8 +44,6 @@ NcclGroup& group() {
 }
 }  // namespace
 
-bool nccl_built() { return true; }
-
 std::string nccl_make_id() {
     ncclUniqueId id;
     check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -95,16 +93,6 @@ void nccl_leave() {
     cudaStreamDestroy(g.stream);
     g = NcclGroup{};
 }
-
-#else  // built without NCCL: device gradients are staged through host memory
-
-bool nccl_built() { return false; }
-static void no_nccl() { throw Error("this normcore was built without NCCL (make finds it in the CUDA toolkit)"); }
-std::string nccl_make_id() { no_nccl(); return {}; }
-void nccl_join(const std::string&, int, int) { no_nccl(); }
-void nccl_sum_(const Tensor&) { no_nccl(); }
-void nccl_wait_on_stream() {}
-void nccl_leave() {}
 
 #endif
 

@@ -22,8 +22,9 @@ namespace cuda {
 // when the build has no CUDA backend or the machine no GPU.
 int select_device_for_rank(int local_rank);
 
-// Whether this build sums device buffers with NCCL.
-bool nccl_built();
+// The functions below exist only in a build with NCCL (NORMCORE_NCCL);
+// apps/distributed.cpp calls them only there.
+//
 // The id rank 0 makes for the group (NCCL's 128 opaque bytes).
 std::string nccl_make_id();
 // Joins this rank to the group named by id (every rank calls it, once).
