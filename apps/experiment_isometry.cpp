@@ -19,7 +19,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops_nn.h"
 #include "data/images.h"
-#include "nn/diagnostics.h"
+#include "analysis/diagnostics.h"
 #include "optim/optimizer.h"
 #include "tensor/raw_nn.h"
 

@@ -23,7 +23,7 @@
 #include "data/corpus.h"
 #include "data/images.h"
 #include "data/text.h"
-#include "nn/diagnostics.h"
+#include "analysis/diagnostics.h"
 #include "optim/optimizer.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm_kernels.h"
@@ -531,7 +531,7 @@ int train_command(int argc, char** argv) {
     int64_t eval_every = flags.integer("eval-every");
     int64_t report_every = std::max<int64_t>(1, steps / 20);
     double last_loss = 0, last_val = NAN, train_seconds = 0;
-    // Diagnostics (nn/diagnostics.h): the gradient norm of each block before
+    // Diagnostics (analysis/diagnostics.h): the gradient norm of each block before
     // clipping (pre-norm stacks show an imbalance across depth) and spikes.
     bool diagnostics = flags.on("diagnostics");
     if (diagnostics && dist.active()) throw Error("flag --diagnostics: not with data-parallel ranks yet (train on one rank to log diagnostics)");
@@ -545,7 +545,7 @@ int train_command(int argc, char** argv) {
     if (diagnostics) {
         diag_csv.open(run_dir + "/diagnostics.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
         if (!diag_csv) throw Error("--run-dir: cannot write '" + run_dir + "/diagnostics.csv'");
-        for (auto& [name, layer] : dyt) layer->track_saturation(true, flags.number("saturation-threshold"));
+        for (auto& [name, layer] : dyt) layer->keep_pre_activation(true);
         if (first_step == 0) {
             diag_csv << "step,loss,spike";
             for (int64_t b = 0; b < cfg.n_layer; ++b) diag_csv << ",grad_norm_block_" << b;
@@ -643,7 +643,7 @@ int train_command(int argc, char** argv) {
             for (double n : block_grads) diag_csv << "," << n;
             for (double u : updates) diag_csv << "," << u;
             for (double r : residuals) diag_csv << "," << r;
-            for (auto& [name, layer] : dyt) diag_csv << "," << layer->last_saturation();
+            for (auto& [name, layer] : dyt) diag_csv << "," << diag::saturation(*layer, flags.number("saturation-threshold"));
             diag_csv << "\n";
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -52,7 +52,7 @@ public:
     Tensor attn_step, mlp_step;                         // geonorm steps (learnable or constant), shape [1]
     double residual_alpha = 1;                          // deepnorm's alpha
 
-    // Residual tracking (train --diagnostics; nn/diagnostics.h,
+    // Residual tracking (train --diagnostics; analysis/diagnostics.h,
     // residual_ratios): while on, each forward keeps, detached, what each
     // sublayer adds to the stream and the stream term it is added to, with
     // the scalars the placement multiplies them by (DeepNorm's alpha on the

@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "nn/diagnostics.h"
-
 namespace nc {
 namespace nn {
 
@@ -75,13 +73,13 @@ DyT::DyT(int64_t C, double alpha0, bool has_bias, Options opt) {
 Tensor DyT::forward(const Tensor& x) const {
     check_features(x, weight.numel(), "DyT");
     // The saturation diagnostic looks at z = alpha x, outside the graph.
-    if (track_) last_saturation_ = diag::saturation(raw::mul(x.detach(), alpha.detach()), threshold_);
+    if (keep_) last_pre_activation_ = raw::mul(x.detach(), alpha.detach());
     return dyt(x, alpha, weight, bias);  // one fused op: weight * tanh(alpha x) + bias
 }
 
-void DyT::track_saturation(bool on, double threshold) {
-    track_ = on;
-    threshold_ = threshold;
+void DyT::keep_pre_activation(bool on) {
+    keep_ = on;
+    if (!on) last_pre_activation_ = Tensor();
 }
 
 }  // namespace nn

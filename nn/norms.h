@@ -5,7 +5,6 @@
 // run one fused kernel forward and one backward (autograd/ops_nn.h).
 #pragma once
 
-#include <cmath>
 
 #include "nn/layers.h"
 
@@ -57,16 +56,16 @@ public:
     Tensor forward(const Tensor& x) const override;
     Tensor alpha, weight, bias;  // alpha: shape [1]; bias undefined when !has_bias
 
-    // Saturation tracking (the DyT study's diagnostic): while on, every
-    // forward records the fraction of pre-activations z = alpha x with
-    // |z| > threshold, the flat part of tanh (nn/diagnostics.h, saturation).
-    void track_saturation(bool on, double threshold = 2.0);
-    double last_saturation() const { return last_saturation_; }  // NaN until a tracked forward ran
+    // For the DyT study's saturation diagnostic (analysis/diagnostics.h):
+    // while on, every forward keeps a detached copy of its pre-activation
+    // z = alpha x, the argument of tanh. The layer only keeps the values;
+    // what to measure on them is the analysis's business.
+    void keep_pre_activation(bool on);
+    const Tensor& last_pre_activation() const { return last_pre_activation_; }  // undefined until a kept forward ran
 
 private:
-    bool track_ = false;
-    double threshold_ = 2.0;
-    mutable double last_saturation_ = NAN;
+    bool keep_ = false;
+    mutable Tensor last_pre_activation_;
 };
 
 }  // namespace nn

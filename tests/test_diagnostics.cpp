@@ -1,8 +1,8 @@
 // Diagnostics against cases whose answers are known exactly.
 #include "helpers.h"
 #include "optim/optimizer.h"
-#include "nn/diagnostics.h"
-#include "nn/eigen.h"
+#include "analysis/diagnostics.h"
+#include "analysis/eigen.h"
 #include "autograd/ops_nn.h"
 #include "nn/config.h"
 
@@ -174,14 +174,14 @@ TEST_CASE("what a block did to the stream: the tokens' turning angle and relativ
     check_error([&] { diag::stream_step(before, raw::zeros({3, 2})); }, {"stream_step", "same shape"});
 }
 
-TEST_CASE("DyT layers report their saturation when tracking", "[diagnostics][dyt]") {
+TEST_CASE("DyT layers keep their pre-activation for the saturation diagnostic", "[diagnostics][dyt]") {
     nn::DyT dyt(4, 1.0);
     Tensor x = raw::from_vector(std::vector<float>{-3, -1, 0.5, 2.5, 1, 1, 1, 1}, {2, 4});
     dyt.forward(x);
-    CHECK(std::isnan(dyt.last_saturation()));  // not tracking yet
-    dyt.track_saturation(true, 2.0);
+    CHECK(std::isnan(diag::saturation(dyt)));  // not keeping yet
+    dyt.keep_pre_activation(true);
     dyt.forward(x);
-    CHECK(dyt.last_saturation() == Approx(2.0 / 8));  // |-3| and 2.5 (alpha = 1)
+    CHECK(diag::saturation(dyt, 2.0) == Approx(2.0 / 8));  // |-3| and 2.5 (alpha = 1)
     nn::Group model;
     model.add("norm", std::make_shared<nn::DyT>(4));
     auto layers = diag::dyt_layers(model);

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "autograd/ops.h"
-#include "nn/diagnostics.h"
+#include "analysis/diagnostics.h"
 #include "nn/models.h"
 #include "optim/optimizer.h"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "nn/diagnostics.h"
+#include "analysis/diagnostics.h"
 #include "tensor/raw_nn.h"
 
 using namespace nc;

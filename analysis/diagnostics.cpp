@@ -1,10 +1,10 @@
-#include "nn/diagnostics.h"
+#include "analysis/diagnostics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "nn/eigen.h"
+#include "analysis/eigen.h"
 #include "tensor/error.h"
 
 namespace nc {
@@ -196,6 +196,11 @@ double saturation(const Tensor& pre_activation, double threshold) {
     return raw::mean(beyond).item();
 }
 
+double saturation(const nn::DyT& layer, double threshold) {
+    if (!layer.last_pre_activation().defined()) return NAN;
+    return saturation(layer.last_pre_activation(), threshold);
+}
+
 std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, const std::string& prefix) {
     std::vector<std::pair<std::string, nn::DyT*>> found;
     if (auto* dyt = dynamic_cast<nn::DyT*>(&model)) found.push_back({prefix, dyt});
@@ -210,10 +215,10 @@ std::vector<double> held_out_saturation(const std::vector<std::pair<std::string,
                                         const std::function<void(int64_t)>& forward, double threshold) {
     if (batches <= 0) fail("held_out_saturation", "needs at least one held-out batch, got " + std::to_string(batches));
     std::vector<double> total(layers.size(), 0.0);
-    for (const auto& [name, layer] : layers) layer->track_saturation(true, threshold);
+    for (const auto& [name, layer] : layers) layer->keep_pre_activation(true);
     for (int64_t i = 0; i < batches; ++i) {
         forward(i);
-        for (size_t l = 0; l < layers.size(); ++l) total[l] += layers[l].second->last_saturation() / (double)batches;
+        for (size_t l = 0; l < layers.size(); ++l) total[l] += saturation(*layers[l].second, threshold) / (double)batches;
     }
     return total;
 }

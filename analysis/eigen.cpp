@@ -1,4 +1,4 @@
-#include "nn/eigen.h"
+#include "analysis/eigen.h"
 
 #include <algorithm>
 #include <cmath>
