@@ -223,7 +223,7 @@ std::vector<double> held_out_saturation(const std::vector<std::pair<std::string,
     return total;
 }
 
-double residual_ratio(const nn::Block::ResidualTerm& term) {
+double residual_ratio(const nn::ResidualTerm& term) {
     if (!term.branch.defined() || !term.stream.defined()) return NAN;
     int64_t C = term.stream.size(-1);
     if (term.branch.shape() != term.stream.shape())

@@ -83,7 +83,7 @@ StreamStep stream_step(const Tensor& before, const Tensor& after);
 // turned). The two sublayers' values are averaged. NaN for a block whose
 // terms are missing (tracking off or no forward yet).
 std::vector<double> residual_ratios(const std::vector<nn::Block*>& blocks);
-double residual_ratio(const nn::Block::ResidualTerm& term);  // one sublayer's
+double residual_ratio(const nn::ResidualTerm& term);  // one sublayer's
 // Every transformer block under `model`, in registration order, with
 // residual tracking switched to `track`.
 std::vector<nn::Block*> track_block_residuals(nn::Module& model, bool track);

@@ -36,6 +36,7 @@
 #include "apps/protocol.h"
 #include "data/corpus.h"
 #include "nn/config.h"
+#include "nn/placement.h"
 #include "tensor/tensor.h"
 
 namespace nc {
@@ -82,7 +83,7 @@ const std::vector<Variant>& placement_variants() {
         {"geonorm-linear", "geonorm", "linear", "0", {}},
         // Not in the paper's list: the exp map with each update's angle
         // bounded smoothly by pi/4 (a third-party reading of the paper's
-        // appendix clamps it there; nn/block.cpp, bound_angle).
+        // appendix clamps it there; nn/placement.cpp, bound_angle).
         {"geonorm-harmonic-bounded", "geonorm", "harmonic", "0.7854", {}},
     };
     return all;

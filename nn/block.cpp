@@ -1,7 +1,5 @@
 #include "nn/block.h"
 
-#include <cmath>
-
 namespace nc {
 namespace nn {
 
@@ -40,18 +38,21 @@ static BlockNames names_for(Family family) {
 Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options opt, Generator* dropout_gen)
     : cfg_(cfg), dropout_gen_(dropout_gen) {
     BlockNames names = names_for(cfg.family);
-    Placement place = cfg.placement;
-    // Norms exist only where the placement puts them (geonorm has none in the block).
-    if (place != Placement::GeoNorm) {
+    // Norms exist only where the placement puts them (placement.h).
+    // GeoNorm's optional sublayer norms are registered last, below, which
+    // keeps its parameters' order (and state dicts) as they always were.
+    bool sublayer_norms = has_sublayer_norms(cfg) && cfg.placement != Placement::GeoNorm;
+    bool output_norms = has_output_norms(cfg.placement);
+    if (sublayer_norms) {
         norm_1 = make_norm(cfg, opt);
         if (norm_1) register_module(names.norm_1, norm_1);
     }
     attn = register_module(names.attn, std::make_shared<Attention>(cfg, k, gen, opt));
-    if (place == Placement::Sandwich) {
+    if (output_norms) {
         norm_1_out = make_norm(cfg, opt);
         if (norm_1_out) register_module(names.norm_1_out, norm_1_out);
     }
-    if (place != Placement::GeoNorm) {
+    if (sublayer_norms) {
         norm_2 = make_norm(cfg, opt);
         if (norm_2) register_module(names.norm_2, norm_2);
     }
@@ -90,12 +91,12 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
             break;
         }
     }
-    if (place == Placement::Sandwich) {
+    if (output_norms) {
         norm_2_out = make_norm(cfg, opt);
         if (norm_2_out) register_module(names.norm_2_out, norm_2_out);
     }
-    if (place == Placement::DeepNorm) residual_alpha = deepnorm_alpha(cfg.n_layer);
-    if (place == Placement::GeoNorm) {
+    if (cfg.placement == Placement::DeepNorm) residual_alpha = deepnorm_alpha(cfg.n_layer);
+    if (cfg.placement == Placement::GeoNorm) {
         double a_k = geonorm_step(cfg.decay, cfg.geo_step, k, cfg.n_layer);
         attn_step = raw::full({1}, a_k, opt.dtype, opt.device);
         mlp_step = raw::full({1}, a_k, opt.dtype, opt.device);
@@ -103,7 +104,7 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
             register_parameter("attn_step", attn_step);
             register_parameter("mlp_step", mlp_step);
         }
-        if (cfg.geo_sublayer_norm) {  // optional: normalize what the sublayers read
+        if (has_sublayer_norms(cfg)) {
             norm_1 = make_norm(cfg, opt);
             norm_2 = make_norm(cfg, opt);
             if (norm_1) register_module(names.norm_1, norm_1);
@@ -112,69 +113,30 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
     }
 }
 
-// The geodesic update turns x by the angle theta = a |P_x(u)| / |x|, and
-// nothing stops theta from reaching pi/2, where cos(theta) = 0 and the
-// update forgets x (and its gradient stops flowing back through x), or
-// from wrapping around the sphere. With geo_max_angle = m > 0 the update
-// direction u is rescaled per token so that the angle becomes
-// m tanh(theta / m): unchanged for small angles, never more than m, and
-// smooth (a hard clamp would zero the gradient wherever it bites). P_x is
-// linear, so scaling u by r scales theta by r: r = tanh(t) / t, t = theta/m.
-Tensor Block::bound_angle(const Tensor& x, const Tensor& u, const Tensor& step) const {
-    double m = cfg_.geo_max_angle;
-    if (m <= 0) return u;
-    Tensor s = sum(x * x, {-1}, true);                    // |x|^2
-    Tensor v = u - x * (sum(u * x, {-1}, true) / s);     // P_x(u), the tangent part
-    // t = theta / m; the 1e-12 keeps sqrt's derivative finite when v = 0.
-    Tensor t = sqrt(sum(v * v, {-1}, true) / s + 1e-12) * abs(step) * (1.0 / m);
-    // tanh(t)/t -> 1 as t -> 0; shifting t by 1e-6 avoids 0/0 and changes r by < 1e-12.
-    Tensor shifted = t + 1e-6;
-    return u * (tanh(shifted) / shifted);
-}
-
 Tensor Block::drop(const Tensor& x) const {
     if (cfg_.dropout <= 0 || !is_training() || !dropout_gen_) return x;
     return dropout(x, cfg_.dropout, true, *dropout_gen_);
 }
 
-const Tensor& Block::keep(ResidualTerm& term, const Tensor& branch, const Tensor& stream, double branch_scale,
-                          double stream_scale) const {
-    if (track_residuals_) term = {branch.detach(), stream.detach(), branch_scale, stream_scale};
-    return branch;
+Sublayer Block::sublayer(std::function<Tensor(const Tensor&)> apply, const std::shared_ptr<NormLayer>& n,
+                         const std::shared_ptr<NormLayer>& n_out, const Tensor& step) const {
+    Sublayer s;
+    s.apply = std::move(apply);
+    s.drop = [this](const Tensor& x) { return drop(x); };
+    s.norm = n.get();
+    s.norm_out = n_out.get();
+    s.alpha = residual_alpha;
+    s.step = step;
+    s.max_angle = cfg_.geo_max_angle;
+    return s;
 }
 
 Tensor Block::forward(const Tensor& x, const RopeTables* rope, KVCache* cache) const {
-    ResidualTerm& ta = attn_residual_;
-    ResidualTerm& tm = mlp_residual_;
-    switch (cfg_.placement) {
-        case Placement::Pre: {
-            Tensor h = x + keep(ta, drop(attn->forward(norm(norm_1, x), rope, cache)), x, 1, 1);
-            return h + keep(tm, drop(mlp.forward(norm(norm_2, h))), h, 1, 1);
-        }
-        case Placement::Post: {
-            Tensor h = norm(norm_1, x + keep(ta, drop(attn->forward(x, rope, cache)), x, 1, 1));
-            return norm(norm_2, h + keep(tm, drop(mlp.forward(h)), h, 1, 1));
-        }
-        case Placement::Sandwich: {
-            Tensor h = x + keep(ta, drop(norm(norm_1_out, attn->forward(norm(norm_1, x), rope, cache))), x, 1, 1);
-            return h + keep(tm, drop(norm(norm_2_out, mlp.forward(norm(norm_2, h)))), h, 1, 1);
-        }
-        case Placement::DeepNorm: {
-            double alpha = residual_alpha;
-            Tensor h = norm(norm_1, x * alpha + keep(ta, drop(attn->forward(x, rope, cache)), x, 1, alpha));
-            return norm(norm_2, h * alpha + keep(tm, drop(mlp.forward(h)), h, 1, alpha));
-        }
-        case Placement::GeoNorm: {
-            // The geodesic update replaces "add, then normalize": x stays on its sphere.
-            Tensor a1 = reshape(attn_step, {}), a2 = reshape(mlp_step, {});
-            double s1 = track_residuals_ ? attn_step.item() : 1, s2 = track_residuals_ ? mlp_step.item() : 1;
-            Tensor u1 = keep(ta, bound_angle(x, drop(attn->forward(norm(norm_1, x), rope, cache)), a1), x, s1, 1);
-            Tensor h = geodesic_update(x, u1, a1);
-            Tensor u2 = keep(tm, bound_angle(h, drop(mlp.forward(norm(norm_2, h))), a2), h, s2, 1);
-            return geodesic_update(h, u2, a2);
-        }
-    }
-    return x;
+    Sublayer attention = sublayer([&](const Tensor& in) { return attn->forward(in, rope, cache); }, norm_1, norm_1_out,
+                                  attn_step);
+    Sublayer feed_forward = sublayer([&](const Tensor& in) { return mlp.forward(in); }, norm_2, norm_2_out, mlp_step);
+    Tensor h = residual_step(cfg_.placement, x, attention, track_residuals_ ? &attn_residual_ : nullptr);
+    return residual_step(cfg_.placement, h, feed_forward, track_residuals_ ? &mlp_residual_ : nullptr);
 }
 
 }  // namespace nn

@@ -114,19 +114,6 @@ std::string to_string(AttentionKind v) { return spell(v, kAttentions); }
 std::string to_string(MlpKind v) { return spell(v, kMlps); }
 std::string to_string(Positions v) { return spell(v, kPositions); }
 
-double deepnorm_alpha(int64_t n_layer) { return std::pow(2.0 * (double)n_layer, 0.25); }
-double deepnorm_beta(int64_t n_layer) { return std::pow(8.0 * (double)n_layer, -0.25); }
-
-double geonorm_step(Decay decay, double a, int64_t k, int64_t T) {
-    switch (decay) {
-        case Decay::None: return a;
-        case Decay::Harmonic: return a / (double)(k + 1);
-        case Decay::Sqrt: return a / std::sqrt((double)(k + 1));
-        case Decay::Linear: return a * (double)(T - k) / (double)T;
-    }
-    return a;
-}
-
 double diff_lambda_init(int64_t depth) { return 0.8 - 0.6 * std::exp(-0.3 * (double)depth); }
 
 int64_t swiglu_hidden(int64_t n_embd, int64_t multiple_of) {

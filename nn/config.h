@@ -94,14 +94,6 @@ std::string to_string(AttentionKind v);
 std::string to_string(MlpKind v);
 std::string to_string(Positions v);
 
-// DeepNet's constants for a single stack of L layers (decoder-only, or
-// encoder-only): alpha = (2L)^(1/4) on the residual, beta = (8L)^(-1/4) on
-// the initialization of v, out, fc1 and fc2.
-double deepnorm_alpha(int64_t n_layer);
-double deepnorm_beta(int64_t n_layer);
-// GeoNorm step for block k (0-based) of T: none a, harmonic a/(k+1),
-// sqrt a/sqrt(k+1), linear a (T-k)/T.
-double geonorm_step(Decay decay, double a, int64_t k, int64_t T);
 // Differential attention's lambda_init = 0.8 - 0.6 exp(-0.3 depth), depth 0-based
 // (the regime study's code passes depth + 1: nn/attention.h).
 double diff_lambda_init(int64_t depth);

@@ -7,10 +7,6 @@
 namespace nc {
 namespace nn {
 
-static bool has_final_norm(Placement p) {
-    return p == Placement::Pre || p == Placement::Sandwich || p == Placement::GeoNorm;
-}
-
 TransformerModel::TransformerModel(const TransformerConfig& cfg) : cfg_(cfg) { cfg_.validate(); }
 
 void TransformerModel::build(Generator& gen, Options opt) {
@@ -31,11 +27,7 @@ KVCache TransformerModel::make_cache(int64_t B) const {
 
 Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream, KVCache* cache) const {
     int64_t T = x.size(1);
-    if (cfg_.placement == Placement::GeoNorm) {
-        // Onto the sphere: x0 = r e / |e| per token (exact, no epsilon, no gain).
-        double r = cfg_.geo_radius > 0 ? cfg_.geo_radius : std::sqrt((double)cfg_.n_embd);
-        x = x * rsqrt(sum(x * x, {-1}, true)) * r;
-    }
+    if (cfg_.placement == Placement::GeoNorm) x = project_to_sphere(x, geonorm_radius(cfg_));  // placement.h
     RopeTables tables;
     if (cfg_.positions == Positions::Rope) {
         int64_t rope_dim = cfg_.rope_dim();
@@ -55,17 +47,6 @@ Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream, KVCac
         if (stream) stream->push_back(x);
     }
     return final_norm_ ? final_norm_->forward(x) : x;
-}
-
-// Xavier/Glorot uniform: U(-b, b) with b = sqrt(6 / (fan_in + fan_out)).
-static void xavier_uniform_(const Tensor& w, Generator& gen) {
-    double bound = std::sqrt(6.0 / (double)(w.size(0) + w.size(1)));
-    uniform_(w, -bound, bound, gen);
-}
-
-// Xavier/Glorot normal with a gain: N(0, gain^2 * 2 / (fan_in + fan_out)).
-static void xavier_normal_(const Tensor& w, double gain, Generator& gen) {
-    normal_(w, gain * std::sqrt(2.0 / (double)(w.size(0) + w.size(1))), gen);
 }
 
 void TransformerModel::init_weights(Generator& gen) {
@@ -94,19 +75,12 @@ void TransformerModel::init_weights(Generator& gen) {
         if (cfg_.family == Family::ViT)
             for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
                 if (l && l->bias.defined()) normal_(l->bias, 1e-6, gen);  // ViT: MLP biases N(0, 1e-6)
-        if (cfg_.placement == Placement::DeepNorm) {
-            // DeepNet (Wang et al. 2022, Algorithm 1): every matrix is
-            // Xavier-normal; the query and key projections with gain 1, the
-            // value and output projections and both FFN matrices (fc1, fc2;
-            // SwiGLU's gate and up both play fc1) with gain beta = (8L)^(-1/4).
-            // GPT-2's extra 1/sqrt(2L) is not applied: beta replaces it.
-            double beta = deepnorm_beta(cfg_.n_layer);
-            for (const Tensor& w : block->attn->query_key_weights()) xavier_normal_(w, 1.0, gen);
+        if (cfg_.placement == Placement::DeepNorm) {  // DeepNet's rule (placement.h)
             std::vector<Tensor> scaled = block->attn->value_weights();
             for (const Tensor& w : block->attn->output_weights()) scaled.push_back(w);
             for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
                 if (l) scaled.push_back(l->weight);
-            for (const Tensor& w : scaled) xavier_normal_(w, beta, gen);
+            deepnorm_init_(block->attn->query_key_weights(), scaled, cfg_.n_layer, gen);
         }
     }
 }
