@@ -208,25 +208,12 @@ Device parse_device(const std::string& name) {
 }
 
 LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen) {
-    LanguageModel lm;
-    if (cfg.family == Family::GPT2) {
-        auto m = std::make_shared<GPT2>(cfg, gen);
-        lm.module = m;
-        lm.forward = [m](const Tensor& ids) { return m->forward(raw::to_device(ids, m->device())); };
-        lm.forward_with_stream = [m](const Tensor& ids, std::vector<Tensor>* stream) {
-            return m->forward(raw::to_device(ids, m->device()), stream);
-        };
-    } else if (cfg.family == Family::Llama) {
-        auto m = std::make_shared<Llama>(cfg, gen);
-        lm.module = m;
-        lm.forward = [m](const Tensor& ids) { return m->forward(raw::to_device(ids, m->device())); };
-        lm.forward_with_stream = [m](const Tensor& ids, std::vector<Tensor>* stream) {
-            return m->forward(raw::to_device(ids, m->device()), stream);
-        };
-    } else {
-        throw Error("the vit model classifies images; it has no text forward");
-    }
-    return lm;
+    if (cfg.family == Family::ViT) throw Error("the vit model classifies images; it has no text forward");
+    return LanguageModel{make_model(cfg, gen)};
+}
+
+Tensor LanguageModel::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
+    return module->forward(raw::to_device(ids, module->device()), stream);
 }
 
 data::TokenIds load_corpus_tokens(const std::string& path, const TextCodec& codec) {

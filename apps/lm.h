@@ -45,15 +45,14 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text);
 // else and for a CUDA device this build or machine cannot use.
 Device parse_device(const std::string& name);
 
-// A language model (GPT-2 or Llama family) behind one call: ids -> logits
-// (the ids are moved to the model's device first).
+// A language model (GPT-2 or Llama family) as the commands use it.
 struct LanguageModel {
     std::shared_ptr<nn::TransformerModel> module;
-    std::function<Tensor(const Tensor&)> forward;  // [B, T] -> [B, T, V]
-    // The same, also collecting the residual stream entering block 0 and
-    // after every block (nn/models.h), for diagnostics.
-    std::function<Tensor(const Tensor&, std::vector<Tensor>*)> forward_with_stream;
+    // ids [B, T] (moved to the model's device first) -> logits [B, T, V];
+    // `stream` as nn::TransformerModel::forward's.
+    Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
 };
+// nn::make_model, for a language model's config only.
 LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen);
 
 // The tokens of --data: a token file written by `normcore tokenize`

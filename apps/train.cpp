@@ -280,7 +280,7 @@ static Task text_task(const Flags& flags, nn::TransformerConfig cfg, uint64_t se
     task.residual_stream = [lm, train] {
         NoGradGuard no_grad;
         std::vector<Tensor> stream;
-        lm.forward_with_stream(train->at(0).inputs, &stream);
+        lm.forward(train->at(0).inputs, &stream);
         return stream;
     };
     if (val) {

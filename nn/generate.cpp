@@ -34,11 +34,9 @@ int64_t pick_token(const std::vector<double>& logits, double temperature, int64_
 
 // ids [1, T] -> logits [1, T, V], through the cache when one is given.
 static Tensor forward(const TransformerModel& model, const Tensor& ids, KVCache* cache) {
+    if (model.config().family == Family::ViT) fail("generate", "only language models (gpt2, llama) generate text");
     Tensor on_device = raw::to_device(ids, model.device());
-    if (auto* g = dynamic_cast<const GPT2*>(&model)) return cache ? g->forward(on_device, *cache) : g->forward(on_device);
-    if (auto* l = dynamic_cast<const Llama*>(&model)) return cache ? l->forward(on_device, *cache) : l->forward(on_device);
-    fail("generate", "only language models (gpt2, llama) generate text");
-    return Tensor();
+    return cache ? model.forward(on_device, *cache) : model.forward(on_device);
 }
 
 std::vector<int64_t> generate_tokens(const TransformerModel& model, std::vector<int64_t> tokens, int64_t count,

@@ -17,6 +17,11 @@ void TransformerModel::build(Generator& gen, Options opt) {
     if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt);
 }
 
+Tensor TransformerModel::forward(const Tensor&, KVCache&) const {
+    fail("forward", "a key/value cache is for generating text, and a vit generates none (only gpt2 and llama do)");
+    return Tensor();
+}
+
 KVCache TransformerModel::make_cache(int64_t B) const {
     KVCache cache;
     cache.layers.resize(blocks_.size());
@@ -220,6 +225,15 @@ double training_flops_per_token(const TransformerConfig& c, int64_t T) {
         N -= c.family == Family::ViT ? (double)(((c.image_size / c.patch_size) * (c.image_size / c.patch_size) + 1) * c.n_embd)
                                      : (double)(c.block_size * c.n_embd);
     return 6.0 * N + 12.0 * (double)c.n_layer * (double)T * (double)c.n_embd;
+}
+
+std::shared_ptr<TransformerModel> make_model(const TransformerConfig& cfg, Generator& gen, Options opt) {
+    switch (cfg.family) {
+        case Family::GPT2: return std::make_shared<GPT2>(cfg, gen, opt);
+        case Family::Llama: return std::make_shared<Llama>(cfg, gen, opt);
+        case Family::ViT: return std::make_shared<ViT>(cfg, gen, opt);
+    }
+    return nullptr;
 }
 
 int64_t count_parameters(const TransformerConfig& c) {

@@ -29,6 +29,15 @@ public:
     TransformerModel(const TransformerModel&) = delete;  // blocks point at this model's dropout generator
     TransformerModel& operator=(const TransformerModel&) = delete;
     const TransformerConfig& config() const { return cfg_; }
+    // The forward pass: GPT-2 and Llama ids [B, T] (int64) -> logits
+    // [B, T, V]; ViT images [B, ch, H, W] -> logits [B, classes]. `stream`,
+    // if given, receives the residual stream entering block 0 and after
+    // every block (L + 1 tensors), for diagnostics and chapter 4.
+    virtual Tensor forward(const Tensor& input, std::vector<Tensor>* stream = nullptr) const = 0;
+    // Language models: ids [B, T] following the cache's tokens -> their
+    // logits [B, T, V]; the cache grows by T (generation; kv_cache.h). A ViT
+    // generates nothing: it throws.
+    virtual Tensor forward(const Tensor& ids, KVCache& cache) const;
     const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
     // Dropout's random stream (seeded from the init generator); a training
     // checkpoint saves its position so a resumed run drops the same units.
@@ -62,10 +71,8 @@ protected:
 class GPT2 : public TransformerModel {
 public:
     GPT2(const TransformerConfig& cfg, Generator& gen, Options opt = {});
-    Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
-    // ids [B, T] following the cache's tokens -> their logits [B, T, V]; the
-    // cache grows by T (generation; kv_cache.h).
-    Tensor forward(const Tensor& ids, KVCache& cache) const;
+    Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const override;
+    Tensor forward(const Tensor& ids, KVCache& cache) const override;
     std::shared_ptr<Embedding> wte, wpe;
     std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
 };
@@ -73,8 +80,8 @@ public:
 class Llama : public TransformerModel {
 public:
     Llama(const TransformerConfig& cfg, Generator& gen, Options opt = {});
-    Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
-    Tensor forward(const Tensor& ids, KVCache& cache) const;  // as GPT2's
+    Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const override;
+    Tensor forward(const Tensor& ids, KVCache& cache) const override;
     std::shared_ptr<Embedding> embed_tokens, embed_positions;
     std::shared_ptr<Linear> lm_head;  // only when !tie_embeddings
 };
@@ -82,13 +89,17 @@ public:
 class ViT : public TransformerModel {
 public:
     ViT(const TransformerConfig& cfg, Generator& gen, Options opt = {});
-    Tensor forward(const Tensor& images, std::vector<Tensor>* stream = nullptr) const;
+    Tensor forward(const Tensor& images, std::vector<Tensor>* stream = nullptr) const override;
+    using TransformerModel::forward;  // the cache overload, which throws
     // [B, ch, H, W] -> [B, N, ch * p * p]: patches in row-major order, each
     // flattened as (channel, row, column), like a Conv2d kernel.
     Tensor patchify(const Tensor& images) const;
     std::shared_ptr<Linear> projection, classifier;
     Tensor cls_token, position_embeddings;
 };
+
+// The model of the config's family (GPT2, Llama or ViT), initialized from gen.
+std::shared_ptr<TransformerModel> make_model(const TransformerConfig& cfg, Generator& gen, Options opt = {});
 
 // The closed-form parameter count of a configuration (what num_parameters()
 // of the built model must equal).

@@ -28,21 +28,6 @@ inline nc::nn::TransformerConfig tiny_config(nc::nn::TransformerConfig c) {
     return c;
 }
 
-// The model of c's family (GPT2, Llama or ViT).
-inline std::shared_ptr<nc::nn::TransformerModel> build_model(const nc::nn::TransformerConfig& c, nc::Generator& gen,
-                                                             nc::nn::Options opt = {}) {
-    if (c.family == nc::nn::Family::GPT2) return std::make_shared<nc::nn::GPT2>(c, gen, opt);
-    if (c.family == nc::nn::Family::Llama) return std::make_shared<nc::nn::Llama>(c, gen, opt);
-    return std::make_shared<nc::nn::ViT>(c, gen, opt);
-}
-
-// Its forward pass: ids [B, T] -> logits [B, T, V], or images -> [B, classes].
-inline Tensor run_model(const nc::nn::TransformerModel& m, const Tensor& input) {
-    if (auto* g = dynamic_cast<const nc::nn::GPT2*>(&m)) return g->forward(input);
-    if (auto* l = dynamic_cast<const nc::nn::Llama*>(&m)) return l->forward(input);
-    return dynamic_cast<const nc::nn::ViT&>(m).forward(input);
-}
-
 // Every element of `t` within tol of `expected`; on failure prints the
 // largest difference and where it is.
 inline void check_values(const Tensor& t, const std::vector<double>& expected, double tol = 1e-6) {

@@ -42,8 +42,8 @@ void check_unchanged(const Module& m, const std::map<std::string, std::vector<do
 // Storage sharing: true when the two tensors' storages are the same object.
 bool shares_storage(const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); }
 
-using nc_test::build_model;
-Tensor forward(const TransformerModel& m, const Tensor& input) { return nc_test::run_model(m, input); }
+using nc::nn::make_model;
+Tensor forward(const TransformerModel& m, const Tensor& input) { return m.forward(input); }
 
 TransformerConfig small(Family family) {
     TransformerConfig c = family == Family::GPT2 ? gpt2_config() : family == Family::Llama ? llama_config() : vit_config();
@@ -221,7 +221,7 @@ TEST_CASE("layers' forward passes leave their parameters and buffers bit-identic
 TEST_CASE("every model's forward passes leave its weights bit-identical", "[aliasing][models]") {
     for (auto& [name, c] : variants()) {
         Generator gen(11);
-        auto model = build_model(c, gen);
+        auto model = make_model(c, gen);
         auto before = snapshot(*model);
         for (bool training : {true, false}) {
             model->train(training);
@@ -236,7 +236,7 @@ TEST_CASE("every model's forward passes leave its weights bit-identical", "[alia
 TEST_CASE("a model's logits for a sequence do not depend on what ran before", "[aliasing][models]") {
     for (auto& [name, c] : variants()) {
         Generator gen(13);
-        auto model = build_model(c, gen);
+        auto model = make_model(c, gen);
         model->eval();
         Tensor probe = input_for(c, 1, 3, 99);
         std::vector<double> first = forward(*model, probe).to_vector();

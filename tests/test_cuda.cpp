@@ -330,9 +330,9 @@ TEST_CASE("cuda: forward passes never write the weights, and logits do not depen
         nn::TransformerConfig c = tiny_model_config(family);
         c.dropout = 0.1;
         Generator g1(5), g2(5);
-        std::shared_ptr<nn::TransformerModel> cpu_model = nc_test::build_model(c, g1), gpu_model = nc_test::build_model(c, g2);
+        std::shared_ptr<nn::TransformerModel> cpu_model = nn::make_model(c, g1), gpu_model = nn::make_model(c, g2);
         gpu_model->to(kCuda);
-        auto forward = nc_test::run_model;
+        auto forward = [](const nn::TransformerModel& m, const Tensor& x) { return m.forward(x); };
         auto input = [&](int64_t B, int64_t T, uint64_t seed) {
             if (family == nn::Family::ViT) return on_gpu(randn({B, 1, 8, 8}, seed));
             std::vector<int64_t> ids;

@@ -274,10 +274,10 @@ TEST_CASE("a block's residual contribution ||F(x)|| / ||x|| for each placement",
     nn::TransformerConfig c = nn::gpt2_config();
     c.n_layer = 2, c.n_embd = 8, c.n_head = 2, c.block_size = 4, c.vocab_size = 11;
     Generator gen(1);
-    auto model = nc_test::build_model(c, gen, {kFloat64, kCPU});
+    auto model = nn::make_model(c, gen, {kFloat64, kCPU});
     std::vector<nn::Block*> blocks = diag::track_block_residuals(*model, true);
     REQUIRE(blocks.size() == 2);
-    nc_test::run_model(*model, raw::from_indices({1, 5, 10, 3}, {1, 4}));
+    model->forward(raw::from_indices({1, 5, 10, 3}, {1, 4}));
     for (double r : diag::residual_ratios(blocks)) CHECK(std::isfinite(r));
 }
 

@@ -12,15 +12,12 @@ using nc_test::check_error;
 namespace {
 
 std::shared_ptr<TransformerModel> build(const TransformerConfig& c, Generator& gen, DType dtype) {
-    return nc_test::build_model(c, gen, Options{dtype, kCPU});
+    return nn::make_model(c, gen, Options{dtype, kCPU});
 }
 
-Tensor full_forward(const TransformerModel& m, const Tensor& ids) { return nc_test::run_model(m, ids); }
+Tensor full_forward(const TransformerModel& m, const Tensor& ids) { return m.forward(ids); }
 
-Tensor cached_forward(const TransformerModel& m, const Tensor& ids, KVCache& cache) {
-    if (auto* g = dynamic_cast<const GPT2*>(&m)) return g->forward(ids, cache);
-    return dynamic_cast<const Llama&>(m).forward(ids, cache);
-}
+Tensor cached_forward(const TransformerModel& m, const Tensor& ids, KVCache& cache) { return m.forward(ids, cache); }
 
 TransformerConfig small(Family family) {
     TransformerConfig c = family == Family::GPT2 ? gpt2_config() : llama_config();

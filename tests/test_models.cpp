@@ -30,10 +30,10 @@ static TransformerConfig tiny(Family family) {
 }
 
 static std::shared_ptr<TransformerModel> build(const TransformerConfig& c, Generator& gen, Options opt = f64) {
-    return nc_test::build_model(c, gen, opt);
+    return nn::make_model(c, gen, opt);
 }
 
-static Tensor run(const TransformerModel& m, const Tensor& input) { return nc_test::run_model(m, input); }
+static Tensor run(const TransformerModel& m, const Tensor& input) { return m.forward(input); }
 
 static Tensor tiny_input(const TransformerConfig& c, Generator& gen) {
     if (c.family == Family::ViT) return raw::randn({2, c.channels, c.image_size, c.image_size}, gen, kFloat64);
@@ -372,4 +372,29 @@ TEST_CASE("residual dropout acts in training mode only", "[models]") {
     CHECK(model.forward(ids).to_vector() != model.forward(ids).to_vector());  // new masks each call
     model.eval();
     CHECK(model.forward(ids).to_vector() == model.forward(ids).to_vector());
+}
+
+TEST_CASE("every model runs through the base class's forward; a ViT refuses a key/value cache", "[models]") {
+    for (Family family : {Family::GPT2, Family::Llama, Family::ViT}) {
+        Generator gen(3);
+        TransformerConfig c = tiny(family);
+        std::shared_ptr<TransformerModel> m = make_model(c, gen, f64);
+        Tensor input = tiny_input(c, gen);
+        // The base pointer reaches the family's own forward: the logits'
+        // shape is the family's, and the stream holds L + 1 tensors.
+        std::vector<Tensor> stream;
+        Tensor logits = m->forward(input, &stream);
+        CHECK(stream.size() == (size_t)c.n_layer + 1);
+        if (family == Family::ViT) {
+            CHECK(logits.shape() == Shape{2, c.num_classes});
+            KVCache cache = m->make_cache(1);
+            check_error([&] { m->forward(raw::from_indices({1}, {1, 1}), cache); }, {"forward", "a vit generates none"});
+        } else {
+            CHECK(logits.shape() == Shape{2, 4, c.vocab_size});
+            KVCache cache = m->make_cache(2);
+            NoGradGuard no_grad;  // the cache is for inference
+            Tensor cached = m->forward(input, cache);  // the whole prompt at once: the full forward's logits
+            check_values(cached, logits.to_vector(), 1e-12);
+        }
+    }
 }

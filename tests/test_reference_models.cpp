@@ -29,13 +29,13 @@ std::shared_ptr<TransformerModel> load(const std::string& name, DType dtype) {
     text << in.rdbuf();
     TransformerConfig cfg = config_from_hf_json(text.str(), name);
     Generator gen(0);
-    std::shared_ptr<TransformerModel> m = nc_test::build_model(cfg, gen, Options{dtype, kCPU});
+    std::shared_ptr<TransformerModel> m = nn::make_model(cfg, gen, Options{dtype, kCPU});
     load_hf_layout(*m, data::read_safetensors(kDir + name + "/model.safetensors").tensors);
     m->eval();
     return m;
 }
 
-Tensor forward(const TransformerModel& m, const Tensor& x) { return nc_test::run_model(m, x); }
+Tensor forward(const TransformerModel& m, const Tensor& x) { return m.forward(x); }
 
 // Every element within tol * max(1, the reference's largest magnitude);
 // the largest difference is printed either way.

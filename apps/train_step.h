@@ -1,0 +1,46 @@
+// train_step.h — one optimizer step, the same for `train`, `bench` and the
+// isometry study:
+//
+//   zero the gradients; for each of `accum` micro-batches: forward, loss,
+//   backward of loss / accum (the gradient of the mean); average the
+//   gradients over the data-parallel ranks; clip the global norm; step.
+//
+// A step whose loss or gradient norm is not finite is refused: no update,
+// gradients zeroed, and the caller decides (train stops, or skips it with
+// --skip-nonfinite; the isometry study records a diverged network).
+#pragma once
+
+#include <functional>
+
+#include "apps/distributed.h"
+#include "optim/optimizer.h"
+
+namespace nc {
+namespace app {
+
+struct TrainStep {
+    std::function<Tensor()> loss;      // draws the next micro-batch, runs forward; the mean loss (a scalar)
+    std::vector<Tensor> params;        // what the optimizer updates
+    optim::Optimizer* optimizer = nullptr;
+    int64_t accum = 1;                 // micro-batches per step
+    double grad_clip = 0;              // clip the global gradient norm to this (0: no clipping)
+    bool measure_grad_norm = true;     // false: no norm (and no clipping), as bench's step
+    // Data-parallel ranks (apps/distributed.h); nullptr: one process.
+    GradientAverager* averager = nullptr;
+    const Distributed* dist = nullptr;
+    bool overlap = true;               // all-reduce buckets during the last backward (else after it)
+    // Optional hooks for the diagnostics: after the gradients are final
+    // (averaged, not yet clipped), and right before the optimizer's update.
+    std::function<void()> before_clip, before_update;
+};
+
+struct StepResult {
+    double loss = 0;                   // mean over micro-batches (and ranks)
+    double grad_norm = NAN;            // global norm before clipping (NaN when not measured)
+    const char* refused = nullptr;     // "training loss" or "gradient norm" when that was not finite
+};
+
+StepResult train_step(const TrainStep& step);
+
+}  // namespace app
+}  // namespace nc
