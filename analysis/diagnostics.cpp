@@ -189,18 +189,6 @@ double normalization_bias(const Tensor& representations) {
     return var / (mean * mean);
 }
 
-double saturation(const Tensor& pre_activation, double threshold) {
-    if (pre_activation.numel() == 0) fail("saturation", "got an empty tensor");
-    // On the tensor's own device; only the one number comes back.
-    Tensor beyond = raw::gt(raw::abs(pre_activation), raw::full({}, threshold, pre_activation.dtype(), pre_activation.device()));
-    return raw::mean(beyond).item();
-}
-
-double saturation(const nn::DyT& layer, double threshold) {
-    if (!layer.last_pre_activation().defined()) return NAN;
-    return saturation(layer.last_pre_activation(), threshold);
-}
-
 std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, const std::string& prefix) {
     std::vector<std::pair<std::string, nn::DyT*>> found;
     if (auto* dyt = dynamic_cast<nn::DyT*>(&model)) found.push_back({prefix, dyt});
@@ -215,10 +203,10 @@ std::vector<double> held_out_saturation(const std::vector<std::pair<std::string,
                                         const std::function<void(int64_t)>& forward, double threshold) {
     if (batches <= 0) fail("held_out_saturation", "needs at least one held-out batch, got " + std::to_string(batches));
     std::vector<double> total(layers.size(), 0.0);
-    for (const auto& [name, layer] : layers) layer->keep_pre_activation(true);
+    for (const auto& [name, layer] : layers) layer->track_saturation(true, threshold);
     for (int64_t i = 0; i < batches; ++i) {
         forward(i);
-        for (size_t l = 0; l < layers.size(); ++l) total[l] += saturation(*layers[l].second, threshold) / (double)batches;
+        for (size_t l = 0; l < layers.size(); ++l) total[l] += layers[l].second->last_saturation() / (double)batches;
     }
     return total;
 }

@@ -88,19 +88,15 @@ double residual_ratio(const nn::ResidualTerm& term);  // one sublayer's
 // residual tracking switched to `track`.
 std::vector<nn::Block*> track_block_residuals(nn::Module& model, bool track);
 
-// DyT saturation: the fraction of pre-activation values z = alpha x with
-// |z| > threshold (2.0 in the DyT study: tanh(2) = 0.964, the flat part).
-double saturation(const Tensor& pre_activation, double threshold = 2.0);
-// The same on the pre-activation of the layer's last forward
-// (DyT::keep_pre_activation must be on); NaN until such a forward ran.
-double saturation(const nn::DyT& layer, double threshold = 2.0);
+// DyT saturation: nn::dyt_saturation (nn/norms.h), which each DyT layer
+// records when its tracking is on.
 // Every DyT layer under `model` with its dotted name, in registration order
-// (to switch on keeping their pre-activations, nn/norms.h).
+// (to switch on their saturation tracking, nn/norms.h).
 std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, const std::string& prefix = "");
 // Each layer's saturation on held-out data: forward(i) runs the model on
 // held-out batch i (of `batches`, all the same size) and the layers' tracked
-// saturations are averaged over the batches. Keeping the pre-activations is
-// switched on for the call and left on (the training steps read them too).
+// saturations are averaged over the batches. Tracking is switched on at
+// `threshold` for the call and left on (the training steps read it too).
 // The DyT study measures saturation this way, on sequences no step trains
 // on, at the calibration step and at the end.
 std::vector<double> held_out_saturation(const std::vector<std::pair<std::string, nn::DyT*>>& layers, int64_t batches,

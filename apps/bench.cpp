@@ -19,6 +19,7 @@
 #include "apps/commands.h"
 #include "apps/flags.h"
 #include "apps/lm.h"
+#include "apps/train_step.h"
 #include "autograd/engine.h"
 #include "autograd/ops_nn.h"
 #include "optim/optimizer.h"
@@ -102,7 +103,7 @@ std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds
 
 // ---- training steps ----------------------------------------------------------------
 
-struct StepResult {
+struct StepTiming {
     std::string model, size;
     int64_t params = 0, batch = 0, seq = 0;
     double ms_per_step = 0, tokens_per_s = 0;
@@ -132,8 +133,8 @@ nn::TransformerConfig bench_config(const std::string& model, const std::string& 
     return c;
 }
 
-StepResult time_training_step(const std::string& model, const std::string& size, int steps, Device device) {
-    StepResult r;
+StepTiming time_training_step(const std::string& model, const std::string& size, int steps, Device device) {
+    StepTiming r;
     r.model = model;
     r.size = size;
     nn::TransformerConfig cfg = bench_config(model, size, r.batch);
@@ -150,15 +151,17 @@ StepResult time_training_step(const std::string& model, const std::string& size,
     Tensor window = raw::from_indices(tokens, {r.batch, r.seq + 1});
     Tensor ids = raw::to_device(raw::contiguous(raw::narrow(window, 1, 0, r.seq)), device);
     Tensor targets = raw::to_device(raw::contiguous(raw::narrow(window, 1, 1, r.seq)), device);
-    auto step = [&] {
-        opt.zero_grad();
-        Tensor loss = cross_entropy(lm.forward(ids), targets);
-        backward(loss);
-        opt.step();
-        // Reading the loss waits for the GPU's queue to finish (on the CPU
-        // the work is already done), so the timing covers the whole step.
-        loss.item();
-    };
+    // The training step of `train` (apps/train_step.h) without clipping or
+    // checks, as PyTorch's and llm.c's steps are timed. It reads the loss
+    // last, which waits for the GPU's queue to finish (on the CPU the work is
+    // already done), so the timing covers the whole step.
+    TrainStep one_step;
+    one_step.loss = [&] { return cross_entropy(lm.forward(ids), targets); };
+    one_step.params = lm.module->parameters();
+    one_step.optimizer = &opt;
+    one_step.measure_grad_norm = false;
+    one_step.refuse_non_finite = false;
+    auto step = [&] { train_step(one_step); };
     step();  // warm-up: the optimizer state, the allocator's cache, the thread pool
     step();
     backend_for(device).reset_peak_bytes();  // the memory of the device the step runs on
@@ -195,7 +198,7 @@ double percent(double part, double whole) { return whole > 0 ? 100.0 * part / wh
 // Every GEMM shape the timed steps ran, as a rate (its FLOPs over its time
 // in one step, the median over the steps) and a fraction of the peak: the
 // slowest three per model are printed, all of them go to the JSON file.
-void print_step_gemm_shapes(const std::vector<StepResult>& results, double peak, json& out) {
+void print_step_gemm_shapes(const std::vector<StepTiming>& results, double peak, json& out) {
     std::printf(
         "\nGEMM shapes inside the steps (M x K x N layout, batch x in front; median rate over the steps), the\n"
         "slowest three per model:\n");
@@ -299,7 +302,7 @@ int bench_command(int argc, char** argv) {
     }
 
     // 3. Training steps.
-    std::vector<StepResult> results;
+    std::vector<StepTiming> results;
     if (!flags.on("skip-training")) {
         for (const std::string& size : sizes)
             for (const std::string& model : models) {
@@ -312,7 +315,7 @@ int bench_command(int argc, char** argv) {
         std::printf("  %-12s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
                     "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
                     "gemm GF/s");
-        for (const StepResult& r : results) {
+        for (const StepTiming& r : results) {
             const ProfileTotals& p = r.profile;
             double timed = 0;
             for (double s : p.seconds) timed += s;
@@ -351,7 +354,7 @@ int bench_command(int argc, char** argv) {
                       s.layout);
         std::printf("%-34s %7.1f GF/s %9.1f%%\n", what, g, percent(g, peak));
     }
-    for (const StepResult& r : results) {
+    for (const StepTiming& r : results) {
         std::string what = r.model + " " + r.size + " step";
         std::printf("%-34s %9.1f ms %10s\n", what.c_str(), r.ms_per_step, "");
     }

@@ -14,6 +14,7 @@
 
 #include "apps/experiment.h"
 #include "apps/protocol.h"
+#include "apps/train_step.h"
 #include "autograd/engine.h"
 #include "autograd/mode.h"
 #include "autograd/ops.h"
@@ -223,16 +224,22 @@ TrainedNet train_mlp(const Activation& act, const std::string& norm, int64_t dep
         net.gap_at_init = diag::isometry_gap(raw::to_dtype(hidden(raw::narrow(images, 0, 0, samples)), kFloat64));
     }
     optim::SGD sgd({{weights}}, 0.01);
-    for (int64_t step = 0; step < s.steps; ++step) {
+    // train's step (apps/train_step.h), without clipping: a non-finite loss
+    // refuses the step, and the network counts as diverged.
+    int64_t step = 0;
+    TrainStep one_step;
+    one_step.loss = [&] {
         int64_t start = (step * batch) % (n - batch + 1);
-        Tensor loss = cross_entropy(logits(raw::narrow(images, 0, start, batch)), raw::narrow(labels, 0, start, batch));
-        if (!std::isfinite(loss.item())) {
+        return cross_entropy(logits(raw::narrow(images, 0, start, batch)), raw::narrow(labels, 0, start, batch));
+    };
+    one_step.params = weights;
+    one_step.optimizer = &sgd;
+    one_step.measure_grad_norm = false;
+    for (; step < s.steps; ++step) {
+        if (train_step(one_step).refused) {
             net.diverged = true;
             return net;
         }
-        sgd.zero_grad();
-        backward(loss);
-        sgd.step();
     }
     NoGradGuard no_grad;
     net.test_loss = cross_entropy(logits(test_images), test_labels).item();

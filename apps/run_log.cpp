@@ -134,7 +134,7 @@ Diagnostics::Diagnostics(nn::TransformerModel& model, const std::string& run_dir
     blocks_ = diag::track_block_residuals(model, true);
     csv_.open(run_dir + "/diagnostics.csv", first_step > 0 ? std::ios::app : std::ios::trunc);
     if (!csv_) throw Error("--run-dir: cannot write '" + run_dir + "/diagnostics.csv'");
-    for (auto& [name, layer] : dyt_) layer->keep_pre_activation(true);
+    for (auto& [name, layer] : dyt_) layer->track_saturation(true, settings.saturation_threshold);
     if (first_step == 0) {
         csv_ << "step,loss,spike";
         for (int64_t b = 0; b < n_layer; ++b) csv_ << ",grad_norm_block_" << b;
@@ -172,7 +172,7 @@ void Diagnostics::after_update(int64_t done, double loss) {
     for (double n : block_grads_) csv_ << "," << n;
     for (double u : updates) csv_ << "," << u;
     for (double r : residuals_) csv_ << "," << r;
-    for (auto& [name, layer] : dyt_) csv_ << "," << diag::saturation(*layer, settings_.saturation_threshold);
+    for (auto& [name, layer] : dyt_) csv_ << "," << layer->last_saturation();
     csv_ << "\n";
 }
 

@@ -50,6 +50,8 @@ public:
     // Leave the progress line before printing something else.
     void interrupt();
     bool line_open() const { return line_open_; }
+    double peak_gflops() const { return peak_gflops_; }
+    double flops_per_token() const { return flops_per_token_; }
     // MFU in percent of a tokens/s rate (NaN without a peak).
     double mfu(double tok_per_s) const;
 

@@ -8,10 +8,10 @@ namespace app {
 StepResult train_step(const TrainStep& s) {
     StepResult r;
     s.optimizer->zero_grad();
-    double loss_sum = 0;
+    std::vector<Tensor> losses;  // detached: the graphs go as soon as backward is done with them
     for (int64_t micro = 0; micro < s.accum; ++micro) {
         Tensor loss = s.loss();
-        loss_sum += loss.item();
+        losses.push_back(loss.detach());
         // The gradients are totals only after the last micro-batch: that
         // backward alone reports them to the averager, which starts summing
         // a bucket across the ranks as soon as its gradients are final.
@@ -22,13 +22,20 @@ StepResult train_step(const TrainStep& s) {
     }
     // The ranks' mean: the gradient and loss of the whole N x B batch.
     if (s.averager) s.averager->finish();
-    r.loss = loss_sum / (double)s.accum;
-    if (s.dist) r.loss = average(*s.dist, r.loss);
-    // A NaN or Inf would spread into every weight at the update.
-    if (!std::isfinite(r.loss)) {
-        r.refused = "training loss";
-        s.optimizer->zero_grad();
-        return r;
+    auto mean_loss = [&] {
+        double sum = 0;
+        for (const Tensor& loss : losses) sum += loss.item();
+        sum /= (double)s.accum;
+        return s.dist ? average(*s.dist, sum) : sum;
+    };
+    if (s.refuse_non_finite) {
+        r.loss = mean_loss();
+        // A NaN or Inf would spread into every weight at the update.
+        if (!std::isfinite(r.loss)) {
+            r.refused = "training loss";
+            s.optimizer->zero_grad();
+            return r;
+        }
     }
     if (s.before_clip) s.before_clip();
     if (s.measure_grad_norm) {
@@ -41,6 +48,7 @@ StepResult train_step(const TrainStep& s) {
     }
     if (s.before_update) s.before_update();
     s.optimizer->step();
+    if (!s.refuse_non_finite) r.loss = mean_loss();
     return r;
 }
 

@@ -7,7 +7,8 @@
 //
 // A step whose loss or gradient norm is not finite is refused: no update,
 // gradients zeroed, and the caller decides (train stops, or skips it with
-// --skip-nonfinite; the isometry study records a diverged network).
+// --skip-nonfinite; the isometry study records a diverged network). Only
+// what is asked for is measured: bench's step neither clips nor checks.
 #pragma once
 
 #include <functional>
@@ -25,6 +26,10 @@ struct TrainStep {
     int64_t accum = 1;                 // micro-batches per step
     double grad_clip = 0;              // clip the global gradient norm to this (0: no clipping)
     bool measure_grad_norm = true;     // false: no norm (and no clipping), as bench's step
+    // Refuse a step whose loss is not finite. Reading the loss waits for the
+    // device's queue, so it is read once: before the update when refusing,
+    // else after it (bench: the step's time then covers all of its work).
+    bool refuse_non_finite = true;
     // Data-parallel ranks (apps/distributed.h); nullptr: one process.
     GradientAverager* averager = nullptr;
     const Distributed* dist = nullptr;

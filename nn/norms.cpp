@@ -73,13 +73,19 @@ DyT::DyT(int64_t C, double alpha0, bool has_bias, Options opt) {
 Tensor DyT::forward(const Tensor& x) const {
     check_features(x, weight.numel(), "DyT");
     // The saturation diagnostic looks at z = alpha x, outside the graph.
-    if (keep_) last_pre_activation_ = raw::mul(x.detach(), alpha.detach());
+    if (track_) last_saturation_ = dyt_saturation(raw::mul(x.detach(), alpha.detach()), threshold_);
     return dyt(x, alpha, weight, bias);  // one fused op: weight * tanh(alpha x) + bias
 }
 
-void DyT::keep_pre_activation(bool on) {
-    keep_ = on;
-    if (!on) last_pre_activation_ = Tensor();
+void DyT::track_saturation(bool on, double threshold) {
+    track_ = on;
+    threshold_ = threshold;
+}
+
+double dyt_saturation(const Tensor& pre_activation, double threshold) {
+    if (pre_activation.numel() == 0) fail("saturation", "got an empty tensor");
+    Tensor beyond = raw::gt(raw::abs(pre_activation), raw::full({}, threshold, pre_activation.dtype(), pre_activation.device()));
+    return raw::mean(beyond).item();
 }
 
 }  // namespace nn

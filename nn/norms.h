@@ -5,6 +5,7 @@
 // run one fused kernel forward and one backward (autograd/ops_nn.h).
 #pragma once
 
+#include <cmath>
 
 #include "nn/layers.h"
 
@@ -56,17 +57,23 @@ public:
     Tensor forward(const Tensor& x) const override;
     Tensor alpha, weight, bias;  // alpha: shape [1]; bias undefined when !has_bias
 
-    // For the DyT study's saturation diagnostic (analysis/diagnostics.h):
-    // while on, every forward keeps a detached copy of its pre-activation
-    // z = alpha x, the argument of tanh. The layer only keeps the values;
-    // what to measure on them is the analysis's business.
-    void keep_pre_activation(bool on);
-    const Tensor& last_pre_activation() const { return last_pre_activation_; }  // undefined until a kept forward ran
+    // Saturation tracking (the DyT study's diagnostic, read by
+    // analysis/diagnostics.h and train --diagnostics): while on, every
+    // forward records the fraction of its pre-activations z = alpha x with
+    // |z| > threshold, the flat part of tanh (dyt_saturation below).
+    void track_saturation(bool on, double threshold = 2.0);
+    double last_saturation() const { return last_saturation_; }  // NaN until a tracked forward ran
 
 private:
-    bool keep_ = false;
-    mutable Tensor last_pre_activation_;
+    bool track_ = false;
+    double threshold_ = 2.0;
+    mutable double last_saturation_ = NAN;
 };
+
+// DyT saturation: the fraction of pre-activation values z = alpha x with
+// |z| > threshold (2.0 in the DyT study: tanh(2) = 0.964, the flat part),
+// computed on z's own device; only the one number comes back.
+double dyt_saturation(const Tensor& pre_activation, double threshold = 2.0);
 
 }  // namespace nn
 }  // namespace nc

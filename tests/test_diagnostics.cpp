@@ -104,8 +104,8 @@ TEST_CASE("isometry is 1 for orthogonal representations and small for collapsed 
 
 TEST_CASE("saturation and loss spikes", "[diagnostics]") {
     Tensor z = raw::from_vector(std::vector<double>{-3, -2, -1.5, 0, 1, 2.0001, 5, 0.1}, {2, 4});
-    CHECK(diag::saturation(z) == Approx(3.0 / 8));  // -3, 2.0001, 5 (|z| = 2 is not beyond 2)
-    CHECK(diag::saturation(z, 1.0) == Approx(5.0 / 8));
+    CHECK(nn::dyt_saturation(z) == Approx(3.0 / 8));  // -3, 2.0001, 5 (|z| = 2 is not beyond 2)
+    CHECK(nn::dyt_saturation(z, 1.0) == Approx(5.0 / 8));
     diag::SpikeDetector spikes(3, 2.0);
     std::vector<bool> seen;
     for (double loss : {2.0, 4.5, 3.0, 2.9, 7.0, 2.5, 2.4, 9.9, 2.3}) seen.push_back(spikes.observe(loss));
@@ -174,14 +174,14 @@ TEST_CASE("what a block did to the stream: the tokens' turning angle and relativ
     check_error([&] { diag::stream_step(before, raw::zeros({3, 2})); }, {"stream_step", "same shape"});
 }
 
-TEST_CASE("DyT layers keep their pre-activation for the saturation diagnostic", "[diagnostics][dyt]") {
+TEST_CASE("DyT layers report their saturation when tracking", "[diagnostics][dyt]") {
     nn::DyT dyt(4, 1.0);
     Tensor x = raw::from_vector(std::vector<float>{-3, -1, 0.5, 2.5, 1, 1, 1, 1}, {2, 4});
     dyt.forward(x);
-    CHECK(std::isnan(diag::saturation(dyt)));  // not keeping yet
-    dyt.keep_pre_activation(true);
+    CHECK(std::isnan(dyt.last_saturation()));  // not tracking yet
+    dyt.track_saturation(true, 2.0);
     dyt.forward(x);
-    CHECK(diag::saturation(dyt, 2.0) == Approx(2.0 / 8));  // |-3| and 2.5 (alpha = 1)
+    CHECK(dyt.last_saturation() == Approx(2.0 / 8));  // |-3| and 2.5 (alpha = 1)
     nn::Group model;
     model.add("norm", std::make_shared<nn::DyT>(4));
     auto layers = diag::dyt_layers(model);

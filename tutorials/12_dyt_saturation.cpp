@@ -36,7 +36,7 @@ static double train_tiny_gpt2(NormKind norm, Generator& gen) {
     cfg.dyt_alpha0 = 2.0;
     GPT2 model(cfg, gen);
     std::vector<std::pair<std::string, DyT*>> dyt = diag::dyt_layers(model);
-    for (auto& [name, l] : dyt) l->keep_pre_activation(true);
+    for (auto& [name, l] : dyt) l->track_saturation(true);
     if (norm == NormKind::DyT)
         expect(dyt.size() == 5, "five DyT layers in a 2-block GPT-2 (ln_1, ln_2 per block, and ln_f)");
 
@@ -64,8 +64,8 @@ static double train_tiny_gpt2(NormKind norm, Generator& gen) {
         if (step % 25 == 0) {
             std::printf("%5d %8.4f", step, loss.item());
             for (auto& [name, l] : dyt) {
-                std::printf(" %10.4f", diag::saturation(*l));
-                expect(diag::saturation(*l) >= 0 && diag::saturation(*l) <= 1, "a saturation between 0 and 1");
+                std::printf(" %10.4f", l->last_saturation());
+                expect(l->last_saturation() >= 0 && l->last_saturation() <= 1, "a saturation between 0 and 1");
             }
             std::printf("\n");
         }
@@ -80,15 +80,15 @@ int main() {
     // 1. One DyT layer, alpha = 2, inputs x ~ N(0, s^2). It saturates where
     // |alpha x| > 2, i.e. |x| > 1, with probability P(|x| > 1) = erfc(1 / (s sqrt 2)).
     DyT layer(64, /*alpha0=*/2.0, /*has_bias=*/false);
-    layer.keep_pre_activation(true);
+    layer.track_saturation(true, 2.0);
     Generator gen(12);
     std::printf("%8s %12s %12s\n", "input s", "saturation", "erfc(1/s/sqrt2)");
     for (double s : {0.1, 0.5, 1.0, 2.0}) {
         NoGradGuard no_grad;
         layer.forward(raw::mul(raw::randn({512, 64}, gen), s));
         double expected = std::erfc(1.0 / (s * std::sqrt(2.0)));
-        std::printf("%8.1f %12.4f %12.4f\n", s, diag::saturation(layer, 2.0), expected);
-        expect(std::fabs(diag::saturation(layer, 2.0) - expected) < 0.01, "the measured saturation to match the Gaussian tail");
+        std::printf("%8.1f %12.4f %12.4f\n", s, layer.last_saturation(), expected);
+        expect(std::fabs(layer.last_saturation() - expected) < 0.01, "the measured saturation to match the Gaussian tail");
     }
 
     // 2. A tiny GPT-2 with every norm replaced by DyT (alpha0 = 2, as in the
