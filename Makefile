@@ -127,7 +127,7 @@ ifeq ($(NCCL),1)
   NCCL_LIBS := -L$(NCCL_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib64 -lnccl
 endif
 
-LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp autograd/*.cpp nn/*.cpp analysis/*.cpp optim/*.cpp data/*.cpp)
+LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp tensor/ops/*.cpp autograd/*.cpp nn/*.cpp analysis/*.cpp optim/*.cpp data/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
 TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS))

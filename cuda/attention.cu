@@ -1,5 +1,5 @@
 // attention.cu — scaled dot-product attention on the GPU with an online
-// softmax (the algorithm of tensor/cpu/attention.cpp and FlashAttention),
+// softmax (the algorithm of tensor/ops/attention.cpp and FlashAttention),
 // forward and backward, never storing the T x S probabilities.
 //
 // Two versions. The *tiled* kernels run float32 with q, k and v all 16, 32
@@ -354,7 +354,7 @@ void launch_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k,
 
 }  // namespace
 
-void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
+static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
                const Tensor& logsumexp) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
     if (N * Tq == 0) return;
@@ -379,7 +379,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
     check_launch("attention_forward_kernel");
 }
 
-void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
@@ -409,6 +409,12 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
             static_cast<double*>(dq.raw_data()), static_cast<double*>(dk.raw_data()),
             static_cast<double*>(dv.raw_data()), N, Tq, S, D, Dv, causal, scale);
     check_launch("attention_backward_kernel");
+}
+
+// The table entries of this file (cuda/cuda_backend.cu).
+void add_attention(Backend& table) {
+    table.attention = attention;
+    table.attention_backward = attention_backward;
 }
 
 }  // namespace cuda

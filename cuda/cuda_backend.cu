@@ -274,41 +274,28 @@ bool cuda_device_usable(std::string* why) {
 }
 
 const Backend& cuda_backend() {
-    static const Backend table = {
-        "cuda",
-        cuda::allocate,
-        cuda::deallocate,
-        cuda::allocator_stats,
-        cuda::reset_peak_bytes,
-        cuda::copy_to_host,
-        cuda::copy_from_host,
-        cuda::fill,
-        cuda::unary,
-        cuda::binary,
-        cuda::where,
-        cuda::reduce_rows,
-        cuda::sum_columns,
-        cuda::matmul,
-        cuda::softmax_rows,
-        cuda::index_select,
-        cuda::index_add,
-        cuda::gather,
-        cuda::scatter_add,
-        cuda::random,
-        cuda::layer_norm,
-        cuda::layer_norm_backward,
-        cuda::rms_norm,
-        cuda::rms_norm_backward,
-        cuda::cross_entropy,
-        cuda::cross_entropy_backward,
-        cuda::geodesic_update,
-        cuda::geodesic_update_backward,
-        cuda::dyt,
-        cuda::dyt_backward,
-        cuda::attention,
-        cuda::attention_backward,
-        cuda::adamw_update,
-    };
+    static const Backend table = [] {
+        Backend t{};
+        t.name = "cuda";
+        t.allocate = cuda::allocate;
+        t.deallocate = cuda::deallocate;
+        t.allocator_stats = cuda::allocator_stats;
+        t.reset_peak_bytes = cuda::reset_peak_bytes;
+        t.copy_to_host = cuda::copy_to_host;
+        t.copy_from_host = cuda::copy_from_host;
+        cuda::add_elementwise(t);
+        cuda::add_reductions(t);
+        cuda::add_indexing(t);
+        cuda::add_matmul(t);
+        cuda::add_norms(t);
+        cuda::add_dyt(t);
+        cuda::add_cross_entropy(t);
+        cuda::add_geodesic_update(t);
+        cuda::add_attention(t);
+        cuda::add_adamw(t);
+        require_complete(t);
+        return t;
+    }();
     return table;
 }
 

@@ -75,6 +75,15 @@ inline int blocks_for(int64_t n) {
     return (int)std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, 8192));
 }
 
+// One block per row (the row kernels: norms, cross-entropy, reductions):
+// as many blocks as rows, up to gridDim.x's limit, each then walking rows
+// r, r + gridDim.x, ...
+inline int row_blocks(int64_t rows) { return (int)std::max<int64_t>(1, std::min<int64_t>(rows, 65535)); }
+
+// A tensor's data as a T*, or nullptr for an undefined (optional) tensor.
+template <typename T>
+T* ptr_or_null(const Tensor& t) { return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr; }
+
 // Offsets of element `linear` (row-major over `sizes`) in each of N operands
 // with their own strides: a tensor view of any layout, including broadcast
 // (stride 0). Passed to kernels by value. make_indexer merges the dims first

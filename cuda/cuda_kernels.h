@@ -1,7 +1,8 @@
-// cuda_kernels.h — the CUDA backend's kernels, one per entry of Backend
-// (tensor/backend.h documents what each receives); cuda_backend.cu puts them
-// in the table. Same contract as the CPU backend: arguments are validated by
-// the raw ops, all tensors live on the GPU.
+// cuda_kernels.h — how the CUDA backend's table is filled: as on the CPU
+// (tensor/cpu/cpu_kernels.h), each kernel file adds its own entries by name
+// at its end; cuda_backend.cu, which also owns memory and copies, calls them
+// all. Same contract as the CPU backend: arguments are validated by the raw
+// ops, all tensors live on the GPU.
 #pragma once
 
 #include "tensor/backend.h"
@@ -9,49 +10,23 @@
 namespace nc {
 namespace cuda {
 
+// Device memory from the caching allocator (cuda_backend.cu), also the
+// kernels' scratch space (column sums, reductions, attention).
 void* allocate(size_t nbytes);
 void deallocate(void* data);
-AllocatorStats allocator_stats();
-void reset_peak_bytes();
-void copy_to_host(const void* device_src, void* host_dst, size_t nbytes);
-void copy_from_host(const void* host_src, void* device_dst, size_t nbytes);
+// out[...] = value (elementwise.cu), also used by attention.cu to zero dq.
 void fill(const Tensor& out, double value);
-void unary(UnaryOp op, const Tensor& in, const Tensor& out);
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
-void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
-void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out);
-void sum_columns(const Tensor& in, const Tensor& out);
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate);
-void softmax_rows(const Tensor& in, const Tensor& out, bool log);
-void index_select(const Tensor& in, const Tensor& index, const Tensor& out);
-void index_add(const Tensor& out, const Tensor& index, const Tensor& src);
-void gather(const Tensor& in, const Tensor& index, const Tensor& out);
-void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src);
-void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out);
-void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
-                const Tensor& mean, const Tensor& rstd);
-void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta);
-void rms_norm(const Tensor& x, const Tensor& gamma, double eps, const Tensor& out, const Tensor& rstd);
-void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd, const Tensor& dx,
-                       const Tensor& dgamma);
-void cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, const Tensor& losses,
-                   const Tensor& logsumexp);
-void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
-                            const Tensor& logsumexp, int64_t ignore_index, const Tensor& dlogits);
-void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
-void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
-                              const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
-void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
-void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
-                  const Tensor& dy_t, const Tensor& dalpha_rows);
-void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-               const Tensor& logsumexp);
-void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
-                        const Tensor& dv);
-void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
-                  const std::vector<Tensor>& v, const std::vector<double>& weight_decay, const AdamWStep& step);
+
+void add_elementwise(Backend& table);      // elementwise.cu: fill, unary, binary, where, random
+void add_reductions(Backend& table);       // reduce.cu: reduce_rows, sum_columns, softmax_rows
+void add_indexing(Backend& table);         // index.cu: index_select, index_add, gather, scatter_add
+void add_matmul(Backend& table);           // matmul.cu (cuBLAS)
+void add_norms(Backend& table);            // norms.cu: layer_norm, rms_norm (+ backward)
+void add_dyt(Backend& table);              // dyt.cu
+void add_cross_entropy(Backend& table);    // cross_entropy.cu
+void add_geodesic_update(Backend& table);  // geodesic_update.cu
+void add_attention(Backend& table);        // attention.cu
+void add_adamw(Backend& table);            // adamw.cu
 
 }  // namespace cuda
 }  // namespace nc

@@ -190,7 +190,7 @@ void fill(const Tensor& out, double value) {
     check_launch("fill_kernel");
 }
 
-void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
+static void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
     int64_t n = out.numel();
     if (n == 0) return;
     if (op == UnaryOp::Copy) {
@@ -209,7 +209,7 @@ void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
     check_launch("unary_kernel");
 }
 
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+static void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     int64_t n = out.numel();
     if (n == 0) return;
     StridedIndexer<3> ix = make_indexer<3>(out.shape(), {&a, &b, &out});
@@ -227,7 +227,7 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     check_launch("binary_kernel");
 }
 
-void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+static void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
     int64_t n = out.numel();
     if (n == 0) return;
     StridedIndexer<4> ix = make_indexer<4>(out.shape(), {&cond, &a, &b, &out});
@@ -245,7 +245,7 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
     check_launch("where_kernel");
 }
 
-void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {
+static void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {
     int64_t n = out.numel();
     if (n == 0) return;
     if (out.dtype() == kFloat32)
@@ -253,6 +253,15 @@ void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Ten
     else
         random_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(kind, seed, offset, p, ptr<double>(out), n);
     check_launch("random_kernel");
+}
+
+// The table entries of this file (cuda/cuda_backend.cu).
+void add_elementwise(Backend& table) {
+    table.fill = fill;
+    table.unary = unary;
+    table.binary = binary;
+    table.where = where;
+    table.random = random;
 }
 
 }  // namespace cuda

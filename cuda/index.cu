@@ -78,7 +78,7 @@ Dims dims_of(const Tensor& table, const Tensor& picked) {
 
 }  // namespace
 
-void index_select(const Tensor& in, const Tensor& index, const Tensor& out) {
+static void index_select(const Tensor& in, const Tensor& index, const Tensor& out) {
     Dims d = dims_of(in, out);
     int64_t n = out.numel();
     if (n == 0) return;
@@ -97,7 +97,7 @@ void index_select(const Tensor& in, const Tensor& index, const Tensor& out) {
     check_launch("index_select_kernel");
 }
 
-void index_add(const Tensor& out, const Tensor& index, const Tensor& src) {
+static void index_add(const Tensor& out, const Tensor& index, const Tensor& src) {
     Dims d = dims_of(out, src);
     int64_t n = src.numel();
     if (n == 0) return;
@@ -116,7 +116,7 @@ void index_add(const Tensor& out, const Tensor& index, const Tensor& src) {
     check_launch("index_add_kernel");
 }
 
-void gather(const Tensor& in, const Tensor& index, const Tensor& out) {
+static void gather(const Tensor& in, const Tensor& index, const Tensor& out) {
     Dims d = dims_of(in, out);
     int64_t n = out.numel();
     if (n == 0) return;
@@ -135,7 +135,7 @@ void gather(const Tensor& in, const Tensor& index, const Tensor& out) {
     check_launch("gather_kernel");
 }
 
-void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src) {
+static void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src) {
     Dims d = dims_of(out, src);
     int64_t n = src.numel();
     if (n == 0) return;
@@ -152,6 +152,14 @@ void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src) {
                                                                      static_cast<const int64_t*>(src.raw_data()), d.outer, d.D, d.L, d.inner,
             index_error_record());
     check_launch("scatter_add_kernel");
+}
+
+// The table entries of this file (cuda/cuda_backend.cu).
+void add_indexing(Backend& table) {
+    table.index_select = index_select;
+    table.index_add = index_add;
+    table.gather = gather;
+    table.scatter_add = scatter_add;
 }
 
 }  // namespace cuda

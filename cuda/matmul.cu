@@ -79,7 +79,7 @@ static void check_fits_int(int64_t value, const char* what) {
                     " exceeds cuBLAS's 32-bit int (split the product)");
 }
 
-void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
+static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
     if (out.numel() == 0) return;
     int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
     check_fits_int(M, "M");
@@ -128,6 +128,11 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accu
         gemm_call(f32, lb.op, la.op, N, M, K, pb + ob[i] * elem, lb.ld, pa + oa[i] * elem, la.ld, pc + oc[i] * elem, N,
                   accumulate);
     check_launch("the cuBLAS GEMM");
+}
+
+// The table entries of this file (cuda/cuda_backend.cu).
+void add_matmul(Backend& table) {
+    table.matmul = matmul;
 }
 
 }  // namespace cuda

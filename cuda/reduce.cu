@@ -16,8 +16,6 @@ namespace cuda {
 
 namespace {
 
-inline int row_blocks(int64_t rows) { return (int)std::max<int64_t>(1, std::min<int64_t>(rows, 65535)); }
-
 template <typename T>
 __global__ void sum_rows_kernel(const T* x, T* out, int64_t rows, int64_t n) {
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -139,7 +137,7 @@ void sum_rows(const T* in, T* out, int64_t rows, int64_t n) {
 
 }  // namespace
 
-void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
+static void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
     int64_t rows = in.size(0), n = in.size(1);
     if (rows == 0) return;
     bool f32 = in.dtype() == kFloat32;
@@ -157,13 +155,13 @@ void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
     check_launch("max_rows_kernel");
 }
 
-void sum_columns(const Tensor& in, const Tensor& out) {
+static void sum_columns(const Tensor& in, const Tensor& out) {
     int64_t n = in.size(0), cols = in.size(1);
     if (in.dtype() == kFloat32) column_sums(MatrixEntry<float>{ptr<float>(in), cols}, ptr<float>(out), n, cols, "sum_columns");
     else column_sums(MatrixEntry<double>{ptr<double>(in), cols}, ptr<double>(out), n, cols, "sum_columns");
 }
 
-void softmax_rows(const Tensor& in, const Tensor& out, bool log) {
+static void softmax_rows(const Tensor& in, const Tensor& out, bool log) {
     int64_t rows = in.size(0), n = in.size(1);
     if (rows == 0 || n == 0) return;
     if (in.dtype() == kFloat32)
@@ -171,6 +169,13 @@ void softmax_rows(const Tensor& in, const Tensor& out, bool log) {
     else
         softmax_rows_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(ptr<double>(in), ptr<double>(out), rows, n, log);
     check_launch("softmax_rows_kernel");
+}
+
+// The table entries of this file (cuda/cuda_backend.cu).
+void add_reductions(Backend& table) {
+    table.reduce_rows = reduce_rows;
+    table.sum_columns = sum_columns;
+    table.softmax_rows = softmax_rows;
 }
 
 }  // namespace cuda

@@ -106,7 +106,7 @@ void AdamW::step() {
     ++step_;
     AdamWStep h{lr_, beta1_, beta2_, eps_, 1 - std::pow(beta1_, (double)step_), 1 - std::pow(beta2_, (double)step_)};
     // Every parameter with a gradient goes into one fused update
-    // (tensor/cpu/optimizer_kernels.cpp has the formula).
+    // (tensor/ops/adamw.cpp has the formula).
     std::vector<Tensor> params, grads, ms, vs;
     std::vector<double> decays;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {

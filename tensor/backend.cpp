@@ -1,5 +1,8 @@
 #include "tensor/backend.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace nc {
 
 #ifdef NORMCORE_CUDA
@@ -26,6 +29,21 @@ const Backend& backend_for(Device device) {
 #else
     throw Error("device " + device.str() + ": " + why);
 #endif
+}
+
+// A Backend holds a name and function pointers, nothing else (the
+// static_assert checks the size fits), so its slots can be walked as
+// pointer-sized words: a zero word is an entry nobody set.
+void require_complete(const Backend& table) {
+    static_assert(sizeof(Backend) % sizeof(void*) == 0, "Backend must hold only pointers");
+    for (size_t slot = 0; slot < sizeof(Backend) / sizeof(void*); ++slot) {
+        std::uintptr_t word = 0;
+        std::memcpy(&word, reinterpret_cast<const char*>(&table) + slot * sizeof(void*), sizeof word);
+        if (word == 0)
+            throw Error(std::string("the ") + (table.name ? table.name : "unnamed") + " backend's table leaves entry " +
+                        std::to_string(slot) + " of tensor/backend.h's Backend empty (a kernel file's add_ function "
+                        "is missing or not called)");
+    }
 }
 
 std::vector<int64_t> matrix_batch_offsets(const Tensor& t) {

@@ -1,9 +1,10 @@
 // backend.h — the kernel table every device implements.
 //
-// Raw ops (raw_ops.h) validate their arguments, allocate outputs, and then
-// call exactly one entry of the Backend that owns the tensors' device. The CPU
-// table lives in tensor/cpu/; a CUDA table is added by cuda/ without touching
-// any op. Kernels may assume their arguments were validated: same dtype,
+// Raw ops (raw_ops.h, raw_nn.h) validate their arguments, allocate outputs,
+// and then call exactly one entry of the Backend that owns the tensors'
+// device. Each kernel file sets its own entries by name (its add_ function);
+// the CPU table is assembled in tensor/cpu/cpu_backend.cpp, the CUDA table in
+// cuda/cuda_backend.cu, without touching any op. Kernels may assume their arguments were validated: same dtype,
 // same device, shapes as documented per entry.
 #pragma once
 
@@ -114,7 +115,7 @@ struct Backend {
     // how the work is split across threads (or devices).
     void (*random)(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out);
 
-    // ---- fused neural-network kernels (formulas in tensor/raw_nn.h) ----------
+    // ---- fused neural-network kernels (math and CPU kernels: tensor/ops/) --------
     // x, out: contiguous [rows, C]; gamma, beta: [C] or undefined (no affine);
     // mean, rstd: [rows], saved for backward.
     void (*layer_norm)(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
@@ -162,6 +163,11 @@ struct Backend {
                          const std::vector<Tensor>& m, const std::vector<Tensor>& v,
                          const std::vector<double>& weight_decay, const AdamWStep& step);
 };
+
+// A backend's table is filled entry by entry (tensor/cpu/cpu_backend.cpp,
+// cuda/cuda_backend.cu); this throws if one was left out (a null entry
+// would crash at its first call), naming its position in the struct.
+void require_complete(const Backend& table);
 
 // For matmul kernels: the element offset of every matrix in the batch dims
 // of t (all dims but the last two), row-major over those dims.

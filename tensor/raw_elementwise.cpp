@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tensor/profile.h"
+#include "tensor/raw_nn.h"
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -223,6 +224,21 @@ bool all_finite(const Tensor& t) {
     // x - x is 0 for finite x and NaN for NaN or +-Inf; the sum propagates NaN.
     return std::isfinite(sum(sub(t, t)).item());
 }
+
+// The activations and their one-pass backwards (tensor/raw_nn.h).
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+    return unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+}
+Tensor relu_backward(const Tensor& x, const Tensor& grad) { return binary(BinaryOp::ReluBackward, x, grad); }
+Tensor silu_backward(const Tensor& x, const Tensor& grad) { return binary(BinaryOp::SiluBackward, x, grad); }
+Tensor gelu_backward(const Tensor& x, const Tensor& grad, bool tanh_approximation) {
+    return binary(tanh_approximation ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward, x, grad);
+}
+Tensor swiglu(const Tensor& gate, const Tensor& up) { return binary(BinaryOp::SwiGLU, gate, up); }
+
 
 }  // namespace raw
 }  // namespace nc

@@ -209,3 +209,10 @@ TEST_CASE("devices: a CUDA tensor is refused clearly when no GPU can be used", "
     check_error([&] { raw::zeros({2}, kFloat32, cuda); }, {"cuda:0", why});
     check_error([] { raw::to_device(raw::zeros({2}), Device{DeviceType::CUDA, 1}); }, {"cuda:1"});
 }
+
+TEST_CASE("the CPU backend's table has every entry; a table with one left out is refused", "[tensor][backend]") {
+    CHECK_NOTHROW(require_complete(cpu_backend()));
+    Backend missing = cpu_backend();
+    missing.layer_norm_backward = nullptr;
+    nc_test::check_error([&] { require_complete(missing); }, {"cpu backend", "empty", "add_"});
+}

@@ -7,7 +7,7 @@
 // with keepdim where a statistic must broadcast back): autograd then
 // derives the backward for you, one node per op. The check compares your
 // values and gradients with the fused kernel (nc::layer_norm, one node,
-// backward derived by hand in tensor/cpu/nn_kernels.cpp) and counts the
+// backward derived by hand in tensor/ops/norms.cpp) and counts the
 // nodes each records.
 #pragma once
 

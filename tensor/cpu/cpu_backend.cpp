@@ -1,50 +1,39 @@
-// cpu_backend.cpp — the CPU kernel table (memory comes from allocator.cpp).
+// cpu_backend.cpp — the CPU kernel table: memory from allocator.cpp, and
+// every kernel file's entries (cpu_kernels.h says which file adds which).
 #include <cstring>
 
 #include "tensor/cpu/cpu_kernels.h"
 
 namespace nc {
 
-void cpu::copy_bytes(const void* src, void* dst, size_t nbytes) {
+// Host to host: a memcpy (the CPU's copy_to_host and copy_from_host).
+static void copy_bytes(const void* src, void* dst, size_t nbytes) {
     if (nbytes > 0) std::memcpy(dst, src, nbytes);
 }
 
 const Backend& cpu_backend() {
-    static const Backend table = {
-        "cpu",
-        cpu::allocate,
-        cpu::deallocate,
-        cpu::allocator_stats,
-        cpu::reset_peak_bytes,
-        cpu::copy_bytes,
-        cpu::copy_bytes,
-        cpu::fill,
-        cpu::unary,
-        cpu::binary,
-        cpu::where,
-        cpu::reduce_rows,
-        cpu::sum_columns,
-        cpu::matmul,
-        cpu::softmax_rows,
-        cpu::index_select,
-        cpu::index_add,
-        cpu::gather,
-        cpu::scatter_add,
-        cpu::random,
-        cpu::layer_norm,
-        cpu::layer_norm_backward,
-        cpu::rms_norm,
-        cpu::rms_norm_backward,
-        cpu::cross_entropy,
-        cpu::cross_entropy_backward,
-        cpu::geodesic_update,
-        cpu::geodesic_update_backward,
-        cpu::dyt,
-        cpu::dyt_backward,
-        cpu::attention,
-        cpu::attention_backward,
-        cpu::adamw_update,
-    };
+    static const Backend table = [] {
+        Backend t{};
+        t.name = "cpu";
+        t.allocate = cpu::allocate;
+        t.deallocate = cpu::deallocate;
+        t.allocator_stats = cpu::allocator_stats;
+        t.reset_peak_bytes = cpu::reset_peak_bytes;
+        t.copy_to_host = copy_bytes;
+        t.copy_from_host = copy_bytes;
+        cpu::add_elementwise(t);
+        cpu::add_reductions(t);
+        cpu::add_indexing(t);
+        cpu::add_matmul(t);
+        cpu::add_norms(t);
+        cpu::add_dyt(t);
+        cpu::add_cross_entropy(t);
+        cpu::add_geodesic_update(t);
+        cpu::add_attention(t);
+        cpu::add_adamw(t);
+        require_complete(t);
+        return t;
+    }();
     return table;
 }
 

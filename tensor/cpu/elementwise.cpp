@@ -69,7 +69,7 @@ static void fill_typed(const Tensor& out, T value) {
     });
 }
 
-void fill(const Tensor& out, double value) {
+static void fill(const Tensor& out, double value) {
     switch (out.dtype()) {
         case DType::Float32: fill_typed<float>(out, (float)value); break;
         case DType::Float64: fill_typed<double>(out, value); break;
@@ -147,7 +147,7 @@ static void unary_math(UnaryOp op, const Tensor& in, const Tensor& out) {
     }
 }
 
-void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
+static void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
     if (op == UnaryOp::Copy) {
         switch (in.dtype()) {
             case DType::Float32: copy_from<float>(in, out); break;
@@ -201,7 +201,7 @@ static void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Te
     }
 }
 
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+static void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     switch (out.dtype()) {
         case DType::Float32: binary_typed<float>(op, a, b, out); break;
         case DType::Float64: binary_typed<double>(op, a, b, out); break;
@@ -223,7 +223,7 @@ static void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, co
                     });
 }
 
-void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+static void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
     switch (out.dtype()) {
         case DType::Float32: where_typed<float>(cond, a, b, out); break;
         case DType::Float64: where_typed<double>(cond, a, b, out); break;
@@ -242,9 +242,18 @@ static void random_typed(RandomKind kind, uint64_t seed, uint64_t offset, double
     for (int64_t e = 0; e < n; ++e) y[e] = random_value<T>(kind, philox_words(offset + (uint64_t)e, seed), p);
 }
 
-void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {
+static void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {
     if (out.dtype() == kFloat32) random_typed<float>(kind, seed, offset, p, out);
     else random_typed<double>(kind, seed, offset, p, out);
+}
+
+// The table entries of this file (tensor/cpu/cpu_backend.cpp).
+void add_elementwise(Backend& table) {
+    table.fill = fill;
+    table.unary = unary;
+    table.binary = binary;
+    table.where = where;
+    table.random = random;
 }
 
 }  // namespace cpu

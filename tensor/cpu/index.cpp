@@ -80,28 +80,36 @@ static void scatter_add_typed(const Tensor& out, const Tensor& index, const Tens
             }
 }
 
-void index_select(const Tensor& in, const Tensor& index, const Tensor& out) {
+static void index_select(const Tensor& in, const Tensor& index, const Tensor& out) {
     if (in.dtype() == kFloat32) index_select_typed<float>(in, index, out);
     else if (in.dtype() == kFloat64) index_select_typed<double>(in, index, out);
     else index_select_typed<int64_t>(in, index, out);
 }
 
-void index_add(const Tensor& out, const Tensor& index, const Tensor& src) {
+static void index_add(const Tensor& out, const Tensor& index, const Tensor& src) {
     if (out.dtype() == kFloat32) index_add_typed<float>(out, index, src);
     else if (out.dtype() == kFloat64) index_add_typed<double>(out, index, src);
     else index_add_typed<int64_t>(out, index, src);
 }
 
-void gather(const Tensor& in, const Tensor& index, const Tensor& out) {
+static void gather(const Tensor& in, const Tensor& index, const Tensor& out) {
     if (in.dtype() == kFloat32) gather_typed<float>(in, index, out);
     else if (in.dtype() == kFloat64) gather_typed<double>(in, index, out);
     else gather_typed<int64_t>(in, index, out);
 }
 
-void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src) {
+static void scatter_add(const Tensor& out, const Tensor& index, const Tensor& src) {
     if (out.dtype() == kFloat32) scatter_add_typed<float>(out, index, src);
     else if (out.dtype() == kFloat64) scatter_add_typed<double>(out, index, src);
     else scatter_add_typed<int64_t>(out, index, src);
+}
+
+// The table entries of this file (tensor/cpu/cpu_backend.cpp).
+void add_indexing(Backend& table) {
+    table.index_select = index_select;
+    table.index_add = index_add;
+    table.gather = gather;
+    table.scatter_add = scatter_add;
 }
 
 }  // namespace cpu

@@ -25,10 +25,15 @@ static void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out, bo
         gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), matrix_batch_offsets(out), N, accumulate);
 }
 
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+static void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
     if (out.numel() == 0) return;
     if (a.dtype() == kFloat32) matmul_typed<float>(a, b, out, accumulate);
     else matmul_typed<double>(a, b, out, accumulate);
+}
+
+// The table entry of this file (tensor/cpu/cpu_backend.cpp).
+void add_matmul(Backend& table) {
+    table.matmul = matmul;
 }
 
 }  // namespace cpu

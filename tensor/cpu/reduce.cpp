@@ -36,7 +36,7 @@ static void reduce_typed(ReduceOp op, const Tensor& in, const Tensor& out) {
     }
 }
 
-void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
+static void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
     if (in.dtype() == kFloat32) reduce_typed<float>(op, in, out);
     else reduce_typed<double>(op, in, out);
 }
@@ -62,7 +62,7 @@ static void sum_columns_typed(const Tensor& in, const Tensor& out) {
     }
 }
 
-void sum_columns(const Tensor& in, const Tensor& out) {
+static void sum_columns(const Tensor& in, const Tensor& out) {
     if (in.dtype() == kFloat32) sum_columns_typed<float>(in, out);
     else sum_columns_typed<double>(in, out);
 }
@@ -97,9 +97,16 @@ static void softmax_typed(const Tensor& in, const Tensor& out, bool log) {
     }
 }
 
-void softmax_rows(const Tensor& in, const Tensor& out, bool log) {
+static void softmax_rows(const Tensor& in, const Tensor& out, bool log) {
     if (in.dtype() == kFloat32) softmax_typed<float>(in, out, log);
     else softmax_typed<double>(in, out, log);
+}
+
+// The table entries of this file (tensor/cpu/cpu_backend.cpp).
+void add_reductions(Backend& table) {
+    table.reduce_rows = reduce_rows;
+    table.sum_columns = sum_columns;
+    table.softmax_rows = softmax_rows;
 }
 
 }  // namespace cpu

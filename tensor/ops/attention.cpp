@@ -1,4 +1,12 @@
-// attention.cpp — scaled dot-product attention in tiles with an online
+// attention.cpp — scaled dot-product attention, fused: the raw ops (checks,
+// then one backend call) and the CPU kernels, forward beside backward.
+// Called by autograd/ops_nn.cpp; the CUDA kernels are in cuda/attention.cu.
+//
+// q: [..., T, D], k: [..., S, D], v: [..., S, Dv] with the same leading dims
+// (N when flattened). P = softmax(scale q k^T) over S, keys j > i masked when
+// causal; out = P v: [..., T, Dv].
+//
+// The CPU kernel works in tiles with an online
 // softmax (the FlashAttention algorithm: Dao et al. 2022, and FlashAttention-2,
 // Dao 2023), forward and backward. The T x S probability matrix is never
 // stored: memory is O(T) per head (one log-sum-exp per query) instead of
@@ -34,8 +42,64 @@
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
 #include "tensor/cpu/gemm.h"
+#include "tensor/profile.h"
+#include "tensor/raw_nn.h"
 
 namespace nc {
+
+// ---- the raw ops: checks, outputs, one backend call ----------------------------
+
+namespace raw {
+
+// Leading dims of an attention operand flattened: [..., R, C] -> contiguous [N, R, C].
+static Tensor as_batch(const Tensor& t) {
+    return reshape(contiguous(t), {t.numel() == 0 ? 0 : t.numel() / (t.size(-2) * t.size(-1)), t.size(-2), t.size(-1)});
+}
+
+AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+    const std::string op = "attention";
+    if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim())
+        fail(op, "q, k, v need the same number of dims (at least 2), got " + shape_str(q.shape()) + ", " +
+                     shape_str(k.shape()) + ", " + shape_str(v.shape()));
+    Shape lead_q(q.shape().begin(), q.shape().end() - 2), lead_k(k.shape().begin(), k.shape().end() - 2),
+        lead_v(v.shape().begin(), v.shape().end() - 2);
+    if (lead_q != lead_k || lead_q != lead_v || q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2))
+        fail(op, "shapes q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape()) +
+                     " do not fit: need q [..., T, D], k [..., S, D], v [..., S, Dv]");
+    if (causal && q.size(-2) > k.size(-2))
+        fail(op, "causal attention needs at least as many keys as queries, got T=" + std::to_string(q.size(-2)) +
+                     " and S=" + std::to_string(k.size(-2)));
+    if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
+        fail(op, "q, k, v must share a floating dtype");
+    Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
+    int64_t N = qb.size(0), T = qb.size(1);
+    Tensor out = empty({N, T, vb.size(2)}, q.dtype(), q.device());
+    Tensor logsumexp = empty({N, T}, q.dtype(), q.device());
+    ProfileScope scope(OpKind::Attention);
+    backend_for(q.device()).attention(qb, kb, vb, causal, scale, out, logsumexp);
+    Shape out_shape = lead_q;
+    out_shape.insert(out_shape.end(), {T, vb.size(2)});
+    return {view(out, out_shape), logsumexp};
+}
+
+AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionForward& saved, bool causal, double scale) {
+    if (dout.shape() != saved.out.shape())
+        fail("attention_backward", "gradient " + shape_str(dout.shape()) + " does not match the output " +
+                                       shape_str(saved.out.shape()));
+    Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
+    AttentionBackward g{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
+                        empty(vb.shape(), q.dtype(), q.device())};
+    ProfileScope scope(OpKind::Attention);
+    backend_for(q.device()).attention_backward(as_batch(dout), qb, kb, vb, as_batch(saved.out), saved.logsumexp,
+                                               causal, scale, g.dq, g.dk, g.dv);
+    return {view(g.dq, q.shape()), view(g.dk, k.shape()), view(g.dv, v.shape())};
+}
+
+}  // namespace raw
+
+// ---- the CPU kernels --------------------------------------------------------------
+
 namespace cpu {
 
 namespace {
@@ -191,19 +255,24 @@ void attention_backward_typed(const Tensor& dout_t, const Tensor& q_t, const Ten
 
 }  // namespace
 
-void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-               const Tensor& logsumexp) {
+static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                      const Tensor& out, const Tensor& logsumexp) {
     if (q.dtype() == kFloat32) attention_typed<float>(q, k, v, causal, scale, out, logsumexp);
     else attention_typed<double>(q, k, v, causal, scale, out, logsumexp);
 }
 
-void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
-                        const Tensor& dv) {
+static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& out, const Tensor& logsumexp, bool causal, double scale, const Tensor& dq,
+                               const Tensor& dk, const Tensor& dv) {
     if (q.dtype() == kFloat32)
         attention_backward_typed<float>(dout, q, k, v, out, logsumexp, causal, scale, dq, dk, dv);
     else
         attention_backward_typed<double>(dout, q, k, v, out, logsumexp, causal, scale, dq, dk, dv);
+}
+
+void add_attention(Backend& table) {
+    table.attention = attention;
+    table.attention_backward = attention_backward;
 }
 
 }  // namespace cpu

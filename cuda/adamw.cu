@@ -1,5 +1,5 @@
-// optimizer.cu — the AdamW update over every parameter in one launch
-// (formula in tensor/cpu/optimizer_kernels.cpp). The host lists the
+// adamw.cu — the AdamW update over every parameter in one launch
+// (formula and raw op in tensor/ops/adamw.cpp). The host lists the
 // parameters' pointers and sizes once per step, copies that small table to
 // the GPU, and each block takes chunks of the flat list of all elements.
 #include <vector>
@@ -43,7 +43,7 @@ __global__ void adamw_kernel(const ParamChunk* chunks, int64_t count, double bet
 
 }  // namespace
 
-void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
+static void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
                   const std::vector<Tensor>& v, const std::vector<double>& weight_decay, const AdamWStep& h) {
     const int64_t kChunk = 16384;
     std::vector<ParamChunk> chunks;
@@ -67,6 +67,11 @@ void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& 
                                                                 h.beta2, h.eps, step_size, inv_c2);
     check_launch("adamw_kernel");
     deallocate(table);  // reused only by work queued after this kernel on the same stream
+}
+
+// The table entries of this file (cuda/cuda_backend.cu).
+void add_adamw(Backend& table) {
+    table.adamw_update = adamw_update;
 }
 
 }  // namespace cuda

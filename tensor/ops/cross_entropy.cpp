@@ -1,0 +1,137 @@
+// cross_entropy.cpp — softmax + cross-entropy, fused: the raw ops and their
+// CPU kernels, forward beside backward. Called by autograd/ops_nn.cpp; the
+// CUDA kernels are in cuda/cross_entropy.cu.
+//
+// Per row n of logits [N, V]: loss_n = logsumexp(logits_n) - logits_n[target_n],
+// or 0 when target_n == ignore_index. logsumexp is computed as
+// m + log sum_v exp(logit_v - m), m the row's max, so no exp overflows (a
+// naive softmax overflows at logits near 89 in float32), and it is saved
+// for backward:  dlogits_n = dlosses_n (softmax(logits_n) - onehot(target_n)),
+// softmax(logits_n)_v = exp(logit_v - logsumexp_n).
+
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/ops/rows.h"
+#include "tensor/profile.h"
+#include "tensor/raw_nn.h"
+
+namespace nc {
+
+// ---- the raw ops: checks, outputs, one backend call ----------------------------
+
+namespace raw {
+
+// Checks logits [..., V] against targets [...] and returns them as [N, V] and [N].
+static void check_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+    Shape expected(logits.shape().begin(), logits.shape().end() - (logits.dim() ? 1 : 0));
+    if (logits.dim() == 0 || targets.shape() != expected)
+        fail("cross_entropy", "logits " + shape_str(logits.shape()) + " need targets of shape " + shape_str(expected) +
+                                  " (one class index per row), got " + shape_str(targets.shape()));
+    if (targets.dtype() != kInt64)
+        fail("cross_entropy", std::string("targets must be int64 class indices, got ") + dtype_name(targets.dtype()));
+    if (targets.device() != logits.device())
+        fail("cross_entropy", "the targets are on " + targets.device().str() + " but the logits are on " +
+                                  logits.device().str() + " (move one with .to())");
+    // On the GPU the kernel checks the targets itself (reading them here would
+    // make the op wait for the GPU) and reports a bad one at the next copy to
+    // the host; see cuda/cuda_common.cuh.
+    if (targets.device() != kCPU) return;
+    int64_t V = logits.size(-1);
+    for (int64_t t : targets.to_int_vector())
+        if (t != ignore_index && (t < 0 || t >= V))
+            fail("cross_entropy", "target " + std::to_string(t) + " is not a class index in [0, " + std::to_string(V) +
+                                      ") (and not the ignore_index " + std::to_string(ignore_index) + ")");
+}
+
+CrossEntropyForward cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+    check_cross_entropy(logits, targets, ignore_index);
+    Tensor rows = as_rows(logits, "cross_entropy");
+    CrossEntropyForward f{empty({rows.size(0)}, logits.dtype(), logits.device()),
+                          empty({rows.size(0)}, logits.dtype(), logits.device())};
+    ProfileScope scope(OpKind::Loss);
+    backend_for(logits.device()).cross_entropy(rows, reshape(contiguous(targets), {rows.size(0)}), ignore_index,
+                                               f.losses, f.logsumexp);
+    return f;
+}
+
+Tensor cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
+                              const CrossEntropyForward& saved, int64_t ignore_index) {
+    Tensor rows = as_rows(logits, "cross_entropy_backward");
+    if (dlosses.numel() != rows.size(0))
+        fail("cross_entropy_backward", "got " + std::to_string(dlosses.numel()) + " row gradients for " +
+                                           std::to_string(rows.size(0)) + " rows");
+    Tensor dlogits = empty(logits.shape(), logits.dtype(), logits.device());
+    ProfileScope scope(OpKind::Loss);
+    backend_for(logits.device()).cross_entropy_backward(reshape(contiguous(dlosses), {rows.size(0)}), rows,
+                                                        reshape(contiguous(targets), {rows.size(0)}), saved.logsumexp,
+                                                        ignore_index, view(dlogits, rows.shape()));
+    return dlogits;
+}
+
+}  // namespace raw
+
+// ---- the CPU kernels, forward beside backward ------------------------------------
+
+namespace cpu {
+
+template <typename T>
+static void cross_entropy_typed(const Tensor& logits_t, const Tensor& targets_t, int64_t ignore_index,
+                                const Tensor& losses_t, const Tensor& lse_t) {
+    int64_t N = logits_t.size(0), V = logits_t.size(1);
+    const T* logits = ptr_or_null<T>(logits_t);
+    const int64_t* targets = targets_t.data<int64_t>();
+    T *losses = mut_or_null<T>(losses_t), *lse = mut_or_null<T>(lse_t);
+#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= 32768)
+    for (int64_t n = 0; n < N; ++n) {
+        const T* row = logits + n * V;
+        double m = -INFINITY, total = 0;
+        for (int64_t v = 0; v < V; ++v) m = std::max(m, (double)row[v]);
+        for (int64_t v = 0; v < V; ++v) total += std::exp((double)row[v] - m);
+        double logsumexp = m + std::log(total);  // log sum_v exp(logit_v), computed without overflow
+        lse[n] = (T)logsumexp;
+        losses[n] = targets[n] == ignore_index ? T(0) : (T)(logsumexp - row[targets[n]]);
+    }
+}
+
+template <typename T>
+static void cross_entropy_backward_typed(const Tensor& dlosses_t, const Tensor& logits_t, const Tensor& targets_t,
+                                         const Tensor& lse_t, int64_t ignore_index, const Tensor& dlogits_t) {
+    int64_t N = logits_t.size(0), V = logits_t.size(1);
+    const T *dlosses = ptr_or_null<T>(dlosses_t), *logits = ptr_or_null<T>(logits_t), *lse = ptr_or_null<T>(lse_t);
+    const int64_t* targets = targets_t.data<int64_t>();
+    T* dlogits = mut_or_null<T>(dlogits_t);
+#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= 32768)
+    for (int64_t n = 0; n < N; ++n) {
+        T* drow = dlogits + n * V;
+        if (targets[n] == ignore_index) {
+            std::fill(drow, drow + V, T(0));
+            continue;
+        }
+        const T* row = logits + n * V;
+        double g = dlosses[n], shift = lse[n];
+        for (int64_t v = 0; v < V; ++v) drow[v] = (T)(g * std::exp((double)row[v] - shift));  // g * softmax
+        drow[targets[n]] -= (T)g;                                                            // - g * onehot
+    }
+}
+
+static void cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, const Tensor& losses,
+                   const Tensor& logsumexp) {
+    if (logits.dtype() == kFloat32) cross_entropy_typed<float>(logits, targets, ignore_index, losses, logsumexp);
+    else cross_entropy_typed<double>(logits, targets, ignore_index, losses, logsumexp);
+}
+
+static void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
+                            const Tensor& logsumexp, int64_t ignore_index, const Tensor& dlogits) {
+    if (logits.dtype() == kFloat32)
+        cross_entropy_backward_typed<float>(dlosses, logits, targets, logsumexp, ignore_index, dlogits);
+    else cross_entropy_backward_typed<double>(dlosses, logits, targets, logsumexp, ignore_index, dlogits);
+}
+
+void add_cross_entropy(Backend& table) {
+    table.cross_entropy = cross_entropy;
+    table.cross_entropy_backward = cross_entropy_backward;
+}
+
+}  // namespace cpu
+}  // namespace nc

@@ -1,0 +1,128 @@
+// dyt.cpp — Dynamic Tanh (Zhu et al. 2025), fused: the raw ops and their CPU
+// kernels, forward beside backward. Called by autograd/ops_nn.cpp; the CUDA
+// kernels are in cuda/dyt.cu.
+//
+// y = weight * tanh(alpha x) + bias over the last dim of x, in one pass
+// (weight, bias: [C], bias optional; alpha: one element). Backward
+// recomputes t = tanh(alpha x) from x, with dz = dy weight (1 - t^2):
+//   dx = alpha dz,  dalpha = sum of dz x,  dweight = sum over rows of dy t,
+//   dbias = sum over rows of dy.
+// tanh_fast is vectorizable in float32 (and std::tanh in float64), so the
+// forward is one streaming pass.
+
+#include <cmath>
+
+#include "tensor/cpu/fast_math.h"
+#include "tensor/ops/rows.h"
+#include "tensor/profile.h"
+#include "tensor/raw_nn.h"
+
+namespace nc {
+
+// ---- the raw ops: checks, outputs, one backend call ----------------------------
+
+namespace raw {
+
+static void check_dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias,
+                      const std::string& op) {
+    if (!weight.defined()) fail(op, "needs a weight [C]");
+    check_feature_param(weight, x, "weight", op);
+    check_feature_param(bias, x, "bias", op);
+    if (!alpha.defined() || alpha.numel() != 1 || alpha.dtype() != x.dtype() || alpha.device() != x.device())
+        fail(op, "alpha must be one " + std::string(dtype_name(x.dtype())) + " value on " + x.device().str() +
+                     ", got " + (alpha.defined() ? shape_str(alpha.shape()) + " " + dtype_name(alpha.dtype()) : "none"));
+}
+
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
+    Tensor rows = as_rows(x, "dyt");
+    check_dyt(x, alpha, weight, bias, "dyt");
+    Tensor out = empty(x.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
+    backend_for(x.device()).dyt(rows, contiguous(alpha), contiguous(weight),
+                                bias.defined() ? contiguous(bias) : Tensor(), view(out, rows.shape()));
+    return out;
+}
+
+DyTBackward dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, bool has_bias) {
+    check_same(dy, x, "gradient and input", "dyt_backward");
+    Tensor rows = as_rows(x, "dyt_backward");
+    check_dyt(x, alpha, weight, Tensor(), "dyt_backward");
+    Tensor dy_rows = as_rows(dy, "dyt_backward");
+    DyTBackward g;
+    g.dx = empty(x.shape(), x.dtype(), x.device());
+    Tensor dy_t = empty(rows.shape(), x.dtype(), x.device());  // dy tanh(alpha x), summed into dweight below
+    Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
+    ProfileScope scope(OpKind::Norm);
+    backend_for(x.device()).dyt_backward(dy_rows, rows, contiguous(alpha), contiguous(weight),
+                                         view(g.dx, rows.shape()), dy_t, dalpha_rows);
+    g.dalpha = reshape(sum(dalpha_rows), alpha.shape());
+    g.dweight = sum(dy_t, {0});
+    if (has_bias) g.dbias = sum(dy_rows, {0});
+    return g;
+}
+
+}  // namespace raw
+
+// ---- the CPU kernels, forward beside backward ------------------------------------
+
+namespace cpu {
+
+template <typename T>
+static void dyt_typed(const Tensor& x_t, const Tensor& alpha_t, const Tensor& weight_t, const Tensor& bias_t,
+                      const Tensor& out_t) {
+    int64_t rows = x_t.size(0), C = x_t.size(1);
+    const T *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t), *b = ptr_or_null<T>(bias_t);
+    const T alpha = *ptr_or_null<T>(alpha_t);
+    T* y = mut_or_null<T>(out_t);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * C;
+        T* yr = y + r * C;
+        if (b)
+            for (int64_t i = 0; i < C; ++i) yr[i] = w[i] * tanh_fast(alpha * xr[i]) + b[i];
+        else
+            for (int64_t i = 0; i < C; ++i) yr[i] = w[i] * tanh_fast(alpha * xr[i]);
+    }
+}
+
+template <typename T>
+static void dyt_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& alpha_t, const Tensor& weight_t,
+                               const Tensor& dx_t, const Tensor& dyt_t, const Tensor& dalpha_t) {
+    int64_t rows = x_t.size(0), C = x_t.size(1);
+    const T *g = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t);
+    const T alpha = *ptr_or_null<T>(alpha_t);
+    T *dx = mut_or_null<T>(dx_t), *gt = mut_or_null<T>(dyt_t), *dalpha = mut_or_null<T>(dalpha_t);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T *gr = g + r * C, *xr = x + r * C;
+        T *dxr = dx + r * C, *gtr = gt + r * C;
+        double dalpha_row = 0;
+        for (int64_t i = 0; i < C; ++i) {
+            T t = tanh_fast(alpha * xr[i]);
+            T dz = gr[i] * w[i] * (T(1) - t * t);  // through tanh: 1 - t^2
+            dxr[i] = alpha * dz;
+            gtr[i] = gr[i] * t;
+            dalpha_row += (double)dz * xr[i];
+        }
+        dalpha[r] = (T)dalpha_row;
+    }
+}
+
+static void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+    if (x.dtype() == kFloat32) dyt_typed<float>(x, alpha, weight, bias, out);
+    else dyt_typed<double>(x, alpha, weight, bias, out);
+}
+
+static void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
+                  const Tensor& dy_t, const Tensor& dalpha_rows) {
+    if (x.dtype() == kFloat32) dyt_backward_typed<float>(dy, x, alpha, weight, dx, dy_t, dalpha_rows);
+    else dyt_backward_typed<double>(dy, x, alpha, weight, dx, dy_t, dalpha_rows);
+}
+
+void add_dyt(Backend& table) {
+    table.dyt = dyt;
+    table.dyt_backward = dyt_backward;
+}
+
+}  // namespace cpu
+}  // namespace nc
