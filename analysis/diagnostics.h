@@ -1,5 +1,6 @@
 // diagnostics.h — the measurements the normalization studies use (each
-// function's formula is written beside it; chapters 11-13 use them), usable on
+// function's formula is written beside it, the sources in
+// tutorials/reference.md, sections 6-8; chapters 11-13 use them), usable on
 // any tensor during or after training. All are computed in float64 on the
 // CPU (GPU tensors are copied over first).
 #pragma once

@@ -7,7 +7,7 @@
 //   Llama  q_proj, k_proj, v_proj, o_proj
 //   ViT    attention.query, attention.key, attention.value, output.dense
 // Differential attention adds lambda_q1, lambda_k1, lambda_q2, lambda_k2 and
-// subln.weight (Ye et al. 2024; reference section 6).
+// subln.weight (Ye et al. 2025; tutorials/reference.md, section 4).
 //
 // Two kinds of differential attention, each O_h = (A1 - lambda A2) V_h with
 // A_j = softmax(Q_j K_j^T / sqrt(d) + causal mask) and

@@ -49,10 +49,10 @@ struct TransformerConfig {
     int64_t mlp_hidden = 0;      // 0: 4C for gelu, Llama's rule for swiglu
     int64_t swiglu_multiple = 256;
     double init_std = 0.02;
-    // GeoNorm (reference section 3; the paper's exact choices are unknown):
+    // GeoNorm (tutorials/reference.md, section 3; the paper's exact choices are unknown):
     double geo_step = 1.0;          // a, the base step size
     // > 0: bound each update's angle smoothly, theta -> m tanh(theta / m)
-    // (nn/block.cpp, bound_angle). 0: the plain exp map, any angle.
+    // (nn/placement.cpp, bound_angle). 0: the plain exp map, any angle.
     double geo_max_angle = 0;
     bool geo_learnable_step = false;  // a learnable scalar per update (attn_step, mlp_step)
     double geo_radius = 0;          // 0: sqrt(C)

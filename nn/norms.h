@@ -1,7 +1,8 @@
 // norms.h — normalization layers: LayerNorm, RMSNorm, BatchNorm1d, Dynamic Tanh.
 //
-// Formulas and constants are written beside each layer below; the chapter
-// is tutorials/03-mlp-and-normalization.md. LayerNorm and RMSNorm
+// Formulas and constants are written beside each layer below; their sources
+// are in tutorials/reference.md, section 1; the chapter is
+// tutorials/03-mlp-and-normalization.md. LayerNorm and RMSNorm
 // run one fused kernel forward and one backward (autograd/ops_nn.h).
 #pragma once
 

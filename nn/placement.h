@@ -1,6 +1,6 @@
 // placement.h — where the norms sit around a block's residual additions
-// (tutorial 4; GeoNorm: tutorials 8 and 11; the formulas and sources:
-// tutorials/reference.md, "Placements"). Everything a placement decides
+// (tutorial 4; GeoNorm: tutorials 8 and 11; the formulas, constants and
+// sources: tutorials/reference.md, sections 2 and 3). Everything a placement decides
 // lives here: the wiring of each sublayer, DeepNorm's constants and its
 // initialization rule, GeoNorm's sphere, step schedule and angle bound.
 // Block (block.h) holds the layers and calls residual_step twice; the models
