@@ -30,12 +30,12 @@ Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generato
         }
     }
     if (cfg.differential()) {
-        // Sub-heads of size dh (C / H / 2 official, C / H regime); lambda's
-        // vectors live in R^dh, init N(0, 0.1^2).
+        // Sub-heads of size D_sub (C / H / 2 official, C / H regime); lambda's
+        // vectors live in R^D_sub, init N(0, 0.1^2).
         bool regime = cfg.attention == AttentionKind::DifferentialRegime;
-        int64_t dh = regime ? cfg.head_dim() : cfg.head_dim() / 2;
+        int64_t D_sub = regime ? cfg.head_dim() : cfg.head_dim() / 2;
         auto lambda_vector = [&](const char* name) {
-            Tensor t = raw::zeros({dh}, opt.dtype, opt.device);
+            Tensor t = raw::zeros({D_sub}, opt.dtype, opt.device);
             normal_(t, 0.1, gen);
             return register_parameter(name, t);
         };
@@ -44,10 +44,10 @@ Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generato
         lambda_q2_ = lambda_vector("lambda_q2");
         lambda_k2_ = lambda_vector("lambda_k2");
         if (regime) {
-            head_norm_ = std::make_shared<LayerNorm>(dh, 1e-5, /*affine=*/false, /*has_bias=*/false, opt);
+            head_norm_ = std::make_shared<LayerNorm>(D_sub, 1e-5, /*affine=*/false, /*has_bias=*/false, opt);
             lambda_init = diff_lambda_init(layer_index + 1);
         } else {
-            subln_ = register_module("subln", std::make_shared<RMSNorm>(2 * dh, 1e-5, true, opt));
+            subln_ = register_module("subln", std::make_shared<RMSNorm>(2 * D_sub, 1e-5, true, opt));
             lambda_init = diff_lambda_init(layer_index);
         }
     }
@@ -125,39 +125,39 @@ Tensor Attention::forward(const Tensor& x, const RopeTables* rope, KVCache* cach
 
 Tensor Attention::standard(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const RopeTables* rope,
                            KVCache* cache) const {
-    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, Hkv = cfg_.kv_heads(), hd = cfg_.head_dim();
-    Tensor q = split_heads(q_in, H, hd), k = split_heads(k_in, Hkv, hd), v = split_heads(v_in, Hkv, hd);
+    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, Hkv = cfg_.kv_heads(), D = cfg_.head_dim();
+    Tensor q = split_heads(q_in, H, D), k = split_heads(k_in, Hkv, D), v = split_heads(v_in, Hkv, D);
     if (rope) {
         q = apply_rope(q, *rope);
         k = apply_rope(k, *rope);
     }
     bool causal = use_cache(k, v, cache);  // the cache holds the Hkv heads, repeated after
     Tensor y = scaled_dot_product_attention(q, repeat_kv(k, H / Hkv), repeat_kv(v, H / Hkv), causal);
-    return reshape(transpose(y, 1, 2), {B, T, H * hd});  // [B, H, T, hd] -> [B, T, C]
+    return reshape(transpose(y, 1, 2), {B, T, H * D});  // [B, H, T, D] -> [B, T, C]
 }
 
 Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const RopeTables* rope,
                                KVCache* cache) const {
-    // q, k: 2H sub-heads of size dh; v: H heads of size C / H (2 dh official,
-    // dh regime). Sub-heads 2h and 2h+1 form the two softmax maps of head h.
+    // q, k: 2H sub-heads of size D_sub; v: H heads of size C / H (2 D_sub official,
+    // D_sub regime). Sub-heads 2h and 2h+1 form the two softmax maps of head h.
     bool regime = cfg_.attention == AttentionKind::DifferentialRegime;
-    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, hd = cfg_.head_dim(), dh = regime ? hd : hd / 2;
-    Tensor q = split_heads(q_in, 2 * H, dh), k = split_heads(k_in, 2 * H, dh), v = split_heads(v_in, H, hd);
+    int64_t B = q_in.size(0), T = q_in.size(1), H = cfg_.n_head, D = cfg_.head_dim(), D_sub = regime ? D : D / 2;
+    Tensor q = split_heads(q_in, 2 * H, D_sub), k = split_heads(k_in, 2 * H, D_sub), v = split_heads(v_in, H, D);
     if (rope) {
         q = apply_rope(q, *rope);
         k = apply_rope(k, *rope);
     }
     bool causal = use_cache(k, v, cache);
-    auto pair = [&](const Tensor& t, int64_t which) {  // [B, 2H, S, dh] -> sub-head `which` of each pair
-        return squeeze(narrow(reshape(t, {B, H, 2, t.size(2), dh}), 2, which, 1), 2);
+    auto pair = [&](const Tensor& t, int64_t which) {  // [B, 2H, S, D_sub] -> sub-head `which` of each pair
+        return squeeze(narrow(reshape(t, {B, H, 2, t.size(2), D_sub}), 2, which, 1), 2);
     };
     Tensor a1 = scaled_dot_product_attention(pair(q, 0), pair(k, 0), v, causal);
     Tensor a2 = scaled_dot_product_attention(pair(q, 1), pair(k, 1), v, causal);
     // lambda = exp(<lq1, lk1>) - exp(<lq2, lk2>) + lambda_init, one scalar per layer.
     Tensor lambda = exp(sum(lambda_q1_ * lambda_k1_)) - exp(sum(lambda_q2_ * lambda_k2_)) + lambda_init;
-    // Per head and position: RMSNorm over 2 dh (official), or (o - mean) / std over dh (regime).
+    // Per head and position: RMSNorm over 2 D_sub (official), or (o - mean) / std over D_sub (regime).
     Tensor o = (regime ? head_norm_->forward(a1 - lambda * a2) : subln_->forward(a1 - lambda * a2)) * (1.0 - lambda_init);
-    return reshape(transpose(o, 1, 2), {B, T, H * hd});
+    return reshape(transpose(o, 1, 2), {B, T, H * D});
 }
 
 }  // namespace nn

@@ -88,12 +88,12 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
         fail("attention_backward", "gradient " + shape_str(dout.shape()) + " does not match the output " +
                                        shape_str(saved.out.shape()));
     Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
-    AttentionBackward g{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
+    AttentionBackward grads{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
                         empty(vb.shape(), q.dtype(), q.device())};
     ProfileScope scope(OpKind::Attention);
     backend_for(q.device()).attention_backward(as_batch(dout), qb, kb, vb, as_batch(saved.out), saved.logsumexp,
-                                               causal, scale, g.dq, g.dk, g.dv);
-    return {view(g.dq, q.shape()), view(g.dk, k.shape()), view(g.dv, v.shape())};
+                                               causal, scale, grads.dq, grads.dk, grads.dv);
+    return {view(grads.dq, q.shape()), view(grads.dk, k.shape()), view(grads.dv, v.shape())};
 }
 
 }  // namespace raw

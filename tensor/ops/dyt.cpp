@@ -48,17 +48,17 @@ DyTBackward dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha,
     Tensor rows = as_rows(x, "dyt_backward");
     check_dyt(x, alpha, weight, Tensor(), "dyt_backward");
     Tensor dy_rows = as_rows(dy, "dyt_backward");
-    DyTBackward g;
-    g.dx = empty(x.shape(), x.dtype(), x.device());
+    DyTBackward grads;
+    grads.dx = empty(x.shape(), x.dtype(), x.device());
     Tensor dy_t = empty(rows.shape(), x.dtype(), x.device());  // dy tanh(alpha x), summed into dweight below
     Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).dyt_backward(dy_rows, rows, contiguous(alpha), contiguous(weight),
-                                         view(g.dx, rows.shape()), dy_t, dalpha_rows);
-    g.dalpha = reshape(sum(dalpha_rows), alpha.shape());
-    g.dweight = sum(dy_t, {0});
-    if (has_bias) g.dbias = sum(dy_rows, {0});
-    return g;
+                                         view(grads.dx, rows.shape()), dy_t, dalpha_rows);
+    grads.dalpha = reshape(sum(dalpha_rows), alpha.shape());
+    grads.dweight = sum(dy_t, {0});
+    if (has_bias) grads.dbias = sum(dy_rows, {0});
+    return grads;
 }
 
 }  // namespace raw
@@ -89,19 +89,19 @@ template <typename T>
 static void dyt_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& alpha_t, const Tensor& weight_t,
                                const Tensor& dx_t, const Tensor& dyt_t, const Tensor& dalpha_t) {
     int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *g = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t);
+    const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t);
     const T alpha = *ptr_or_null<T>(alpha_t);
-    T *dx = mut_or_null<T>(dx_t), *gt = mut_or_null<T>(dyt_t), *dalpha = mut_or_null<T>(dalpha_t);
+    T *dx = mut_or_null<T>(dx_t), *dy_tanh = mut_or_null<T>(dyt_t), *dalpha = mut_or_null<T>(dalpha_t);
 #pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
     for (int64_t r = 0; r < rows; ++r) {
-        const T *gr = g + r * C, *xr = x + r * C;
-        T *dxr = dx + r * C, *gtr = gt + r * C;
+        const T *dyr = dy + r * C, *xr = x + r * C;
+        T *dxr = dx + r * C, *dy_tanh_r = dy_tanh + r * C;
         double dalpha_row = 0;
         for (int64_t i = 0; i < C; ++i) {
             T t = tanh_fast(alpha * xr[i]);
-            T dz = gr[i] * w[i] * (T(1) - t * t);  // through tanh: 1 - t^2
+            T dz = dyr[i] * w[i] * (T(1) - t * t);  // through tanh: 1 - t^2
             dxr[i] = alpha * dz;
-            gtr[i] = gr[i] * t;
+            dy_tanh_r[i] = dyr[i] * t;
             dalpha_row += (double)dz * xr[i];
         }
         dalpha[r] = (T)dalpha_row;

@@ -45,14 +45,14 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
     check_geodesic(x, u, alpha);
     check_same(dy, x, "gradient and point x", "geodesic_update_backward");
     Tensor rows = as_rows(x, "geodesic_update_backward");
-    GeodesicBackward g{empty(x.shape(), x.dtype(), x.device()), empty(x.shape(), x.dtype(), x.device()), Tensor()};
+    GeodesicBackward grads{empty(x.shape(), x.dtype(), x.device()), empty(x.shape(), x.dtype(), x.device()), Tensor()};
     Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).geodesic_update_backward(as_rows(dy, "geodesic_update_backward"), rows,
                                                      as_rows(u, "geodesic_update_backward"), contiguous(alpha),
-                                                     view(g.dx, rows.shape()), view(g.du, rows.shape()), dalpha_rows);
-    g.dalpha = sum(dalpha_rows);
-    return g;
+                                                     view(grads.dx, rows.shape()), view(grads.du, rows.shape()), dalpha_rows);
+    grads.dalpha = sum(dalpha_rows);
+    return grads;
 }
 
 }  // namespace raw
@@ -63,81 +63,81 @@ namespace cpu {
 
 template <typename T>
 static void geodesic_typed(const Tensor& x_t, const Tensor& u_t, const Tensor& alpha_t, const Tensor& out_t) {
-    int64_t rows = x_t.size(0), D = x_t.size(1);
+    int64_t rows = x_t.size(0), C = x_t.size(1);
     const T *x = ptr_or_null<T>(x_t), *u = ptr_or_null<T>(u_t);
     double alpha = *ptr_or_null<T>(alpha_t);
     T* y = mut_or_null<T>(out_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * D >= 32768)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
     for (int64_t r = 0; r < rows; ++r) {
-        const T *xr = x + r * D, *ur = u + r * D;
-        T* yr = y + r * D;
+        const T *xr = x + r * C, *ur = u + r * C;
+        T* yr = y + r * C;
         double s = 0, ux = 0;
-        for (int64_t i = 0; i < D; ++i) {
+        for (int64_t i = 0; i < C; ++i) {
             s += (double)xr[i] * xr[i];
             ux += (double)ur[i] * xr[i];
         }
         if (s == 0) {  // no sphere through x = 0: plain residual add
-            for (int64_t i = 0; i < D; ++i) yr[i] = xr[i] + ur[i];
+            for (int64_t i = 0; i < C; ++i) yr[i] = xr[i] + ur[i];
             continue;
         }
         double c = ux / s, ww = 0;  // v = u - c x is u's tangent part; w = alpha v
-        for (int64_t i = 0; i < D; ++i) {
+        for (int64_t i = 0; i < C; ++i) {
             double w = alpha * (ur[i] - c * xr[i]);
             ww += w * w;
         }
         SphereCoefficients k = sphere_coefficients(ww / s);
-        for (int64_t i = 0; i < D; ++i) yr[i] = (T)(k.C * xr[i] + k.S * alpha * (ur[i] - c * xr[i]));
+        for (int64_t i = 0; i < C; ++i) yr[i] = (T)(k.C * xr[i] + k.S * alpha * (ur[i] - c * xr[i]));
     }
 }
 
 template <typename T>
 static void geodesic_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& u_t, const Tensor& alpha_t,
                                     const Tensor& dx_t, const Tensor& du_t, const Tensor& dalpha_t) {
-    int64_t rows = x_t.size(0), D = x_t.size(1);
-    const T *g = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *u = ptr_or_null<T>(u_t);
+    int64_t rows = x_t.size(0), C = x_t.size(1);
+    const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *u = ptr_or_null<T>(u_t);
     double alpha = *ptr_or_null<T>(alpha_t);
     T *dx = mut_or_null<T>(dx_t), *du = mut_or_null<T>(du_t), *dalpha = mut_or_null<T>(dalpha_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * D >= 32768)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
     for (int64_t r = 0; r < rows; ++r) {
-        const T *gr = g + r * D, *xr = x + r * D, *ur = u + r * D;
-        T *dxr = dx + r * D, *dur = du + r * D;
+        const T *dyr = dy + r * C, *xr = x + r * C, *ur = u + r * C;
+        T *dxr = dx + r * C, *dur = du + r * C;
         double s = 0, ux = 0;
-        for (int64_t i = 0; i < D; ++i) {
+        for (int64_t i = 0; i < C; ++i) {
             s += (double)xr[i] * xr[i];
             ux += (double)ur[i] * xr[i];
         }
         if (s == 0) {  // the fallback y = x + u
-            for (int64_t i = 0; i < D; ++i) dxr[i] = dur[i] = gr[i];
+            for (int64_t i = 0; i < C; ++i) dxr[i] = dur[i] = dyr[i];
             dalpha[r] = 0;
             continue;
         }
         double c = ux / s;
-        // Pass 1: q and the two projections of the incoming gradient, a = <g,x>, b = <g,w>.
+        // Pass 1: q and the two projections of the incoming gradient, a = <dy,x>, b = <dy,w>.
         double ww = 0, a = 0, b = 0;
-        for (int64_t i = 0; i < D; ++i) {
+        for (int64_t i = 0; i < C; ++i) {
             double w = alpha * (ur[i] - c * xr[i]);
             ww += w * w;
-            a += (double)gr[i] * xr[i];
-            b += (double)gr[i] * w;
+            a += (double)dyr[i] * xr[i];
+            b += (double)dyr[i] * w;
         }
         double q = ww / s;
         SphereCoefficients k = sphere_coefficients(q);
         double gam = -(k.S / 2) * a + k.dS * b;  // dL/dq
-        // Pass 2: h = dL/dw = S g + (2 gam / s) w; dL/dalpha = <h, v>; kvec = alpha h = dL/dv.
+        // Pass 2: h = dL/dw = S dy + (2 gam / s) w; dL/dalpha = <h, v>; kvec = alpha h = dL/dv.
         double h_dot_v = 0, kx = 0;
-        for (int64_t i = 0; i < D; ++i) {
+        for (int64_t i = 0; i < C; ++i) {
             double v = ur[i] - c * xr[i];
-            double h = k.S * gr[i] + (2 * gam / s) * alpha * v;
+            double h = k.S * dyr[i] + (2 * gam / s) * alpha * v;
             h_dot_v += h * v;
             kx += alpha * h * xr[i];
         }
         dalpha[r] = (T)h_dot_v;
         // Pass 3: du = P_x(kvec); dx = through C, S, q (w fixed) + through the projection v(x).
-        for (int64_t i = 0; i < D; ++i) {
+        for (int64_t i = 0; i < C; ++i) {
             double v = ur[i] - c * xr[i];
-            double kv = alpha * (k.S * gr[i] + (2 * gam / s) * alpha * v);
+            double kv = alpha * (k.S * dyr[i] + (2 * gam / s) * alpha * v);
             dur[i] = (T)(kv - (kx / s) * xr[i]);
-            dxr[i] = (T)(k.C * gr[i] - (2 * gam * q / s) * xr[i] - (kx / s) * ur[i] + (2 * c * kx / s) * xr[i] - c * kv);
+            dxr[i] = (T)(k.C * dyr[i] - (2 * gam * q / s) * xr[i] - (kx / s) * ur[i] + (2 * c * kx / s) * xr[i] - c * kv);
         }
     }
 }

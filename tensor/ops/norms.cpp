@@ -40,14 +40,14 @@ NormBackward layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor
                                  const NormForward& saved) {
     check_same(dy, x, "gradient and input", "layer_norm_backward");
     Tensor rows = as_rows(x, "layer_norm_backward");
-    NormBackward g;
-    g.dx = empty(x.shape(), x.dtype(), x.device());
-    if (gamma.defined()) g.dgamma = empty(gamma.shape(), x.dtype(), x.device());
-    if (beta.defined()) g.dbeta = empty(beta.shape(), x.dtype(), x.device());
+    NormBackward grads;
+    grads.dx = empty(x.shape(), x.dtype(), x.device());
+    if (gamma.defined()) grads.dgamma = empty(gamma.shape(), x.dtype(), x.device());
+    if (beta.defined()) grads.dbeta = empty(beta.shape(), x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).layer_norm_backward(as_rows(dy, "layer_norm_backward"), rows, gamma, saved.mean,
-                                                saved.rstd, view(g.dx, rows.shape()), g.dgamma, g.dbeta);
-    return g;
+                                                saved.rstd, view(grads.dx, rows.shape()), grads.dgamma, grads.dbeta);
+    return grads;
 }
 
 NormForward rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
@@ -62,13 +62,13 @@ NormForward rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 NormBackward rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const NormForward& saved) {
     check_same(dy, x, "gradient and input", "rms_norm_backward");
     Tensor rows = as_rows(x, "rms_norm_backward");
-    NormBackward g;
-    g.dx = empty(x.shape(), x.dtype(), x.device());
-    if (gamma.defined()) g.dgamma = empty(gamma.shape(), x.dtype(), x.device());
+    NormBackward grads;
+    grads.dx = empty(x.shape(), x.dtype(), x.device());
+    if (gamma.defined()) grads.dgamma = empty(gamma.shape(), x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).rms_norm_backward(as_rows(dy, "rms_norm_backward"), rows, gamma, saved.rstd,
-                                              view(g.dx, rows.shape()), g.dgamma);
-    return g;
+                                              view(grads.dx, rows.shape()), grads.dgamma);
+    return grads;
 }
 
 }  // namespace raw
