@@ -87,7 +87,7 @@ Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Ten
     bool has_bias = bias.defined();
     std::vector<Tensor> inputs = {x, alpha, weight};
     if (has_bias) inputs.push_back(bias);
-    // One backward kernel gives dx, dalpha, dweight and dbias (formulas in tensor/raw_nn.h).
+    // One backward kernel gives dx, dalpha, dweight and dbias (formulas in tensor/ops/dyt.cpp).
     return record("DyT", raw::dyt(x, alpha, weight, bias), inputs, [x, alpha, weight, has_bias](const Tensor& g) {
         raw::DyTBackward d = raw::dyt_backward(raw::contiguous(g), x, alpha, weight, has_bias);
         Grads grads{d.dx, d.dalpha, d.dweight};

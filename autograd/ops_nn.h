@@ -1,6 +1,7 @@
 // ops_nn.h — differentiable neural-network ops: activations and the fused
 // kernels (LayerNorm, RMSNorm, DyT, cross-entropy, the geodesic update), each
-// with a hand-derived backward pass (ops_nn.cpp; formulas in tensor/raw_nn.h).
+// with a hand-derived backward pass (ops_nn.cpp; the math and the kernels of
+// each op: its file in tensor/ops/).
 #pragma once
 
 #include "autograd/ops.h"
@@ -24,12 +25,12 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps = 1e-5);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
 
 // The geodesic update y = exp_x(alpha P_x(u)) on the sphere of radius |x|,
-// row by row over the last dim (tensor/raw_nn.h). alpha is a one-element
+// row by row over the last dim (tensor/ops/geodesic_update.cpp). alpha is a one-element
 // tensor; it gets a gradient when it requires grad.
 Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha);
 
 // Dynamic Tanh, weight * tanh(alpha x) + bias over the last dim, as one fused
-// op each way (tensor/raw_nn.h). alpha: one element; bias may be undefined.
+// op each way (tensor/ops/dyt.cpp). alpha: one element; bias may be undefined.
 Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias);
 
 // softmax(scale q k^T + causal mask) v for q [..., T, D], k [..., S, D],

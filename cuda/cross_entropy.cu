@@ -2,6 +2,8 @@
 // backward; the math is tensor/ops/cross_entropy.cpp's. Forward: one block
 // per row (max, then the sum of exponentials, in double). Backward: one
 // thread per logit.
+//
+// Shapes: logits, dlogits [N, V]; targets, losses, logsumexp, dlosses [N].
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"
@@ -44,9 +46,9 @@ __global__ void cross_entropy_backward_kernel(const T* dlosses, const T* logits,
             dlogits[e] = T(0);
             continue;
         }
-        double g = dlosses[n];
-        double value = g * exp_shifted(logits[e], (double)lse[n]);  // g * softmax
-        if (v == targets[n]) value -= g;                               // - g * onehot
+        double dloss = dlosses[n];
+        double value = dloss * exp_shifted(logits[e], (double)lse[n]);  // dloss * softmax
+        if (v == targets[n]) value -= dloss;                               // - dloss * onehot
         dlogits[e] = (T)value;
     }
 }

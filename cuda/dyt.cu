@@ -1,6 +1,8 @@
 // dyt.cu — Dynamic Tanh on the GPU, forward and backward; the math is
 // tensor/ops/dyt.cpp's. Forward: one thread per element. Backward: one
 // block per row, which also sums the row's share of dalpha.
+//
+// Shapes: x, y, dy, dx [rows, C]; weight, bias [C]; alpha [1].
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"

@@ -2,6 +2,8 @@
 // and backward; the math is tensor/ops/geodesic_update.cpp's (derivation:
 // tutorial 8), the coefficients C, S, S' tensor/sphere.h's, shared with the
 // CPU. One block per row.
+//
+// Shapes: x, u, y, dy, dx, du [rows, C]; alpha [1]; dalpha_rows [rows].
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"
@@ -16,10 +18,10 @@ namespace {
 
 // s = <x, x> and ux = <u, x> of one row, summed by the whole block.
 template <typename T>
-__device__ void row_dots(const T* xr, const T* ur, int64_t D, double& s, double& ux) {
+__device__ void row_dots(const T* xr, const T* ur, int64_t C, double& s, double& ux) {
     s = 0;
     ux = 0;
-    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
         s += (double)xr[i] * xr[i];
         ux += (double)ur[i] * xr[i];
     }
@@ -28,48 +30,48 @@ __device__ void row_dots(const T* xr, const T* ur, int64_t D, double& s, double&
 }
 
 template <typename T>
-__global__ void geodesic_kernel(const T* x, const T* u, const T* alpha_ptr, T* y, int64_t rows, int64_t D) {
+__global__ void geodesic_kernel(const T* x, const T* u, const T* alpha_ptr, T* y, int64_t rows, int64_t C) {
     double alpha = *alpha_ptr;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T *xr = x + r * D, *ur = u + r * D;
+        const T *xr = x + r * C, *ur = u + r * C;
         double s = 0, ux = 0;
-        row_dots(xr, ur, D, s, ux);
+        row_dots(xr, ur, C, s, ux);
         if (s == 0) {  // no sphere through x = 0: plain residual add
-            for (int64_t i = threadIdx.x; i < D; i += blockDim.x) y[r * D + i] = xr[i] + ur[i];
+            for (int64_t i = threadIdx.x; i < C; i += blockDim.x) y[r * C + i] = xr[i] + ur[i];
             continue;
         }
         double c = ux / s, ww = 0;  // v = u - c x is u's tangent part; w = alpha v
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
             double w = alpha * (ur[i] - c * xr[i]);
             ww += w * w;
         }
         SphereCoefficients k = sphere_coefficients(block_sum(ww) / s);
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-            y[r * D + i] = (T)(k.C * xr[i] + k.S * alpha * (ur[i] - c * xr[i]));
+        for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
+            y[r * C + i] = (T)(k.C * xr[i] + k.S * alpha * (ur[i] - c * xr[i]));
     }
 }
 
 template <typename T>
-__global__ void geodesic_backward_kernel(const T* g, const T* x, const T* u, const T* alpha_ptr, T* dx, T* du,
-                                         T* dalpha, int64_t rows, int64_t D) {
+__global__ void geodesic_backward_kernel(const T* dy, const T* x, const T* u, const T* alpha_ptr, T* dx, T* du,
+                                         T* dalpha, int64_t rows, int64_t C) {
     double alpha = *alpha_ptr;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T *gr = g + r * D, *xr = x + r * D, *ur = u + r * D;
+        const T *dyr = dy + r * C, *xr = x + r * C, *ur = u + r * C;
         double s = 0, ux = 0;
-        row_dots(xr, ur, D, s, ux);
+        row_dots(xr, ur, C, s, ux);
         if (s == 0) {  // the fallback y = x + u
-            for (int64_t i = threadIdx.x; i < D; i += blockDim.x) dx[r * D + i] = du[r * D + i] = gr[i];
+            for (int64_t i = threadIdx.x; i < C; i += blockDim.x) dx[r * C + i] = du[r * C + i] = dyr[i];
             if (threadIdx.x == 0) dalpha[r] = 0;
             continue;
         }
         double c = ux / s;
-        // Pass 1: q and the projections a = <g, x>, b = <g, w>.
+        // Pass 1: q and the projections a = <dy, x>, b = <dy, w>.
         double ww = 0, a = 0, b = 0;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
             double w = alpha * (ur[i] - c * xr[i]);
             ww += w * w;
-            a += (double)gr[i] * xr[i];
-            b += (double)gr[i] * w;
+            a += (double)dyr[i] * xr[i];
+            b += (double)dyr[i] * w;
         }
         ww = block_sum(ww);
         a = block_sum(a);
@@ -77,11 +79,11 @@ __global__ void geodesic_backward_kernel(const T* g, const T* x, const T* u, con
         double q = ww / s;
         SphereCoefficients k = sphere_coefficients(q);
         double gam = -(k.S / 2) * a + k.dS * b;  // dL/dq
-        // Pass 2: h = dL/dw = S g + (2 gam / s) w; dL/dalpha = <h, v>; kvec = alpha h.
+        // Pass 2: h = dL/dw = S dy + (2 gam / s) w; dL/dalpha = <h, v>; kvec = alpha h.
         double h_dot_v = 0, kx = 0;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
             double v = ur[i] - c * xr[i];
-            double h = k.S * gr[i] + (2 * gam / s) * alpha * v;
+            double h = k.S * dyr[i] + (2 * gam / s) * alpha * v;
             h_dot_v += h * v;
             kx += alpha * h * xr[i];
         }
@@ -89,41 +91,41 @@ __global__ void geodesic_backward_kernel(const T* g, const T* x, const T* u, con
         kx = block_sum(kx);
         if (threadIdx.x == 0) dalpha[r] = (T)h_dot_v;
         // Pass 3: du = P_x(kvec); dx through C, S, q and through v(x).
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
             double v = ur[i] - c * xr[i];
-            double kv = alpha * (k.S * gr[i] + (2 * gam / s) * alpha * v);
-            du[r * D + i] = (T)(kv - (kx / s) * xr[i]);
-            dx[r * D + i] =
-                (T)(k.C * gr[i] - (2 * gam * q / s) * xr[i] - (kx / s) * ur[i] + (2 * c * kx / s) * xr[i] - c * kv);
+            double kv = alpha * (k.S * dyr[i] + (2 * gam / s) * alpha * v);
+            du[r * C + i] = (T)(kv - (kx / s) * xr[i]);
+            dx[r * C + i] =
+                (T)(k.C * dyr[i] - (2 * gam * q / s) * xr[i] - (kx / s) * ur[i] + (2 * c * kx / s) * xr[i] - c * kv);
         }
     }
 }
 
 
 void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out) {
-    int64_t rows = x.size(0), D = x.size(1);
+    int64_t rows = x.size(0), C = x.size(1);
     if (rows == 0) return;
     if (x.dtype() == kFloat32)
         geodesic_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(ptr_or_null<float>(x), ptr_or_null<float>(u),
-                                                                     ptr_or_null<float>(alpha), ptr_or_null<float>(out), rows, D);
+                                                                     ptr_or_null<float>(alpha), ptr_or_null<float>(out), rows, C);
     else
         geodesic_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(ptr_or_null<double>(x), ptr_or_null<double>(u),
-                                                                     ptr_or_null<double>(alpha), ptr_or_null<double>(out), rows, D);
+                                                                     ptr_or_null<double>(alpha), ptr_or_null<double>(out), rows, C);
     check_launch("geodesic_kernel");
 }
 
 void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
                               const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows) {
-    int64_t rows = x.size(0), D = x.size(1);
+    int64_t rows = x.size(0), C = x.size(1);
     if (rows == 0) return;
     if (x.dtype() == kFloat32)
         geodesic_backward_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(
             ptr_or_null<float>(dy), ptr_or_null<float>(x), ptr_or_null<float>(u), ptr_or_null<float>(alpha),
-            ptr_or_null<float>(dx), ptr_or_null<float>(du), ptr_or_null<float>(dalpha_rows), rows, D);
+            ptr_or_null<float>(dx), ptr_or_null<float>(du), ptr_or_null<float>(dalpha_rows), rows, C);
     else
         geodesic_backward_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(
             ptr_or_null<double>(dy), ptr_or_null<double>(x), ptr_or_null<double>(u), ptr_or_null<double>(alpha),
-            ptr_or_null<double>(dx), ptr_or_null<double>(du), ptr_or_null<double>(dalpha_rows), rows, D);
+            ptr_or_null<double>(dx), ptr_or_null<double>(du), ptr_or_null<double>(dalpha_rows), rows, C);
     check_launch("geodesic_backward_kernel");
 }
 }  // namespace

@@ -4,6 +4,8 @@
 // one pass that writes the row. The per-column parameter gradients (dgamma,
 // dbeta) are column sums (column_sums.cuh: two passes over column tiles x
 // row chunks).
+//
+// Shapes as on the CPU: x, y, dy, dx [rows, C]; gamma, beta [C]; mean, rstd [rows].
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"

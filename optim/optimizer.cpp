@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "tensor/profile.h"
-#include "tensor/raw_nn.h"
+#include "tensor/raw_optim.h"
 
 namespace nc {
 namespace optim {

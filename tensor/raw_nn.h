@@ -8,7 +8,6 @@
 // dim ("rows" of length C); leading dims are flattened.
 #pragma once
 
-#include "tensor/backend.h"  // AdamWStep
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -88,13 +87,6 @@ struct AttentionBackward {
 };
 AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                      const AttentionForward& saved, bool causal, double scale);
-
-// ---- the AdamW update (tensor/ops/adamw.cpp) -------------------------------------------
-// One fused step over all parameters (optim/optimizer.h's AdamW calls it):
-// params, m, v are updated in place and must be contiguous floating tensors
-// of one dtype and device; grads[i] has params[i]'s shape.
-void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
-                  const std::vector<Tensor>& v, const std::vector<double>& weight_decay, const AdamWStep& step);
 
 }  // namespace raw
 }  // namespace nc

@@ -12,7 +12,7 @@
 //
 // The aliasing rule. An op writes only into the tensors its caller hands it
 // as outputs: copy_'s and fill_'s dst, the parameters and state of
-// adamw_update (raw_nn.h), a backend kernel's `out`. Every other argument is
+// adamw_update (raw_optim.h), a backend kernel's `out`. Every other argument is
 // read-only, whatever shape it has. The result of an op has storage of its
 // own, except for these, which share their input's storage on purpose:
 //   - the views below (view, permute, transpose, narrow, expand, squeeze,

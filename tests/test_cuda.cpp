@@ -9,6 +9,7 @@
 #include "nn/models.h"
 #include "optim/optimizer.h"
 #include "tensor/raw_nn.h"
+#include "tensor/raw_optim.h"
 
 using namespace nc;
 using nc_test::check_values;

@@ -7,6 +7,7 @@
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
 #include "tensor/raw_nn.h"
+#include "tensor/raw_optim.h"
 
 using namespace nc;
 using nc_test::check_gradcheck;

@@ -11,11 +11,13 @@
 // about a dozen times; here each element is loaded once and stored once.
 // All parameters are cut into chunks of one flat work list, so a model with
 // many small tensors (biases, norm gains) still keeps every thread busy.
+//
+// Shapes: params[i], grads[i], m[i], v[i] all of one shape per parameter.
 #include <cmath>
 
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/profile.h"
-#include "tensor/raw_nn.h"
+#include "tensor/raw_optim.h"
 
 namespace nc {
 

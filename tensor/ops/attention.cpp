@@ -34,6 +34,9 @@
 // small GEMM on the calling thread (gemm_single_thread, gemm.cpp): the same
 // packed AVX-512 micro-kernel as the big matrix multiplies. Threads split
 // the (batch x head, query block) pairs forward and the batch x heads backward.
+//
+// Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
+// logsumexp [N, T], with N = B H (batch times heads).
 #include <algorithm>
 #include <cmath>
 #include <vector>

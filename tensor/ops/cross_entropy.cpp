@@ -8,6 +8,9 @@
 // naive softmax overflows at logits near 89 in float32), and it is saved
 // for backward:  dlogits_n = dlosses_n (softmax(logits_n) - onehot(target_n)),
 // softmax(logits_n)_v = exp(logit_v - logsumexp_n).
+//
+// Shapes: logits, dlogits [N, V] (N = B T rows); targets (int64), losses,
+// logsumexp, dlosses [N].
 
 #include <algorithm>
 #include <cmath>
@@ -109,9 +112,9 @@ static void cross_entropy_backward_typed(const Tensor& dlosses_t, const Tensor& 
             continue;
         }
         const T* row = logits + n * V;
-        double g = dlosses[n], shift = lse[n];
-        for (int64_t v = 0; v < V; ++v) drow[v] = (T)(g * std::exp((double)row[v] - shift));  // g * softmax
-        drow[targets[n]] -= (T)g;                                                            // - g * onehot
+        double dloss = dlosses[n], shift = lse[n];
+        for (int64_t v = 0; v < V; ++v) drow[v] = (T)(dloss * std::exp((double)row[v] - shift));  // dloss * softmax
+        drow[targets[n]] -= (T)dloss;                                                            // - dloss * onehot
     }
 }
 

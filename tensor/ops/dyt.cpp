@@ -9,6 +9,8 @@
 //   dbias = sum over rows of dy.
 // tanh_fast is vectorizable in float32 (and std::tanh in float64), so the
 // forward is one streaming pass.
+//
+// Shapes: x, y, dy, dx [rows, C]; weight, bias [C]; alpha [1].
 
 #include <cmath>
 

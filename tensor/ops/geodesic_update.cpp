@@ -9,6 +9,9 @@
 // y lies on the sphere of radius |x|. Rows with x = 0 fall back to y = x + u.
 // The coefficients C, S and S' = dS/dq (with their series for tiny q) are
 // in tensor/sphere.h, shared with CUDA.
+//
+// Shapes: x, u, y, dy, dx, du [rows, C]; alpha [1]; the kernel's
+// dalpha_rows [rows].
 
 #include <cmath>
 

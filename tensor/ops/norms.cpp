@@ -12,6 +12,9 @@
 //
 // RMSNorm: rstd = 1/sqrt(mean(x^2) + eps), xh = x rstd, y = gamma xh.
 //   Backward:  dx = rstd (gh - xh mean(gh xh)),  dgamma = sum over rows of dy xh.
+//
+// Shapes: x, y, dy, dx [rows, C] (rows = B T, every leading dim); gamma,
+// beta [C]; mean, rstd [rows].
 
 #include <cmath>
 
