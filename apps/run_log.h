@@ -49,7 +49,6 @@ public:
     void step(int64_t done, double seconds, double train_seconds, double loss, double val, double lr);
     // Leave the progress line before printing something else.
     void interrupt();
-    bool line_open() const { return line_open_; }
     double peak_gflops() const { return peak_gflops_; }
     double flops_per_token() const { return flops_per_token_; }
     // MFU in percent of a tokens/s rate (NaN without a peak).

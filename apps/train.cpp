@@ -24,9 +24,7 @@
 #include "apps/train_step.h"
 #include "apps/train_task.h"
 #include "data/corpus.h"
-#include "data/images.h"
-#include "data/text.h"
-#include "analysis/diagnostics.h"
+#include "data/text.h"  // kDefaultCorpus
 #include "optim/optimizer.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm_kernels.h"
