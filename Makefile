@@ -131,6 +131,11 @@ LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp tensor/ops/*.cpp autograd/*
 TEST_SRCS := $(wildcard tests/*.cpp)
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
 TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS))
+# Chapter 9's GEMM ladder, one program per rung (tools/gemm_ladder.sh runs them).
+LADDER_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(wildcard tutorials/gemm_ladder/*.cpp))
+# The sizes of the ladder's tables in chapter 9 (make docs; make test runs
+# two small odd sizes, for the edge cases).
+LADDER_SIZES ?= 512 1024
 
 APP_SRCS := $(wildcard apps/*.cpp)
 
@@ -155,7 +160,7 @@ obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
 .PHONY: all debug asan test test-asan test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
-all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(BENCH_TOOLS) $(EXERCISE_BINS)
+all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(LADDER_BINS) $(BENCH_TOOLS) $(EXERCISE_BINS)
 
 debug:
 	$(MAKE) -j$(JOBS) MODE=debug BUILD=build/debug all
@@ -243,6 +248,8 @@ test:
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=$(MODE) BUILD=$(BUILD) all
 	@for t in $(TUTORIAL_BINS); do echo "== tutorial program $$t"; (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; echo "   ok (output in $$t.log)"; done
+	for n in 67 101; do tools/gemm_ladder.sh $(BUILD) $$n || exit 1; done > $(BUILD)/tutorials/09_gemm_ladder.log \
+	  || { cat $(BUILD)/tutorials/09_gemm_ladder.log; echo "the GEMM ladder failed"; exit 1; }
 	tools/chapter_outputs.sh check $(BUILD)
 	tools/run_exercises.sh $(BUILD)
 	tests/cli_test.sh $(BUILD)
@@ -261,6 +268,7 @@ test-asan:
 docs: all
 	@for t in $(TUTORIAL_BINS); do (cd $(BUILD)/tutorials && ./$$(basename $$t)) > $$t.log 2>&1 \
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; done
+	for n in $(LADDER_SIZES); do tools/gemm_ladder.sh $(BUILD) $$n || exit 1; done > $(BUILD)/tutorials/09_gemm_ladder.log
 	tools/chapter_outputs.sh update $(BUILD)
 
 # The fuzz targets (tests/fuzz/fuzz_*.cpp), one per parser, built with clang

@@ -1,0 +1,79 @@
+// simd_kernels.h — rungs 6 and 7: the micro-kernel written with vector
+// intrinsics, so that nothing is left to the compiler's judgement, in the
+// widest instruction set the CPU has.
+//
+// AVX2 (16 registers of 8 floats): a 6 x 16 block of C in 12 registers
+// (6 rows x 2). Each step p loads one packed row of B (2 registers) and, for
+// each of the 6 rows, broadcasts one value of A and issues 2 FMAs: 12 FMAs
+// for 2 loads and 6 broadcasts. AVX-512 (32 registers of 16 floats): the
+// same with 12 rows of 32 floats in 24 registers, 24 FMAs per step.
+//
+// Why so many accumulators: an FMA's result is ready 4 cycles after it
+// starts, and a core starts two per cycle, so at least 8 independent sums
+// must be in flight or the units wait. Why the loads do not limit it: two
+// load ports serve the 8 (or 14) loads of a step in 4 (or 7) cycles, while
+// the two FMA units need 6 (or 12) for its FMAs. The arithmetic sets the
+// pace, as it should.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace ladder {
+
+// One mr x nr block of C (stored densely into `block`) from a packed panel
+// of A (kc x mr) and one of B (kc x nr).
+using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* block);
+
+struct SimdKernel {
+    const char* name;  // "avx512", "avx2" or nullptr when the CPU has neither
+    int64_t mr, nr;
+    MicroKernel kernel;
+};
+
+// Each kernel is compiled for its instruction set whatever the build's
+// -march, and called only when the CPU has it (best_simd_kernel).
+__attribute__((target("avx2,fma"))) inline void kernel_avx2_6x16(int64_t kc, const float* a, const float* b,
+                                                                   float* block) {
+    __m256 c[6][2];
+    for (int r = 0; r < 6; ++r) c[r][0] = c[r][1] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < kc; ++p) {
+        __m256 b0 = _mm256_loadu_ps(b + p * 16), b1 = _mm256_loadu_ps(b + p * 16 + 8);
+        for (int r = 0; r < 6; ++r) {
+            __m256 a_rp = _mm256_broadcast_ss(a + p * 6 + r);
+            c[r][0] = _mm256_fmadd_ps(a_rp, b0, c[r][0]);
+            c[r][1] = _mm256_fmadd_ps(a_rp, b1, c[r][1]);
+        }
+    }
+    for (int r = 0; r < 6; ++r) {
+        _mm256_storeu_ps(block + r * 16, c[r][0]);
+        _mm256_storeu_ps(block + r * 16 + 8, c[r][1]);
+    }
+}
+
+__attribute__((target("avx512f"))) inline void kernel_avx512_12x32(int64_t kc, const float* a, const float* b,
+                                                                     float* block) {
+    __m512 c[12][2];
+    for (int r = 0; r < 12; ++r) c[r][0] = c[r][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kc; ++p) {
+        __m512 b0 = _mm512_loadu_ps(b + p * 32), b1 = _mm512_loadu_ps(b + p * 32 + 16);
+        for (int r = 0; r < 12; ++r) {
+            __m512 a_rp = _mm512_set1_ps(a[p * 12 + r]);
+            c[r][0] = _mm512_fmadd_ps(a_rp, b0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(a_rp, b1, c[r][1]);
+        }
+    }
+    for (int r = 0; r < 12; ++r) {
+        _mm512_storeu_ps(block + r * 32, c[r][0]);
+        _mm512_storeu_ps(block + r * 32 + 16, c[r][1]);
+    }
+}
+
+inline SimdKernel best_simd_kernel() {
+    if (__builtin_cpu_supports("avx512f")) return {"avx512", 12, 32, kernel_avx512_12x32};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {"avx2", 6, 16, kernel_avx2_6x16};
+    return {nullptr, 0, 0, nullptr};
+}
+
+}  // namespace ladder
