@@ -7,7 +7,7 @@
 #   make run        setup, build, and the main job: normcore train (default GPT-2)
 #   make test-asan  the same suite under the sanitizers
 #   make test-gdb   replay tutorial 2's gdb session on the debug build
-#   make docs       rewrite the chapters' marked output blocks from their programs (make test checks them)
+#   make docs       rewrite the chapters' marked output blocks and pictures from their programs (make test checks them)
 #   make bench      normcore bench: FMA peak, GEMM GFLOP/s, training-step times (JSON in build/bench.json)
 #   make fuzz       the libFuzzer targets of tests/fuzz (clang, ASan + UBSan), each run FUZZ_SECONDS
 #   make setup      install the Debian packages normcore needs (idempotent)
@@ -133,9 +133,10 @@ TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
 TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS))
 # Chapter 9's GEMM ladder, one program per rung (tools/gemm_ladder.sh runs them).
 LADDER_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(wildcard tutorials/gemm_ladder/*.cpp))
-# The sizes of the ladder's tables in chapter 9 (make docs; make test runs
+# The sizes of the ladder's tables in chapter 9 (make docs: 1024 and 1000 show
+# what a power-of-two row stride does to the cache; make test runs
 # two small odd sizes, for the edge cases).
-LADDER_SIZES ?= 512 1024
+LADDER_SIZES ?= 512 1024 1000
 
 APP_SRCS := $(wildcard apps/*.cpp)
 
@@ -251,6 +252,7 @@ test:
 	for n in 67 101; do tools/gemm_ladder.sh $(BUILD) $$n || exit 1; done > $(BUILD)/tutorials/09_gemm_ladder.log \
 	  || { cat $(BUILD)/tutorials/09_gemm_ladder.log; echo "the GEMM ladder failed"; exit 1; }
 	tools/chapter_outputs.sh check $(BUILD)
+	tools/pictures.sh $(BUILD) $(BUILD)/pictures
 	tools/run_exercises.sh $(BUILD)
 	tests/cli_test.sh $(BUILD)
 	tests/fault_test.sh $(BUILD)
@@ -270,6 +272,7 @@ docs: all
 	  || { cat $$t.log; echo "tutorial program $$t failed"; exit 1; }; done
 	for n in $(LADDER_SIZES); do tools/gemm_ladder.sh $(BUILD) $$n || exit 1; done > $(BUILD)/tutorials/09_gemm_ladder.log
 	tools/chapter_outputs.sh update $(BUILD)
+	tools/pictures.sh $(BUILD) tutorials/images
 
 # The fuzz targets (tests/fuzz/fuzz_*.cpp), one per parser, built with clang
 # and run FUZZ_SECONDS each from the seed corpus in tests/fuzz/corpus/ (new

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include "autograd/ops.h"
@@ -23,6 +24,42 @@ static void describe(const char* name, const Tensor& t) {
               << t.offset() << (t.is_contiguous() ? ", contiguous" : ", not contiguous") << "\n";
 }
 
+// The picture tutorials/images/01-strides.png (make docs renders it with
+// Graphviz): the storage, and each cell of the views a and a^T joined to the
+// element of storage it reads, offset + i stride[0] + j stride[1], from the
+// tensors' own strides.
+static void write_strides_picture(const char* path, const Tensor& a, const Tensor& t) {
+    std::ofstream dot(path);
+    std::vector<double> values = a.to_vector();  // a is contiguous from offset 0: its values in storage order
+    dot << "digraph strides {\n  node [shape=plaintext, fontname=\"monospace\"];\n  nodesep=0.6; ranksep=1.2;\n";
+    dot << "  storage [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"8\"><tr>";
+    for (size_t k = 0; k < values.size(); ++k)
+        dot << "<td port=\"s" << k << "\">" << values[k] << "<br/><font point-size=\"9\">[" << k << "]</font></td>";
+    dot << "</tr><tr><td colspan=\"" << values.size() << "\">storage: " << values.size() << " floats</td></tr></table>>];\n";
+    auto view = [&](const char* id, const char* name, const Tensor& v, const char* colour) {
+        dot << "  " << id << " [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"8\" color=\""
+            << colour << "\"><tr><td colspan=\"" << v.size(1) << "\">" << name << " " << shape_str(v.shape())
+            << "<br/>strides " << shape_str(v.strides()) << "</td></tr>";
+        for (int64_t i = 0; i < v.size(0); ++i) {
+            dot << "<tr>";
+            for (int64_t j = 0; j < v.size(1); ++j) {
+                int64_t k = v.offset() + i * v.strides()[0] + j * v.strides()[1];
+                dot << "<td port=\"c" << i << j << "\">" << values[k] << "<br/><font point-size=\"9\">at [" << k
+                    << "]</font></td>";
+            }
+            dot << "</tr>";
+        }
+        dot << "</table>>];\n";
+        for (int64_t i = 0; i < v.size(0); ++i)
+            for (int64_t j = 0; j < v.size(1); ++j)
+                dot << "  " << id << ":c" << i << j << ":s -> storage:s" << v.offset() + i * v.strides()[0] + j * v.strides()[1] << ":n"
+                    << " [color=\"" << colour << "\"];\n";
+    };
+    view("a", "a", a, "#1f5fa8");
+    view("at", "a^T", t, "#b8422e");
+    dot << "}\n";
+}
+
 int main() {
     // --- 1. A tensor is a view of a flat block of memory ----------------------
     Tensor a = reshape(arange(0, 6), {2, 3});
@@ -36,6 +73,7 @@ int main() {
     std::cout << "a^T =\n" << t << "\n";
     expect(t.storage() == a.storage(), "transpose to share storage");
     expect(t.strides() == Shape({1, 3}), "transposed strides [1, 3]");
+    write_strides_picture("01-strides.dot", a, t);
 
     Tensor col = narrow(a, 1, 2, 1);  // column 2
     describe("column 2 of a", col);

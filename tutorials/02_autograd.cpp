@@ -37,7 +37,7 @@ static void expect(bool ok, const char* what) {
 }
 
 int main(int argc, char** argv) {
-    const char* dot_path = argc > 1 ? argv[1] : "autograd_graph.dot";
+    const char* dot_path = argc > 1 ? argv[1] : "02-graph.dot";  // make docs renders it: images/02-graph.png
 
     // --- 1. A tiny model: one tanh neuron layer and a squared loss -----------
     Generator gen(0);

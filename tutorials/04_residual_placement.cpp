@@ -5,9 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <regex>
 
+#include "autograd/graph_dump.h"
+#include "autograd/node.h"
 #include "nn/models.h"
+#include "nn/placement.h"
 
 using namespace nc;
 using namespace nc::nn;
@@ -21,6 +26,44 @@ static void expect(bool ok, const char* what) {
 
 static double rms(const Tensor& t) { return std::sqrt(raw::mean(raw::mul(t, t)).item()); }
 static double norm(const Tensor& t) { return std::sqrt(raw::sum(raw::mul(t, t)).item()); }
+
+// The picture tutorials/images/04-placements.png (make docs renders it with
+// Graphviz): for each placement, the graph that nn::residual_step records
+// for one sublayer, so the wiring drawn is the wiring the code runs. F is a
+// stand-in op named "F" (the identity), the norms are LayerNorms without
+// parameters, the stream x a leaf of 4 features.
+static void write_placement_picture(const char* path) {
+    std::ofstream dot(path);
+    dot << "digraph placements {\n  rankdir=BT;\n  fontname=\"monospace\";\n  node [fontname=\"monospace\"];\n";
+    LayerNorm N(4, 1e-5, /*affine=*/false), N_out(4, 1e-5, /*affine=*/false);
+    Sublayer s;
+    s.apply = [](const Tensor& h) {
+        return record("F", raw::mul(h, 1.0), {h}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+    };
+    s.drop = [](const Tensor& h) { return h; };
+    s.norm = &N;
+    s.norm_out = &N_out;
+    s.alpha = deepnorm_alpha(12);
+    s.step = raw::full({1}, 0.5);
+    const char* wirings[] = {"post: N(x + F(x))", "pre: x + F(N(x))", "sandwich: x + N_out(F(N(x)))",
+                             "deepnorm: N(alpha x + F(x))", "geonorm: exp_x(a P_x(F(x)))"};
+    Generator gen(4);
+    int index = 0;
+    for (Placement p : {Placement::Post, Placement::Pre, Placement::Sandwich, Placement::DeepNorm, Placement::GeoNorm}) {
+        Tensor x = raw::randn({1, 4}, gen).set_requires_grad(true);
+        x.set_name("x");
+        Sublayer wiring = s;
+        if (p == Placement::GeoNorm) wiring.norm = nullptr;  // its sublayers read the stream as it is, by default
+        std::string graph = to_dot(residual_step(p, x, wiring));
+        // The body of the graph, its node names made unique per placement.
+        graph = graph.substr(graph.find(";\n", graph.find("node [")) + 2);
+        graph = graph.substr(0, graph.rfind("}"));
+        graph = std::regex_replace(graph, std::regex("(^|[ ])n([0-9]+)"), "$1p" + std::to_string(index) + "n$2");
+        dot << "  subgraph cluster_" << index << " {\n    label=\"" << wirings[index] << "\";\n" << graph << "  }\n";
+        ++index;
+    }
+    dot << "}\n";
+}
 
 int main() {
     TransformerConfig cfg = gpt2_config();
@@ -61,5 +104,6 @@ int main() {
         if (p == Placement::Pre) expect(g[0] > g[3] && g[3] > 0.8 * g[0], "pre: gradients nearly equal across depth");
     }
     std::cout << "chapter 4: all checks passed\n";
+    write_placement_picture("04-placements.dot");
     return 0;
 }

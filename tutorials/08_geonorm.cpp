@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include "autograd/gradcheck.h"
@@ -19,6 +20,64 @@ static void expect(bool ok, const char* what) {
 
 static double dot(const Tensor& a, const Tensor& b) { return raw::sum(raw::mul(a, b)).item(); }
 static double norm(const Tensor& a) { return std::sqrt(dot(a, a)); }
+
+// The picture tutorials/images/08-sphere.png (make docs renders it with
+// gnuplot): in three dimensions, where a sphere can be drawn, a point x on
+// the unit sphere, a sublayer's output u, its tangent part v = P_x(u), the
+// geodesic the library's geodesic_update moves x along as the step grows,
+// and Post-Norm's "add, then normalize" for the same steps.
+static void write_sphere_picture(const char* path) {
+    // gnuplot's `set view 50, 20` looks at the sphere from e; h runs left to
+    // right across the picture and w upwards. The great circle's plane is
+    // tilted 45 degrees from facing us (its normal n between e and w), so it
+    // shows as an ellipse; x starts 0.6 rad before the circle's point
+    // nearest to us, and u is the circle's direction there plus a part
+    // along x, which the projection removes.
+    const double rx = 50 * M_PI / 180, rz = 20 * M_PI / 180, c = std::sqrt(0.5);
+    const double e[3] = {std::sin(rx) * std::sin(rz), -std::sin(rx) * std::cos(rz), std::cos(rx)};
+    const double h[3] = {std::cos(rz), std::sin(rz), 0.0};
+    const double w[3] = {-std::cos(rx) * std::sin(rz), std::cos(rx) * std::cos(rz), std::sin(rx)};
+    std::vector<double> xs(3), us(3);
+    for (int i = 0; i < 3; ++i) {
+        double nearest = c * e[i] - c * w[i];  // e minus its part along n = c e + c w, normalized
+        xs[i] = std::cos(0.6) * nearest - std::sin(0.6) * h[i];
+        us[i] = std::sin(0.6) * nearest + std::cos(0.6) * h[i] + 0.6 * xs[i];
+    }
+    Tensor x = raw::from_vector(xs, {1, 3}), u = raw::from_vector(us, {1, 3});
+    Tensor v = raw::sub(u, raw::mul(x, dot(u, x) / dot(x, x)));
+    auto row = [](const Tensor& t) {
+        std::vector<double> c = t.to_vector();
+        return std::to_string(c[0]) + " " + std::to_string(c[1]) + " " + std::to_string(c[2]);
+    };
+    std::ofstream gp(path);
+    gp << "# the data: written by tutorials/08_geonorm.cpp from geodesic_update's outputs\n$geodesic << EOD\n";
+    for (int i = 0; i <= 60; ++i) gp << row(geodesic_update(x, u, raw::full({}, 0.025 * i, kFloat64))) << "\n";
+    gp << "EOD\n$postnorm << EOD\n";
+    for (int i = 0; i <= 60; ++i) {
+        Tensor added = raw::add(x, raw::mul(u, 0.025 * i));
+        gp << row(raw::mul(added, 1.0 / norm(added))) << "\n";
+    }
+    gp << "EOD\n$marks << EOD\n";  // a = 0.25, 0.5, ..., 1.5 on both paths
+    for (int i = 1; i <= 6; ++i) {
+        Tensor added = raw::add(x, raw::mul(u, 0.25 * i));
+        gp << row(geodesic_update(x, u, raw::full({}, 0.25 * i, kFloat64))) << " " << row(raw::mul(added, 1.0 / norm(added)))
+           << "\n";
+    }
+    gp << "EOD\n$x << EOD\n" << row(x) << "\nEOD\n";
+    gp << "$arrows << EOD\n" << row(x) << " " << row(u) << "\n" << row(x) << " " << row(v) << "\nEOD\n";
+    gp << "set terminal pngcairo size 800,760 font 'monospace,11'\nset output out\nset termoption noenhanced\n"
+          "set view 50, 20, 1.3\nset view equal xyz\nunset border\nunset tics\nset key top right\n"
+          "set parametric\nset urange [0:2*pi]\nset vrange [-pi/2:pi/2]\nset isosamples 25, 13\nset hidden3d\n"
+          "set title 'one u, growing steps a: geodesic update and add-then-normalize'\n"
+          "splot cos(u)*cos(v), sin(u)*cos(v), sin(v) lc rgb '#cccccc' notitle, \\\n"
+          "  $geodesic using 1:2:3 with lines lw 3 lc rgb '#b8422e' title 'geodesic_update(x, u, a), a = 0 .. 1.5', \\\n"
+          "  $postnorm using 1:2:3 with lines lw 2 dt 2 lc rgb '#555555' title 'normalize(x + a u), a = 0 .. 1.5', \\\n"
+          "  $arrows using 1:2:3:4:5:6 every ::0::0 with vectors lw 2 lc rgb '#1f5fa8' title 'u', \\\n"
+          "  $arrows using 1:2:3:4:5:6 every ::1::1 with vectors lw 2 lc rgb '#2a9d3a' title 'v = P_x(u), tangent', \\\n"
+          "  $marks using 1:2:3 with points pt 7 ps 1 lc rgb '#b8422e' title 'a = 0.25, 0.5, ..., 1.5', \\\n"
+          "  $marks using 4:5:6 with points pt 6 ps 1.2 lc rgb '#555555' notitle, \\\n"
+          "  $x using 1:2:3 with points pt 7 ps 1.5 lc rgb 'black' title 'x'\n";
+}
 
 int main() {
     const int64_t d = 8;
@@ -79,6 +138,7 @@ int main() {
                     side < 1 ? "series" : "closed form", diff);
         expect(diff < 1e-14, "series and closed form to agree with the textbook exp map");
     }
+    write_sphere_picture("08-sphere.gp");
     std::cout << "chapter 8: all checks passed\n";
     return 0;
 }

@@ -11,13 +11,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/raw_nn.h"
+#include "tutorials/gemm_ladder/packing.h"
 
 using namespace nc;
 
@@ -43,6 +46,73 @@ static double max_difference(const std::vector<float>& a, const std::vector<floa
     double worst = 0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (double)std::fabs(a[i] - b[i]));
     return worst;
+}
+
+// The picture tutorials/images/09-packing.png (make docs renders it with
+// gnuplot): a small block of A and slice of B whose every element holds its
+// own index, packed by the ladder's pack_A and pack_B (gemm_ladder/
+// packing.h). Each element is labelled with the position it gets in the
+// packed buffer and coloured by its panel, so the order the micro-kernel
+// reads is the order of the numbers.
+static void write_packing_picture(const char* path) {
+    const int64_t mc = 6, kc = 8, nc = 12, mr = 3, nr = 4, n = 12;
+    std::vector<float> index(n * n);
+    for (int64_t e = 0; e < n * n; ++e) index[e] = (float)e;
+    std::vector<float> a, b;
+    ladder::pack_A(n, index.data(), 0, mc, 0, kc, mr, a);
+    ladder::pack_B(n, index.data(), 0, kc, 0, nc, nr, b);
+    std::ofstream gp(path);
+    // For each operand, "column row panel position": where element (row,
+    // column) of the block went in the packed buffer.
+    auto block = [&](const char* name, const std::vector<float>& packed, int64_t panel_size) {
+        gp << "$" << name << " << EOD\n";
+        for (size_t position = 0; position < packed.size(); ++position) {
+            int64_t e = (int64_t)packed[position];
+            gp << e % n << " " << e / n << " " << (int64_t)position / (kc * panel_size) << " " << position << "\n";
+        }
+        gp << "EOD\n";
+    };
+    block("A", a, mr);
+    block("B", b, nr);
+    gp << "set terminal pngcairo size 1100,480 font 'monospace,10'\nset output out\nset termoption noenhanced\n"
+          "set multiplot layout 1,2\nunset colorbox\nset yrange [] reverse\nset size ratio -1\nset tics out nomirror\n"
+          "set palette defined (0 '#9ecae1', 1 '#fdd0a2', 2 '#c7e9c0', 3 '#dadaeb')\nset cbrange [0:3]\n"
+          "set xlabel 'p (column of A)'\nset ylabel 'i (row of A)'\n"
+          "set title 'block of A, 6 x 8: panels of mr = 3 rows'\n"
+          "plot $A using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle, $A using 1:2:(sprintf('%d', $4)) with labels notitle\n"
+          "set xlabel 'j (column of B)'\nset ylabel 'p (row of B)'\n"
+          "set title 'slice of B, 8 x 12: panels of nr = 4 columns'\n"
+          "plot $B using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle, $B using 1:2:(sprintf('%d', $4)) with labels notitle\n"
+          "unset multiplot\n";
+}
+
+// The picture tutorials/images/09-attention-tiles.png: which scores of a
+// causal T = S = 640 attention the tiled CPU kernel computes, tile by tile
+// (kAttentionTileQueries x kAttentionTileKeys, tensor/cpu/cpu_kernels.h):
+// tiles entirely in a query's future are never visited; the diagonal tiles
+// are computed whole and their future part masked.
+static void write_attention_picture(const char* path) {
+    const int64_t T = 640, cell = 8, Bq = cpu::kAttentionTileQueries, Bk = cpu::kAttentionTileKeys;
+    std::ofstream gp(path);
+    gp << "$scores << EOD\n";
+    for (int64_t i = 0; i < T; i += cell)
+        for (int64_t j = 0; j < T; j += cell) {
+            int64_t i1 = (i / Bq + 1) * Bq;  // the end of this query block
+            int state = j >= std::min(T, i1) ? 0 : j > i ? 1 : 2;  // skipped, computed and masked, used
+            gp << j + cell / 2 << " " << i + cell / 2 << " " << state << "\n";
+        }
+    gp << "EOD\n$order << EOD\n";  // the order each query block visits its tiles
+    for (int64_t i0 = 0; i0 < T; i0 += Bq)
+        for (int64_t j0 = 0, visit = 1; j0 < std::min(T, i0 + Bq); j0 += Bk, ++visit)
+            gp << j0 + Bk / 2 << " " << i0 + Bq / 2 << " " << visit << "\n";
+    gp << "EOD\n";
+    gp << "set terminal pngcairo size 620,600 font 'monospace,10'\nset output out\nset termoption noenhanced\n"
+          "set size ratio -1\nset yrange [" << T << ":0]\nset xrange [0:" << T << "]\nunset colorbox\n"
+          "set palette defined (0 'white', 1 '#fcbba1', 2 '#6baed6')\nset cbrange [0:2]\nset tics out nomirror\n"
+          "set xtics " << Bk << "\nset ytics " << Bq << "\nset grid front lc rgb '#333333' lw 1\n"
+          "set xlabel 'key j'\nset ylabel 'query i'\n"
+          "set title 'causal attention, T = " << T << ", tiles of " << Bq << " x " << Bk << "'\n"
+          "plot $scores using 1:2:3 with image notitle, $order using 1:2:(sprintf('%d', $3)) with labels font ',14' notitle\n";
 }
 
 int main() {
@@ -149,5 +219,7 @@ int main() {
     std::printf("caching allocator: the repeated computation made %lld system allocations and reused %lld blocks\n",
                 (long long)(s2.system_allocations - s1.system_allocations), (long long)(s2.cache_hits - s1.cache_hits));
     expect(s2.system_allocations == s1.system_allocations, "no new system allocation the second time");
+    write_packing_picture("09-packing.gp");
+    write_attention_picture("09-attention-tiles.gp");
     return 0;
 }

@@ -22,6 +22,10 @@ void add_geodesic_update(Backend& table);  // geodesic_update.cpp
 void add_attention(Backend& table);        // attention.cpp (tiled)
 void add_adamw(Backend& table);            // adamw.cpp
 
+// The tiled attention kernel's tile: queries and keys per tile (attention.cpp
+// says why 128; chapter 9's picture of the tiling reads them from here).
+constexpr int64_t kAttentionTileQueries = 128, kAttentionTileKeys = 128;
+
 // Not in the table: the T x S-materializing attention (attention_reference.cpp)
 // that tests compare the tiled kernel against. probs: [N, T, S].
 void attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,

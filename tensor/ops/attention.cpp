@@ -114,8 +114,8 @@ namespace {
 // 17.2 to 14.6 ms, and at T = 1024 (12 heads) from 59 to 44 ms, although
 // the diagonal tiles waste more work on masked keys; at T = 128 the two
 // sizes are even.
-constexpr int64_t kBlockQ = 128;  // Br: queries per tile
-constexpr int64_t kBlockK = 128;  // Bc: keys per tile
+constexpr int64_t kBlockQ = kAttentionTileQueries;  // Br: queries per tile (cpu_kernels.h)
+constexpr int64_t kBlockK = kAttentionTileKeys;     // Bc: keys per tile
 
 // The keys a query block [i0, i1) can see end before this index.
 inline int64_t key_end(bool causal, int64_t i1, int64_t S) { return causal ? std::min(S, i1) : S; }
