@@ -236,7 +236,7 @@ TrainedNet train_mlp(const Activation& act, const std::string& norm, int64_t dep
     one_step.optimizer = &sgd;
     one_step.measure_grad_norm = false;
     for (; step < s.steps; ++step) {
-        if (train_step(one_step).refused) {
+        if (train_step(one_step).refused != Refusal::None) {
             net.diverged = true;
             return net;
         }

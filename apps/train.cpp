@@ -232,17 +232,18 @@ struct Skipped {
     int64_t total = 0, in_a_row = 0;
 };
 static void refused_step(const StepResult& r, int64_t step, const RunPlan& plan, Skipped& skipped, Progress& progress) {
-    double value = std::string(r.refused) == "training loss" ? r.loss : r.grad_norm;
+    double value = r.refused_value();
+    const char* what = refusal_name(r.refused);
     if (!plan.skip_nonfinite)
-        throw Error("step " + std::to_string(step) + ": the " + r.refused + " is " + std::to_string(value) + ". " +
+        throw Error("step " + std::to_string(step) + ": the " + what + " is " + std::to_string(value) + ". " +
                     kStoppedOnNonFinite + " (lower --lr, check the data and the --init weights, or pass "
                     "--skip-nonfinite to skip such steps)");
     if (++skipped.in_a_row > 100)
-        throw Error("step " + std::to_string(step) + ": 100 steps in a row had a non-finite " + r.refused +
+        throw Error("step " + std::to_string(step) + ": 100 steps in a row had a non-finite " + what +
                     "; stopping (--skip-nonfinite skips isolated steps only)");
     ++skipped.total;
     progress.interrupt();
-    std::printf("step %lld: skipped, the %s is %g\n", (long long)step, r.refused, value);
+    std::printf("step %lld: skipped, the %s is %g\n", (long long)step, what, value);
 }
 
 // Data parallel: identical gradients and identical updates keep every rank's
@@ -423,7 +424,7 @@ int train_command(int argc, char** argv) {
         run.opt->set_lr(lr);
         StepResult r = train_step(one_step);
         totals.last_loss = r.loss;
-        if (r.refused) {
+        if (r.refused != Refusal::None) {
             refused_step(r, step + 1, plan, totals.skipped, progress);
             continue;
         }

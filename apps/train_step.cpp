@@ -5,6 +5,15 @@
 namespace nc {
 namespace app {
 
+const char* refusal_name(Refusal r) {
+    switch (r) {
+        case Refusal::Loss: return "training loss";
+        case Refusal::GradNorm: return "gradient norm";
+        case Refusal::None: break;
+    }
+    return "";
+}
+
 StepResult train_step(const TrainStep& s) {
     StepResult r;
     s.optimizer->zero_grad();
@@ -32,7 +41,7 @@ StepResult train_step(const TrainStep& s) {
         r.loss = mean_loss();
         // A NaN or Inf would spread into every weight at the update.
         if (!std::isfinite(r.loss)) {
-            r.refused = "training loss";
+            r.refused = Refusal::Loss;
             s.optimizer->zero_grad();
             return r;
         }
@@ -41,7 +50,7 @@ StepResult train_step(const TrainStep& s) {
     if (s.measure_grad_norm) {
         r.grad_norm = optim::clip_grad_norm(s.params, s.grad_clip);
         if (!std::isfinite(r.grad_norm)) {
-            r.refused = "gradient norm";
+            r.refused = Refusal::GradNorm;
             s.optimizer->zero_grad();
             return r;
         }

@@ -39,10 +39,17 @@ struct TrainStep {
     std::function<void()> before_clip, before_update;
 };
 
+// Why train_step refused a step: which of the two numbers was not finite.
+enum class Refusal { None, Loss, GradNorm };
+const char* refusal_name(Refusal r);  // "training loss", "gradient norm" ("" for None)
+
 struct StepResult {
     double loss = 0;                   // mean over micro-batches (and ranks)
     double grad_norm = NAN;            // global norm before clipping (NaN when not measured)
-    const char* refused = nullptr;     // "training loss" or "gradient norm" when that was not finite
+    Refusal refused = Refusal::None;   // what was not finite, when the step was refused
+
+    // The number that made it refuse (the loss or the gradient norm).
+    double refused_value() const { return refused == Refusal::Loss ? loss : grad_norm; }
 };
 
 StepResult train_step(const TrainStep& step);

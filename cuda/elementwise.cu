@@ -2,6 +2,9 @@
 // numbers. One kernel shape for all: a grid-stride loop over the output's
 // elements, each thread turning its linear index into one offset per
 // operand (StridedIndexer), so views of any layout work without a copy.
+//
+// Shapes: out and every operand of one shape [d0, ..., dk] (expanded by the
+// raw op: a broadcast dim has stride 0), any strides.
 #include <cmath>
 
 #include "cuda/cuda_common.cuh"

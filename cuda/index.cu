@@ -5,6 +5,9 @@
 // additions (and so the last bits of a float sum) may differ from the CPU's.
 // Every kernel checks its indices itself and records a bad one
 // (cuda_common.cuh): the raw ops do not copy indices to the host to check.
+//
+// Shapes: in [outer, D, inner]; index_select: index [L], out [outer, L, inner];
+// gather: index and out [outer, L, inner]; the adds the reverse, src [outer, L, inner].
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
 

@@ -13,6 +13,8 @@
 // (the same for A). Operands with neither stride 1 are copied contiguous
 // first. Batches whose matrices are evenly spaced (the usual case, also
 // broadcast with stride 0) go to one strided-batched call; others loop.
+//
+// Shapes: a [batch..., M, K], b [batch..., K, N], out [batch..., M, N].
 #include <climits>
 #include <vector>
 

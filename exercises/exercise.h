@@ -8,15 +8,23 @@
 // pass: the exercise itself cannot rot.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace exercise {
 
 struct NotYet : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Thrown by a check that cannot run on this machine (a CUDA exercise
+// without a GPU): it says why instead of passing or failing.
+struct Skipped : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
@@ -26,6 +34,9 @@ inline int run(const char* name, const std::function<void()>& checks) {
         checks();
     } catch (const NotYet& e) {
         std::printf("exercise %s: not yet (%s)\n", name, e.what());
+        return 0;
+    } catch (const Skipped& e) {
+        std::printf("exercise %s: skipped: %s\n", name, e.what());
         return 0;
     } catch (const std::exception& e) {
         std::printf("exercise %s: FAILED: %s\n", name, e.what());
@@ -46,6 +57,14 @@ inline std::string number(double x) {
 inline void expect_close(double got, double want, double tol, const std::string& what) {
     if (!(std::fabs(got - want) <= tol * (1 + std::fabs(want))))
         throw std::runtime_error(what + ": got " + number(got) + ", expected " + number(want));
+}
+
+// The largest |a_i - b_i| (tensors' values: Tensor::to_vector()).
+inline double largest_difference(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) throw std::runtime_error("compared " + std::to_string(a.size()) + " values with " + std::to_string(b.size()));
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    return worst;
 }
 
 inline void expect(bool ok, const std::string& what) {

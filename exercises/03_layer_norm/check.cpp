@@ -14,10 +14,7 @@
 using namespace nc;
 
 static double largest_difference(const Tensor& a, const Tensor& b) {
-    std::vector<double> u = a.to_vector(), v = b.to_vector();
-    double worst = 0;
-    for (size_t i = 0; i < u.size(); ++i) worst = std::max(worst, std::fabs(u[i] - v[i]));
-    return worst;
+    return exercise::largest_difference(a.to_vector(), b.to_vector());
 }
 
 int main() {

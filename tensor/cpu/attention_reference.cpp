@@ -8,6 +8,8 @@
 //              dZ = P * (dP - rowsum(dP * P))      (softmax backward, Z = scale Q K^T)
 //              dQ = scale dZ K,   dK = scale dZ^T Q
 // The products are batched GEMMs (gemm.cpp) over the N = batch x heads matrices.
+//
+// Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv], probs [N, T, S].
 #include <cmath>
 
 #include "tensor/cpu/cpu_kernels.h"

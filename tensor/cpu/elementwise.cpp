@@ -2,6 +2,9 @@
 //
 // Each op is a small function object (a lambda) handed to a generic loop over
 // strided operands (strided_loop.h); the loop is written once, the math once.
+//
+// Shapes: out and every operand of one shape [d0, ..., dk] (the raw op has
+// expanded them: a broadcast dim has stride 0), any strides.
 #include <cmath>
 #include <type_traits>
 

@@ -20,8 +20,11 @@
 // transposition is absorbed. The micro-kernels (gemm_kernel_*.cpp) are
 // chosen at run time: AVX-512, AVX2 or plain C++.
 //
-// Tutorial chapter 9 (tutorials/09-making-it-fast.md) builds this up step by
-// step from the triple loop, with the GFLOP/s of each step.
+// Tutorial chapter 9 (tutorials/09-making-it-fast.md) climbs to this from the
+// triple loop one program per rung (tutorials/gemm_ladder/), with the GFLOP/s
+// of each.
+//
+// Shapes: C [M, N] (+)= A [M, K] B [K, N], each a strided view (MatrixOperand).
 #include "tensor/cpu/gemm.h"
 
 #include <algorithm>

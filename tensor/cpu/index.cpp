@@ -4,6 +4,9 @@
 // index picks a whole `inner`-long row. The "add" kernels accumulate, because
 // an index may repeat (the same token twice in a batch): that is exactly why
 // an embedding's gradient is a sum.
+//
+// Shapes: in [outer, D, inner]; index_select: index [L], out [outer, L, inner];
+// gather: index and out [outer, L, inner]; the adds the reverse, src [outer, L, inner].
 #include <algorithm>
 
 #include "tensor/cpu/cpu_kernels.h"

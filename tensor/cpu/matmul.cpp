@@ -4,6 +4,8 @@
 // dims (possibly with stride 0 where a batch dim was broadcast), and out is
 // contiguous [batch..., M, N]. We list each batch's element offset and let
 // gemm() read the matrices through their strides.
+//
+// Shapes: a [batch..., M, K], b [batch..., K, N], out [batch..., M, N].
 #include <type_traits>
 
 #include "tensor/cpu/cpu_kernels.h"

@@ -2,6 +2,9 @@
 //
 // Both receive contiguous [rows, n] tensors (raw ops arrange that), so each
 // row is a plain array and rows are split across threads.
+//
+// Shapes: in [rows, n] -> out [rows] (reductions) or [rows, n] (softmax);
+// sum_columns: in [n, cols] -> out [cols].
 #include <algorithm>
 #include <cmath>
 
