@@ -147,7 +147,12 @@ APP_SRCS := $(wildcard apps/*.cpp)
 BENCH_TOOLS := $(BUILD)/bench/attention_time $(BUILD)/bench/gemm_ab_self
 # The exercises (exercises/README.md): each folder's check.cpp is linked twice,
 # with the file the learner fills in ("yours") and with solution.cpp.
+# A CUDA exercise (one with a .cu file) is built only with the CUDA backend.
+EXERCISES_CUDA := $(patsubst exercises/%/,%,$(sort $(dir $(wildcard exercises/*/*.cu))))
 EXERCISES := $(patsubst exercises/%/check.cpp,%,$(wildcard exercises/*/check.cpp))
+ifneq ($(CUDA),1)
+  EXERCISES := $(filter-out $(EXERCISES_CUDA),$(EXERCISES))
+endif
 EXERCISE_BINS := $(foreach e,$(EXERCISES),$(BUILD)/exercises/$(e)/yours $(BUILD)/exercises/$(e)/solution)
 
 LIB := $(BUILD)/libnormcore.a
@@ -213,12 +218,14 @@ $(BUILD)/obj/cuda/multi_gpu.o: NVCCFLAGS += -DNORMCORE_NCCL -I$(NCCL_HOME)/inclu
 $(APP_BIN) $(TEST_BIN): LDLIBS += $(NCCL_LIBS)
 endif
 
+exercise_objs = $(patsubst %.cu,$(BUILD)/obj/%.o,$(patsubst %.cpp,$(BUILD)/obj/%.o,$(1)))
 define EXERCISE_RULES
 $(BUILD)/exercises/$(1)/yours: $(BUILD)/obj/exercises/$(1)/check.o \
-    $(call obj,$(filter-out %/check.cpp %/solution.cpp,$(wildcard exercises/$(1)/*.cpp))) $(LIB)
+    $(call exercise_objs,$(filter-out %/check.cpp %/solution.cpp %/solution.cu,$(wildcard exercises/$(1)/*.cpp exercises/$(1)/*.cu))) $(LIB)
 	@mkdir -p $$(dir $$@)
 	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$(LDLIBS)
-$(BUILD)/exercises/$(1)/solution: $(BUILD)/obj/exercises/$(1)/check.o $(BUILD)/obj/exercises/$(1)/solution.o $(LIB)
+$(BUILD)/exercises/$(1)/solution: $(BUILD)/obj/exercises/$(1)/check.o \
+    $(call exercise_objs,$(wildcard exercises/$(1)/solution.cpp exercises/$(1)/solution.cu)) $(LIB)
 	@mkdir -p $$(dir $$@)
 	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$(LDLIBS)
 endef
@@ -317,16 +324,17 @@ fuzz-seeds:
 # target, with the C++ runtime, OpenMP and zlib linked in, built here into
 # build/gpu/. tools/gpu_check.sh runs it there; the run takes the working
 # tree and build/gpu along (at most 64 MiB), which the size check keeps.
+GPU_BUNDLE := build/gpu/normcore build/gpu/tests/run_tests build/gpu/tutorials/10_cuda build/gpu/exercises/10_sum_v2/solution
 gpu-bundle:
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=release BUILD=build/gpu CUDA=1 CUDA_ARCHS=90 ARCH=-march=x86-64-v3 \
-	  STATIC_RUNTIME=1 build/gpu/normcore build/gpu/tests/run_tests
-	@size=$$(du -cb build/gpu/normcore build/gpu/tests/run_tests | tail -1 | cut -f1); \
-	  echo "gpu-bundle: build/gpu/normcore and build/gpu/tests/run_tests, $$((size / 1048576)) MiB"; \
+	  STATIC_RUNTIME=1 $(GPU_BUNDLE)
+	@size=$$(du -cb $(GPU_BUNDLE) | tail -1 | cut -f1); \
+	  echo "gpu-bundle: $(GPU_BUNDLE), $$((size / 1048576)) MiB"; \
 	  [ $$size -lt $$((48 * 1048576)) ] || { echo "gpu-bundle: over 48 MiB, too large to carry"; exit 1; }
 # The GPU check's script on this machine's CPU, its CUDA steps skipped: so
 # CI checks the script itself.
 gpu-check-dry-run:
-	@$(MAKE) --no-print-directory -j$(JOBS) $(APP_BIN) $(TEST_BIN)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(APP_BIN) $(TEST_BIN) $(BUILD)/tutorials/10_cuda
 	tools/gpu_check.sh --dry-run build/gpu-check-dry-run
 
 # Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh).

@@ -4,7 +4,12 @@
 // block_sum / block_max. A few long rows (a full reduction is one row) are
 // split across blocks instead. Column sums are column_sums.cuh's two
 // passes. Sums accumulate in double, as on the CPU.
+//
+// Shapes: in [rows, n] -> out [rows] (sum, max, argmax) or [rows, n]
+// (softmax); column sums: in [n, cols] -> out [cols].
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/column_sums.cuh"
@@ -35,6 +40,14 @@ constexpr int64_t kFewRows = 64;             // fewer rows than about half the S
 constexpr int64_t kLongRow = 1 << 16;        // worth splitting
 constexpr int64_t kChunkElements = 1 << 14;  // 64 per thread of a 256-thread block
 constexpr int64_t kMostChunks = 1024;
+
+// NORMCORE_REDUCTION=rows in the environment keeps one block per row for
+// every shape: the first version of the full reduction, which chapter 10's
+// program checks and times beside the chunked one.
+bool one_block_per_row_only() {
+    const char* choice = std::getenv("NORMCORE_REDUCTION");
+    return choice && std::string(choice) == "rows";
+}
 
 template <typename T>
 __global__ void sum_row_chunks_kernel(const T* x, double* partial, int64_t n, int64_t per_chunk) {
@@ -119,7 +132,7 @@ T* ptr(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
 
 template <typename T>
 void sum_rows(const T* in, T* out, int64_t rows, int64_t n) {
-    if (rows >= kFewRows || n < kLongRow) {
+    if (rows >= kFewRows || n < kLongRow || one_block_per_row_only()) {
         sum_rows_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(in, out, rows, n);
         check_launch("sum_rows_kernel");
         return;

@@ -19,7 +19,11 @@
 #   6. interop with transformers (tools/hf_interop.py): GPT2LMHeadModel,
 #      LlamaForCausalLM (GQA) and ViTForImageClassification with random
 #      weights, save_pretrained, loaded by `normcore --init DIR` on the GPU,
-#      logits compared tensor by tensor.
+#      logits compared tensor by tensor;
+#   7. chapter 10's kernel versions (tutorials/10_cuda: the sum and attention,
+#      version 1 beside version 2, checked against the CPU in float64, timed;
+#      its table is copied into the summary) and exercise 10's reference
+#      solution (exercises/10_sum_v2).
 # Then OUT_DIR holds summary.txt and logs.tar.gz (a run returns at most 8 files).
 #
 # --dry-run runs the same script on this machine's CPU with the release build
@@ -138,6 +142,16 @@ if python3 -c "import transformers, safetensors, torch" 2>/dev/null; then
   run hf_interop python3 tools/hf_interop.py --normcore "$bin/normcore" --device "$device" --dir "$out/hf"
 else
   skip hf_interop "transformers, safetensors or torch is not importable"
+fi
+
+# 7. Chapter 10's kernel versions beside their checker, and exercise 10.
+run kernel_versions bash -c "cd $bin/tutorials && ./10_cuda"
+grep -A6 "^kernel version" "$out/logs/kernel_versions.log" | sed 's/^/    /' | tee -a "$summary"
+if [ -x "$bin/exercises/10_sum_v2/solution" ]; then
+  run exercise_10 "$bin/exercises/10_sum_v2/solution"
+  sed 's/^/    /' "$out/logs/exercise_10.log" | tee -a "$summary"
+else
+  skip exercise_10 "not built (a CUDA exercise; the CPU build has none)"
 fi
 
 say "gpu_check: $failures step(s) failed"
