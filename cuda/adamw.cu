@@ -2,6 +2,8 @@
 // (formula and raw op in tensor/ops/adamw.cpp). The host lists the
 // parameters' pointers and sizes once per step, copies that small table to
 // the GPU, and each block takes chunks of the flat list of all elements.
+//
+// Shapes: params[i], grads[i], m[i], v[i] all of one shape per parameter.
 #include <vector>
 
 #include "cuda/cuda_common.cuh"

@@ -8,6 +8,9 @@
 // the reference the parity tests compare the tiled ones with.
 // NORMCORE_ATTENTION=simple in the environment makes every call simple.
 //
+// Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
+// logsumexp [N, T], with N = B H (batch times heads); HD = D = Dv in the tiled kernels.
+//
 // Tiled forward: a block owns 64 queries of one (batch x head), one thread
 // per query, holding q (pre-multiplied by the scale) and its output row in
 // registers. The block walks the keys in tiles of 64, each tile of k and v

@@ -4,6 +4,8 @@
 // accumulators, 2 for the B row, 1 for the broadcast A value, the classic
 // Haswell sgemm shape. Compiled for AVX2 whatever the build's -march says;
 // only called after cpu_supports(SimdIsa::Avx2).
+//
+// Shapes: packed a [kc, 6], packed b [kc, 16] -> a 6 x 16 block of C (gemm.cpp).
 #include <immintrin.h>
 
 #include "tensor/cpu/gemm_kernels.h"
