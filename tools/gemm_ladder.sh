@@ -7,6 +7,8 @@
 set -u
 build="${1:-build}"
 n="${2:-512}"
+[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 4096 ] || { echo "gemm_ladder.sh: the size must be a whole number from 1 to 4096, not \"$n\"" >&2; exit 2; }
+ls "$build"/tutorials/gemm_ladder/[0-9]_* >/dev/null 2>&1 || { echo "gemm_ladder.sh: no rung programs in $build/tutorials/gemm_ladder (make first)" >&2; exit 2; }
 printf '%-40s %9s\n' "C = A B, $n x $n x $n, float32" "speed"
 status=0
 for program in $(ls "$build"/tutorials/gemm_ladder/[0-9]_* | sort); do
