@@ -46,7 +46,7 @@ int main() {
                 setenv("NORMCORE_REDUCTION", "rows", 1);
                 double v1 = seconds([&] { raw::sum(x_gpu).item(); });
                 unsetenv("NORMCORE_REDUCTION");
-                std::printf("38.6M floats: yours %.3f ms, the backend's version 1 (one block) %.3f ms\n", yours * 1e3,
+                std::printf("38.6M floats: yours %.3f ms (with its own allocations), the backend's version 1 (one block) %.3f ms\n", yours * 1e3,
                             v1 * 1e3);
             }
         }
