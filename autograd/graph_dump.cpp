@@ -8,14 +8,15 @@
 
 namespace nc {
 
-std::string to_dot(const Tensor& root) {
+// The nodes and edges of root's graph, one statement a line, each id
+// prefixed with `prefix`.
+static std::string graph_body(const Tensor& root, const std::string& prefix) {
     std::ostringstream dot;
-    dot << "digraph autograd {\n  rankdir=BT;\n  node [fontname=\"monospace\"];\n";
     std::unordered_map<const void*, std::string> ids;
     auto id_of = [&](const void* p) {
         auto it = ids.find(p);
         if (it != ids.end()) return it->second;
-        std::string id = "n" + std::to_string(ids.size());
+        std::string id = prefix + "n" + std::to_string(ids.size());
         ids[p] = id;
         return id;
     };
@@ -34,8 +35,15 @@ std::string to_dot(const Tensor& root) {
             dot << "  " << id_of(source) << " -> " << id_of(node) << ";\n";
         }
     }
-    dot << "}\n";
     return dot.str();
+}
+
+std::string to_dot(const Tensor& root) {
+    return "digraph autograd {\n  rankdir=BT;\n  node [fontname=\"monospace\"];\n" + graph_body(root, "") + "}\n";
+}
+
+std::string to_dot_cluster(const Tensor& root, const std::string& id_prefix, const std::string& label) {
+    return "  subgraph cluster_" + id_prefix + " {\n    label=\"" + label + "\";\n" + graph_body(root, id_prefix) + "  }\n";
 }
 
 void write_dot(const Tensor& root, const std::string& path) {

@@ -15,5 +15,9 @@ namespace nc {
 
 std::string to_dot(const Tensor& root);
 void write_dot(const Tensor& root, const std::string& path);
+// The same graph as a labelled cluster to put inside a larger digraph, its
+// node ids prefixed with `id_prefix` so that several graphs can sit side by
+// side (chapter 4 draws the five placements this way).
+std::string to_dot_cluster(const Tensor& root, const std::string& id_prefix, const std::string& label);
 
 }  // namespace nc

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -65,6 +66,18 @@ inline double largest_difference(const std::vector<double>& a, const std::vector
     double worst = 0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
     return worst;
+}
+
+// The best of `runs` timings of `body`, in seconds: what a check prints
+// beside its verdict, never what it asserts (a shared machine is noisy).
+inline double best_seconds(const std::function<void()>& body, int runs) {
+    double best = 1e30;
+    for (int run = 0; run < runs; ++run) {
+        auto start = std::chrono::steady_clock::now();
+        body();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
 }
 
 inline void expect(bool ok, const std::string& what) {

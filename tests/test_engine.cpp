@@ -209,6 +209,15 @@ TEST_CASE("the graph dumps to DOT with op names and shapes", "[engine][dot]") {
     REQUIRE(order.size() == 3);
     CHECK(order[0]->name == "MeanBackward");
     CHECK(order[2]->name == "MatMulBackward");
+
+    // As a cluster inside a larger graph: the same statements, every id prefixed.
+    std::string cluster = to_dot_cluster(loss, "a", "the loss");
+    CHECK(cluster.find("subgraph cluster_a {") != std::string::npos);
+    CHECK(cluster.find("label=\"the loss\"") != std::string::npos);
+    CHECK(cluster.find("an0 [label=\"MeanBackward\\n[]\"]") != std::string::npos);
+    CHECK(cluster.find("an1 -> an0;") != std::string::npos);
+    CHECK(cluster.find(" n0") == std::string::npos);  // no id left without its prefix
+    CHECK(cluster.find("digraph") == std::string::npos);
 }
 
 TEST_CASE("trace mode prints each node as backward visits it", "[engine][trace]") {

@@ -40,20 +40,19 @@ static void write_strides_picture(const char* path, const Tensor& a, const Tenso
         dot << "  " << id << " [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"8\" color=\""
             << colour << "\"><tr><td colspan=\"" << v.size(1) << "\">" << name << " " << shape_str(v.shape())
             << "<br/>strides " << shape_str(v.strides()) << "</td></tr>";
+        std::string arrows;  // each cell to the element of storage it reads
         for (int64_t i = 0; i < v.size(0); ++i) {
             dot << "<tr>";
             for (int64_t j = 0; j < v.size(1); ++j) {
                 int64_t k = v.offset() + i * v.strides()[0] + j * v.strides()[1];
                 dot << "<td port=\"c" << i << j << "\">" << values[k] << "<br/><font point-size=\"9\">at [" << k
                     << "]</font></td>";
+                arrows += "  " + std::string(id) + ":c" + std::to_string(i) + std::to_string(j) + ":s -> storage:s" +
+                          std::to_string(k) + ":n [color=\"" + colour + "\"];\n";
             }
             dot << "</tr>";
         }
-        dot << "</table>>];\n";
-        for (int64_t i = 0; i < v.size(0); ++i)
-            for (int64_t j = 0; j < v.size(1); ++j)
-                dot << "  " << id << ":c" << i << j << ":s -> storage:s" << v.offset() + i * v.strides()[0] + j * v.strides()[1] << ":n"
-                    << " [color=\"" << colour << "\"];\n";
+        dot << "</table>>];\n" << arrows;
     };
     view("a", "a", a, "#1f5fa8");
     view("at", "a^T", t, "#b8422e");

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <regex>
 
 #include "autograd/graph_dump.h"
 #include "autograd/node.h"
@@ -54,12 +53,7 @@ static void write_placement_picture(const char* path) {
         x.set_name("x");
         Sublayer wiring = s;
         if (p == Placement::GeoNorm) wiring.norm = nullptr;  // its sublayers read the stream as it is, by default
-        std::string graph = to_dot(residual_step(p, x, wiring));
-        // The body of the graph, its node names made unique per placement.
-        graph = graph.substr(graph.find(";\n", graph.find("node [")) + 2);
-        graph = graph.substr(0, graph.rfind("}"));
-        graph = std::regex_replace(graph, std::regex("(^|[ ])n([0-9]+)"), "$1p" + std::to_string(index) + "n$2");
-        dot << "  subgraph cluster_" << index << " {\n    label=\"" << wirings[index] << "\";\n" << graph << "  }\n";
+        dot << to_dot_cluster(residual_step(p, x, wiring), "p" + std::to_string(index), wirings[index]);
         ++index;
     }
     dot << "}\n";

@@ -1,7 +1,7 @@
-// Rung 7: threads. Rung 6, with OpenMP sharing the row blocks of each
-// slice: B's slice is packed once, by all threads together, then each
-// thread packs its own blocks of A (its own buffer) and computes their rows
-// of C. No two threads write the same element of C, so nothing needs a
+// Rung 7: threads. Rung 6 (multiply_packed's loops, packing.h), with OpenMP
+// sharing the row blocks of each slice: B's slice is packed once for all
+// threads, then each thread packs its own blocks of A (its own buffer) and
+// computes their rows of C. No two threads write the same element of C, so nothing needs a
 // lock; the implicit barrier at the end of each `omp for` keeps a slice's
 // packed B alive until every thread is done with it.
 //
@@ -37,12 +37,8 @@ static void multiply(int64_t n, const float* A, const float* B, float* C) {
                 for (int64_t i0 = 0; i0 < n; i0 += mc) {
                     int64_t mc_here = std::min(mc, n - i0);
                     ladder::pack_A(n, A, i0, mc_here, p0, kc_here, mr, a);
-                    for (int64_t i = 0; i < mc_here; i += mr)
-                        for (int64_t j = 0; j < nc_here; j += nr) {
-                            simd.kernel(kc_here, &a[i / mr * kc_here * mr], &b[j / nr * kc_here * nr], block.data());
-                            ladder::add_block(n, C, i0 + i, j0 + j, block.data(), nr, std::min(mr, mc_here - i),
-                                              std::min(nr, nc_here - j));
-                        }
+                    ladder::multiply_panels(n, C, a, b, i0, mc_here, j0, nc_here, kc_here, mr, nr, simd.kernel,
+                                            block.data());
                 }
             }
     }

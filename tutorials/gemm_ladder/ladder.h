@@ -40,6 +40,33 @@ inline int64_t size_argument(int argc, char** argv) {
     return n;
 }
 
+// Checks C = A B (row-major n x n) against the product in float64. Float32
+// rounding of a sum of n terms may be off by about n 2^-24 of the size of
+// its terms, sum_p |A_ip B_pj| (we allow 4x), whatever the summation order.
+// Returns "" and the largest error in `worst`, or the first element that is
+// off, described.
+inline std::string check_product(int64_t n, const float* A, const float* B, const float* C, double* worst = nullptr) {
+    std::vector<double> want(n * n), size(n * n);
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t p = 0; p < n; ++p) {
+            double a = A[i * n + p];
+            for (int64_t j = 0; j < n; ++j) {
+                want[i * n + j] += a * B[p * n + j];
+                size[i * n + j] += std::fabs(a * B[p * n + j]);
+            }
+        }
+    double largest = 0;
+    for (int64_t e = 0; e < n * n; ++e) {
+        double error = std::fabs(C[e] - want[e]);
+        if (!(error <= 4.0 * (double)n * std::ldexp(1.0, -24) * size[e] + 1e-30))
+            return "C[" + std::to_string(e / n) + "][" + std::to_string(e % n) + "] = " + std::to_string(C[e]) +
+                   ", the float64 product gives " + std::to_string(want[e]);
+        largest = std::max(largest, error);
+    }
+    if (worst) *worst = largest;
+    return "";
+}
+
 inline int run(int argc, char** argv, const char* name, Multiply multiply) {
     const int64_t n = size_argument(argc, argv);
     std::mt19937 rng(9);
@@ -47,19 +74,6 @@ inline int run(int argc, char** argv, const char* name, Multiply multiply) {
     std::vector<float> A(n * n), B(n * n), C(n * n);
     for (float& a : A) a = normal(rng);
     for (float& b : B) b = normal(rng);
-
-    // The reference in float64, and for each element the size of its terms,
-    // sum_p |A_ip B_pj|: float32 rounding of a sum of n terms may be off by
-    // about n * 2^-24 of that (we allow 4x), whatever the summation order.
-    std::vector<double> want(n * n), scale(n * n);
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t p = 0; p < n; ++p) {
-            double a = A[i * n + p];
-            for (int64_t j = 0; j < n; ++j) {
-                want[i * n + j] += a * B[p * n + j];
-                scale[i * n + j] += std::fabs(a * B[p * n + j]);
-            }
-        }
 
     // Best of several calls: at least 3, and at least 0.3 s in all.
     double best = 1e30, spent = 0;
@@ -73,14 +87,10 @@ inline int run(int argc, char** argv, const char* name, Multiply multiply) {
     }
 
     double worst = 0;
-    for (int64_t e = 0; e < n * n; ++e) {
-        double error = std::fabs(C[e] - want[e]);
-        if (!(error <= 4.0 * (double)n * std::ldexp(1.0, -24) * scale[e] + 1e-30)) {
-            std::fprintf(stderr, "%s: C[%lld][%lld] = %.9g, the float64 product gives %.9g\n", name,
-                         (long long)(e / n), (long long)(e % n), C[e], want[e]);
-            return 1;
-        }
-        worst = std::max(worst, error);
+    std::string wrong = check_product(n, A.data(), B.data(), C.data(), &worst);
+    if (!wrong.empty()) {
+        std::fprintf(stderr, "%s: %s\n", name, wrong.c_str());
+        return 1;
     }
     std::printf("%-40s %9.2f GFLOP/s   max error %.1e\n", name, 2.0 * n * n * n / best / 1e9, worst);
     return 0;

@@ -20,11 +20,9 @@
 
 #include <cstdint>
 
-namespace ladder {
+#include "tutorials/gemm_ladder/packing.h"  // MicroKernel
 
-// One mr x nr block of C (stored densely into `block`) from a packed panel
-// of A (kc x mr) and one of B (kc x nr).
-using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* block);
+namespace ladder {
 
 struct SimdKernel {
     const char* name;  // "avx512", "avx2" or nullptr when the CPU has neither
