@@ -128,7 +128,10 @@ ifeq ($(NCCL),1)
 endif
 
 LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp tensor/ops/*.cpp autograd/*.cpp nn/*.cpp analysis/*.cpp optim/*.cpp data/*.cpp)
-TEST_SRCS := $(wildcard tests/*.cpp)
+# tests/emulated/ runs the GPU's kernel headers on the CPU: it is compiled
+# against the CUDA emulator's cuda_runtime.h (tests/cuda_emulator/), never
+# the toolkit's, so it runs, and is the same, with or without CUDA.
+TEST_SRCS := $(wildcard tests/*.cpp tests/emulated/*.cpp tests/cuda_emulator/*.cpp)
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
 TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS))
 # Chapter 9's GEMM ladder, one program per rung (tools/gemm_ladder.sh runs them).
@@ -178,6 +181,8 @@ asan:
 ifneq ($(filter asan fuzz,$(MODE)),)
 $(BUILD)/obj/data/images.o $(BUILD)/obj/tests/test_images.o $(BUILD)/obj/tests/fuzz/make_seeds.o: CXXFLAGS += -fno-sanitize=shift
 endif
+
+$(BUILD)/obj/tests/emulated/%.o $(BUILD)/obj/tests/cuda_emulator/%.o: CXXFLAGS += -Itests/cuda_emulator -Wno-unknown-pragmas
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)

@@ -26,7 +26,9 @@ __device__ double block_reduce(double v, Op op, double identity) {
     __shared__ double result;
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
-    __syncthreads();  // `partial` may still be read by a previous call
+    // No barrier before writing `partial`: a previous call's reads of it
+    // (warp 0's) came before that call's last barrier, and every thread
+    // read that call's `result` before it can reach this call's second one.
     if (lane == 0) partial[warp] = v;
     __syncthreads();
     if (warp == 0) {

@@ -1,6 +1,7 @@
 // cuda_common.cuh — what every CUDA kernel file shares: error checks that
 // turn CUDA's status codes into nc::Error, the one stream all work goes to,
-// launch sizes, and the strided indexer for elementwise kernels.
+// and the strided indexer for elementwise kernels (launch sizes and the
+// device-only helpers are in device_common.cuh).
 #pragma once
 
 #include <cublas_v2.h>
@@ -10,6 +11,7 @@
 #include <array>
 #include <cstdint>
 
+#include "cuda/device_common.cuh"
 #include "tensor/backend.h"
 #include "tensor/merged_dims.h"
 
@@ -60,25 +62,6 @@ __device__ inline bool index_in_range(int64_t index, int64_t size, IndexOp op, I
     }
     return false;
 }
-
-// e^(x - m) for a max-subtracted exponent (softmax, cross-entropy): in
-// float for float data, since FP64 runs at 1/32-1/64 of the FP32 rate on
-// laptop GPUs and the result is stored as float anyway (expf is accurate
-// to 2 ulp); in double for double data. Sums of these stay in double.
-__device__ inline double exp_shifted(float x, double m) { return (double)expf((float)((double)x - m)); }
-__device__ inline double exp_shifted(double x, double m) { return exp(x - m); }
-
-constexpr int kThreads = 256;
-// Grid-stride loops: enough blocks to fill the GPU, each thread then walks
-// i, i + gridDim.x * blockDim.x, ...
-inline int blocks_for(int64_t n) {
-    return (int)std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, 8192));
-}
-
-// One block per row (the row kernels: norms, cross-entropy, reductions):
-// as many blocks as rows, up to gridDim.x's limit, each then walking rows
-// r, r + gridDim.x, ...
-inline int row_blocks(int64_t rows) { return (int)std::max<int64_t>(1, std::min<int64_t>(rows, 65535)); }
 
 // A tensor's data as a T*, or nullptr for an undefined (optional) tensor.
 template <typename T>

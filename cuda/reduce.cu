@@ -11,35 +11,15 @@
 #include <cstdlib>
 #include <string>
 
-#include "cuda/block_reduce.cuh"
 #include "cuda/column_sums.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
+#include "cuda/reduction_kernels.cuh"
 
 namespace nc {
 namespace cuda {
 
 namespace {
-
-template <typename T>
-__global__ void sum_rows_kernel(const T* x, T* out, int64_t rows, int64_t n) {
-    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        double total = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) total += x[r * n + i];
-        total = block_sum(total);
-        if (threadIdx.x == 0) out[r] = (T)total;
-    }
-}
-
-// With one block per row, a full reduction (one row: clip_grad_norm's sum
-// of squares over GPT-2's 38.6M-element embedding gradient) would run on one
-// SM. When there are few rows and they are long, each row is cut into
-// chunks, one block per chunk (blockIdx.y the row), and a second kernel adds
-// each row's chunk sums.
-constexpr int64_t kFewRows = 64;             // fewer rows than about half the SMs of a large GPU
-constexpr int64_t kLongRow = 1 << 16;        // worth splitting
-constexpr int64_t kChunkElements = 1 << 14;  // 64 per thread of a 256-thread block
-constexpr int64_t kMostChunks = 1024;
 
 // NORMCORE_REDUCTION=rows in the environment keeps one block per row for
 // every shape: the first version of the full reduction, which chapter 10's
@@ -47,84 +27,6 @@ constexpr int64_t kMostChunks = 1024;
 bool one_block_per_row_only() {
     const char* choice = std::getenv("NORMCORE_REDUCTION");
     return choice && std::string(choice) == "rows";
-}
-
-template <typename T>
-__global__ void sum_row_chunks_kernel(const T* x, double* partial, int64_t n, int64_t per_chunk) {
-    int64_t r = blockIdx.y, chunk = blockIdx.x;
-    int64_t begin = chunk * per_chunk, end = begin + per_chunk < n ? begin + per_chunk : n;
-    double total = 0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) total += x[r * n + i];
-    total = block_sum(total);
-    if (threadIdx.x == 0) partial[r * gridDim.x + chunk] = total;
-}
-
-template <typename T>
-__global__ void sum_partials_kernel(const double* partial, T* out, int64_t rows, int64_t chunks) {
-    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        double total = 0;
-        for (int64_t i = threadIdx.x; i < chunks; i += blockDim.x) total += partial[r * chunks + i];
-        total = block_sum(total);
-        if (threadIdx.x == 0) out[r] = (T)total;
-    }
-}
-
-// Max / Argmax, one block per row (argmax over GPT-2's 50,257 logits is 197
-// loads per thread, not 50,257 on one thread). Each thread keeps the best of
-// its strided elements, then the block combines pairs by the CPU's rule: a
-// NaN beats any number and an earlier NaN a later one; otherwise the larger
-// value wins, and of equal values the earlier. That picks the same element
-// in any order of combining, so it is the CPU's left-to-right scan's answer
-// (the first NaN if there is one, else the first maximum).
-template <typename T>
-__device__ bool beats(T v, int64_t i, T best, int64_t best_i) {
-    bool v_nan = v != v, best_nan = best != best;
-    if (v_nan || best_nan) return v_nan && (!best_nan || i < best_i);
-    return v > best || (v == best && i < best_i);
-}
-
-template <typename T>
-__global__ void max_rows_kernel(const T* x, T* max_out, int64_t* arg_out, int64_t rows, int64_t n) {
-    __shared__ T values[kThreads];
-    __shared__ int64_t indices[kThreads];
-    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T* row = x + r * n;
-        T best = row[0];  // a real element, so threads past the row's end hold a valid candidate
-        int64_t best_i = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            if (beats(row[i], i, best, best_i)) best = row[i], best_i = i;
-        values[threadIdx.x] = best;
-        indices[threadIdx.x] = best_i;
-        __syncthreads();
-        for (int half = blockDim.x / 2; half > 0; half /= 2) {  // blockDim.x is a power of 2
-            int t = threadIdx.x;
-            if (t < half && beats(values[t + half], indices[t + half], values[t], indices[t]))
-                values[t] = values[t + half], indices[t] = indices[t + half];
-            __syncthreads();
-        }
-        if (threadIdx.x == 0) {
-            if (max_out) max_out[r] = values[0];
-            if (arg_out) arg_out[r] = indices[0];
-        }
-        __syncthreads();  // values and indices are reused for the next row
-    }
-}
-
-template <typename T>
-__global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t n, bool log_softmax) {
-    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T* xr = x + r * n;
-        T* yr = y + r * n;
-        double m = -INFINITY;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = fmax(m, (double)xr[i]);
-        m = block_max(m);
-        double total = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) total += exp_shifted(xr[i], m);
-        total = block_sum(total);
-        double shift = m + log(total);
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-            yr[i] = log_softmax ? (T)((double)xr[i] - shift) : (T)exp_shifted(xr[i], shift);
-    }
 }
 
 template <typename T>
@@ -137,7 +39,7 @@ void sum_rows(const T* in, T* out, int64_t rows, int64_t n) {
         check_launch("sum_rows_kernel");
         return;
     }
-    int64_t chunks = std::min(kMostChunks, (n + kChunkElements - 1) / kChunkElements);
+    int64_t chunks = row_chunks(n);
     int64_t per_chunk = (n + chunks - 1) / chunks;
     // Freed right after the launches, as in column_sums: later uses queue behind them.
     double* partial = static_cast<double*>(allocate((size_t)(rows * chunks) * sizeof(double)));

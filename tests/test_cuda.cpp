@@ -225,18 +225,22 @@ TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
 
 TEST_CASE("cuda: the tiled attention kernels equal the CPU's and the simple kernels", "[cuda][attention]") {
     if (!gpu_or_skip()) return;
-    // float32 with q, k, v all 16, 32 or 64 wide runs the tiled kernels
-    // (cuda/attention.cu); sizes cover one partial tile, several tiles, and a
-    // single query; non-causal also with more keys than queries.
+    // float32 with q and k 16, 32, 64 or 128 wide and v as wide or twice as
+    // wide runs the tiled kernels (cuda/attention_tiled.cuh); sizes cover one
+    // partial tile, several tiles, and a single query; non-causal also with
+    // more keys than queries. tests/emulated/ runs the same kernels on the
+    // CPU emulator, on every machine.
     using V = std::vector<Tensor>;
     struct Case {
-        int64_t T, S, D;
+        int64_t T, S, D, Dv;
         bool causal;
     };
-    for (Case c : {Case{70, 70, 64, true}, Case{130, 130, 32, true}, Case{1, 1, 16, true}, Case{70, 70, 64, false},
-                   Case{5, 97, 32, false}, Case{33, 33, 16, false}}) {
-        INFO("T=" << c.T << " S=" << c.S << " D=" << c.D << " causal " << c.causal);
-        Tensor q = randn({2, 3, c.T, c.D}, 30), k = randn({2, 3, c.S, c.D}, 31), v = randn({2, 3, c.S, c.D}, 32);
+    for (Case c : {Case{70, 70, 64, 64, true}, Case{130, 130, 32, 32, true}, Case{1, 1, 16, 16, true},
+                   Case{70, 70, 64, 64, false}, Case{5, 97, 32, 32, false}, Case{33, 33, 16, 16, false},
+                   Case{150, 150, 128, 128, true}, Case{70, 40, 128, 128, false}, Case{90, 90, 32, 64, true},
+                   Case{70, 70, 64, 128, false}, Case{40, 40, 16, 32, true}}) {
+        INFO("T=" << c.T << " S=" << c.S << " D=" << c.D << " Dv=" << c.Dv << " causal " << c.causal);
+        Tensor q = randn({2, 3, c.T, c.D}, 30), k = randn({2, 3, c.S, c.D}, 31), v = randn({2, 3, c.S, c.Dv}, 32);
         bool causal = c.causal;
         auto attend = [causal](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); };
         same_with_gradients(attend, {q, k, v});
@@ -246,7 +250,7 @@ TEST_CASE("cuda: the tiled attention kernels equal the CPU's and the simple kern
             tiled_in.push_back(raw::clone(on_gpu(x)).set_requires_grad(true));
             simple_in.push_back(raw::clone(on_gpu(x)).set_requires_grad(true));
         }
-        Tensor r = on_gpu(randn({2, 3, c.T, c.D}, 33));
+        Tensor r = on_gpu(randn({2, 3, c.T, c.Dv}, 33));
         Tensor tiled = attend(tiled_in);
         backward(sum(tiled * r));
         setenv("NORMCORE_ATTENTION", "simple", 1);

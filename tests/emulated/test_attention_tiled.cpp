@@ -1,0 +1,166 @@
+// test_attention_tiled.cpp — the GPU's tiled attention kernels
+// (cuda/attention_tiled.cuh), run on the CPU by the CUDA emulator
+// (tests/cuda_emulator), against attention written out the slow way in
+// long double. This runs on every machine, GPU or not; on a GPU,
+// tests/test_cuda.cpp checks the same kernels on the hardware.
+#include <cuda_runtime.h>  // the emulator's, found first (-Itests/cuda_emulator)
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cuda/attention_tiled.cuh"
+
+namespace {
+
+using cuda_emulator::Schedule;
+
+struct Shape {
+    int64_t N, T, S;
+    bool causal;
+};
+
+std::vector<float> normal(size_t count, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(count);
+    for (float& v : x) v = dist(gen);
+    return x;
+}
+
+// Attention in long double, and beside every result the sum of its terms'
+// sizes (|a| + |b| + ...), which bounds float32's rounding error.
+struct Reference {
+    std::vector<long double> out, lse, dq, dk, dv;
+    std::vector<long double> out_size, dq_size, dk_size, dv_size;
+};
+
+Reference attention_the_slow_way(const Shape& c, int D, int Dv, const std::vector<float>& q, const std::vector<float>& k,
+                                 const std::vector<float>& v, const std::vector<float>& dout, long double scale) {
+    Reference r;
+    const int64_t N = c.N, T = c.T, S = c.S;
+    r.out.assign(N * T * Dv, 0), r.out_size.assign(N * T * Dv, 0), r.lse.assign(N * T, 0);
+    r.dq.assign(N * T * D, 0), r.dq_size.assign(N * T * D, 0);
+    r.dk.assign(N * S * D, 0), r.dk_size.assign(N * S * D, 0);
+    r.dv.assign(N * S * Dv, 0), r.dv_size.assign(N * S * Dv, 0);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < T; ++i) {
+            int64_t keys = c.causal ? std::min(i + 1, S) : S;
+            // P_ij = softmax_j(scale q_i . k_j), over the visible keys.
+            std::vector<long double> s(keys), p(keys), dp(keys);
+            long double max = -INFINITY, total = 0;
+            for (int64_t j = 0; j < keys; ++j) {
+                long double dot = 0;
+                for (int d = 0; d < D; ++d) dot += (long double)q[(n * T + i) * D + d] * k[(n * S + j) * D + d];
+                s[j] = scale * dot;
+                max = std::max(max, s[j]);
+            }
+            for (int64_t j = 0; j < keys; ++j) total += p[j] = std::exp(s[j] - max);
+            for (int64_t j = 0; j < keys; ++j) p[j] /= total;
+            r.lse[n * T + i] = max + std::log(total);
+            // out_i = sum_j P_ij v_j;  dP_ij = dout_i . v_j;  dS = P (dP - dout_i . out_i).
+            for (int e = 0; e < Dv; ++e)
+                for (int64_t j = 0; j < keys; ++j) {
+                    long double term = p[j] * v[(n * S + j) * Dv + e];
+                    r.out[(n * T + i) * Dv + e] += term;
+                    r.out_size[(n * T + i) * Dv + e] += std::fabs(term);
+                }
+            long double row_dot = 0;
+            for (int e = 0; e < Dv; ++e) row_dot += (long double)dout[(n * T + i) * Dv + e] * r.out[(n * T + i) * Dv + e];
+            for (int64_t j = 0; j < keys; ++j) {
+                long double dot = 0, dot_size = 0;
+                for (int e = 0; e < Dv; ++e) {
+                    long double term = (long double)dout[(n * T + i) * Dv + e] * v[(n * S + j) * Dv + e];
+                    dot += term;
+                    dot_size += std::fabs(term);
+                }
+                long double ds = p[j] * (dot - row_dot), ds_size = p[j] * (dot_size + std::fabs(row_dot));
+                for (int d = 0; d < D; ++d) {
+                    long double kd = k[(n * S + j) * D + d], qd = q[(n * T + i) * D + d];
+                    r.dq[(n * T + i) * D + d] += scale * ds * kd;
+                    r.dq_size[(n * T + i) * D + d] += scale * ds_size * std::fabs(kd);
+                    r.dk[(n * S + j) * D + d] += scale * ds * qd;
+                    r.dk_size[(n * S + j) * D + d] += scale * ds_size * std::fabs(qd);
+                }
+                for (int e = 0; e < Dv; ++e) {
+                    long double g = dout[(n * T + i) * Dv + e];
+                    r.dv[(n * S + j) * Dv + e] += p[j] * g;
+                    r.dv_size[(n * S + j) * Dv + e] += p[j] * std::fabs(g);
+                }
+            }
+        }
+    return r;
+}
+
+// Every element within 1e-5 of its terms' size (float32 carries 6e-8
+// relative per operation; a wrong element is off by about its size).
+void check_close(const char* what, const std::vector<float>& got, const std::vector<long double>& want,
+                 const std::vector<long double>& size) {
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    size_t where = 0;
+    for (size_t e = 0; e < got.size(); ++e) {
+        double excess = std::fabs((double)(got[e] - want[e])) / (1e-5 * (double)size[e] + 1e-30);
+        if (!(excess <= worst)) worst = excess, where = e;  // a NaN counts as the worst
+    }
+    INFO(what << ": element " << where << " is " << got[where] << ", the reference " << (double)want[where]
+              << " (terms' size " << (double)size[where] << "): " << worst << " x the tolerance");
+    CHECK(worst <= 1.0);
+}
+
+template <int D, int Dv>
+void check_widths(const Shape& c, Schedule schedule) {
+    using namespace nc::cuda;
+    using Tiles = AttentionTiles<D, Dv>;
+    INFO("D " << D << ", Dv " << Dv << ", N " << c.N << ", T " << c.T << ", S " << c.S << (c.causal ? ", causal" : "")
+              << (schedule == Schedule::FirstThreadFirst ? ", thread 0 first" : ", last thread first"));
+    const float scale = 1.0f / std::sqrt((float)D);
+    std::vector<float> q = normal(c.N * c.T * D, 1), k = normal(c.N * c.S * D, 2), v = normal(c.N * c.S * Dv, 3);
+    std::vector<float> dout = normal(c.N * c.T * Dv, 4);
+    Reference r = attention_the_slow_way(c, D, Dv, q, k, v, dout, scale);
+
+    std::vector<float> out(c.N * c.T * Dv, NAN), lse(c.N * c.T, NAN);
+    cuda_emulator::launch(forward_grid<D, Dv>(c.N, c.T).dims(), Tiles::forward_threads, schedule,
+                          attention_forward_tiled<D, Dv>, q.data(), k.data(), v.data(), out.data(), lse.data(), c.T,
+                          c.S, c.causal, scale);
+    check_close("out", out, r.out, r.out_size);
+    std::vector<long double> lse_size(r.lse.size());
+    for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
+    check_close("logsumexp", lse, r.lse, lse_size);
+
+    // dq starts at 0 (the kernel adds to it); dk and dv start as NaN, so a
+    // row the kernel forgets to write shows.
+    std::vector<float> dots(c.N * c.T), dq(c.N * c.T * D, 0.0f), dk(c.N * c.S * D, NAN), dv(c.N * c.S * Dv, NAN);
+    cuda_emulator::launch(dim3(2), dim3(64), schedule, attention_row_dots<Dv>, dout.data(), out.data(), dots.data(),
+                          c.N * c.T);
+    cuda_emulator::launch(backward_grid<D, Dv>(c.N, c.S).dims(), Tiles::backward_threads, schedule,
+                          attention_backward_tiled<D, Dv>, dout.data(), q.data(), k.data(), v.data(), lse.data(),
+                          dots.data(), dq.data(), dk.data(), dv.data(), c.T, c.S, c.causal, scale);
+    check_close("dq", dq, r.dq, r.dq_size);
+    check_close("dk", dk, r.dk, r.dk_size);
+    check_close("dv", dv, r.dv, r.dv_size);
+}
+
+template <int D, int Dv>
+void check_widths(const std::vector<Shape>& shapes) {
+    for (const Shape& c : shapes)
+        for (Schedule schedule : {Schedule::FirstThreadFirst, Schedule::LastThreadFirst}) check_widths<D, Dv>(c, schedule);
+}
+
+}  // namespace
+
+// Shapes: a partial tile, several tiles of queries and keys (the 64-key
+// blocks of backward, the 32- and 64-key tiles of forward), one query,
+// more keys than queries and more queries than keys.
+TEST_CASE("emulated GPU: tiled attention equals attention in long double", "[cuda-emulated][attention]") {
+    std::vector<Shape> shapes = {{2, 70, 70, true}, {1, 130, 130, true}, {1, 1, 1, true},
+                                 {1, 70, 70, false}, {1, 5, 97, false}, {1, 40, 9, true}};
+    check_widths<16, 16>(shapes);
+    check_widths<32, 32>(shapes);
+    check_widths<64, 64>(shapes);
+    check_widths<128, 128>(shapes);
+    check_widths<16, 32>(shapes);
+    check_widths<32, 64>(shapes);
+    check_widths<64, 128>(shapes);
+}
