@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/reduction_kernels.cuh"
+#include "tests/emulated/emulated_column_sums.h"
 
 namespace {
 
@@ -195,17 +196,10 @@ TEST_CASE("emulated GPU: column sums in two passes", "[cuda-emulated][reduce]") 
     };
     for (Schedule s : kSchedules)
         for (Size z : {Size{300, 70}, Size{5, 3}, Size{1000, 33}, Size{0, 4}}) {
-            const int64_t chunks = column_chunks(z.rows, z.cols), per_chunk = (z.rows + chunks - 1) / chunks;
-            const int64_t tiles = (z.cols + kColumnTile - 1) / kColumnTile;
-            INFO("rows " << z.rows << ", cols " << z.cols << ", " << chunks << " chunks");
+            INFO("rows " << z.rows << ", cols " << z.cols << ", " << column_chunks(z.rows, z.cols) << " chunks");
             std::vector<float> x = normal<float>(z.rows * z.cols, 11, 0.3);
-            std::vector<double> partial(chunks * z.cols, NAN);
             std::vector<float> out(z.cols, NAN);
-            cuda_emulator::launch(dim3((unsigned)tiles, (unsigned)chunks), dim3(kColumnTile, kRowLanes), s,
-                                  column_partials_kernel<MatrixEntry<float>>, MatrixEntry<float>{x.data(), z.cols},
-                                  partial.data(), z.rows, z.cols, per_chunk);
-            cuda_emulator::launch(dim3(blocks_for(z.cols)), dim3(kThreads), s, column_finish_kernel<float>,
-                                  (const double*)partial.data(), out.data(), chunks, z.cols);
+            nc_test::emulated_column_sums(MatrixEntry<float>{x.data(), z.cols}, out.data(), z.rows, z.cols, s);
             std::vector<long double> want(z.cols, 0);
             std::vector<double> size(z.cols, 0);
             for (int64_t r = 0; r < z.rows; ++r)

@@ -1,0 +1,148 @@
+// test_norm_kernels.cpp — the GPU's LayerNorm and RMSNorm kernels
+// (cuda/norm_kernels.cuh, and the column sums of their parameter
+// gradients), run on the CPU by the CUDA emulator (tests/cuda_emulator)
+// with the grids cuda/norms.cu launches. The forward is checked against the
+// definition in long double; every gradient against central differences of
+// that definition, also in long double (no backward formula is written here).
+#include <cuda_runtime.h>  // the emulator's, found first (-Itests/cuda_emulator)
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "cuda/norm_kernels.cuh"
+#include "tests/emulated/emulated_column_sums.h"
+
+namespace {
+
+using cuda_emulator::Schedule;
+using namespace nc::cuda;
+
+using Real = long double;
+
+// One row of the norm, by definition: y = gamma (x - mean) / sqrt(var + eps) + beta
+// (LayerNorm), or y = gamma x / sqrt(mean(x^2) + eps) (RMSNorm).
+std::vector<Real> norm_row(const std::vector<Real>& x, const std::vector<Real>& gamma, const std::vector<Real>& beta,
+                           bool centered, Real eps) {
+    const size_t C = x.size();
+    Real mean = 0, var = 0;
+    if (centered) {
+        for (Real v : x) mean += v;
+        mean /= C;
+    }
+    for (Real v : x) var += (v - mean) * (v - mean);
+    var /= C;
+    std::vector<Real> y(C);
+    for (size_t c = 0; c < C; ++c)
+        y[c] = (x[c] - mean) / std::sqrt(var + eps) * (gamma.empty() ? 1 : gamma[c]) + (beta.empty() ? 0 : beta[c]);
+    return y;
+}
+
+// d/dz of f at z, by central differences in long double (error ~1e-12 here).
+Real derivative(const std::function<Real(Real)>& f, Real z) {
+    const Real h = 1e-6L;
+    return (f(z + h) - f(z - h)) / (2 * h);
+}
+
+template <typename T>
+std::vector<T> normal(size_t count, unsigned seed, double mean) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<double> dist(mean, 1.0);
+    std::vector<T> x(count);
+    for (T& v : x) v = (T)dist(gen);
+    return x;
+}
+
+// Every element within tol_scale of the largest reference value, plus a
+// relative part: the kernels sum in double but take T in and give T out.
+template <typename T>
+void check_close(const char* what, const std::vector<T>& got, const std::vector<Real>& want) {
+    REQUIRE(got.size() == want.size());
+    const double unit = sizeof(T) == 4 ? 0x1p-24 : 0x1p-53;
+    double largest = 0;
+    for (Real w : want) largest = std::max(largest, (double)std::fabs(w));
+    double worst = 0;
+    size_t where = 0;
+    for (size_t e = 0; e < got.size(); ++e) {
+        // float: rounding of inputs' statistics (mean, rstd kept as T) and of
+        // the output, a few ulp of the row's scale; double: the differences'
+        // own error (~1e-11 of the scale) dominates.
+        double tol = sizeof(T) == 4 ? 64 * unit * (largest + 1) : 1e-9 * (largest + 1);
+        double excess = std::fabs((double)got[e] - (double)want[e]) / tol;
+        if (!(excess <= worst)) worst = excess, where = e;  // a NaN counts as the worst
+    }
+    INFO(what << ": element " << where << " is " << (double)got[where] << ", the reference " << (double)want[where]
+              << ": " << worst << " x the tolerance");
+    CHECK(worst <= 1.0);
+}
+
+template <typename T>
+void check_norm(int64_t rows, int64_t C, bool centered, bool affine, bool bias, unsigned grid, Schedule schedule) {
+    INFO((centered ? "LayerNorm" : "RMSNorm") << ", rows " << rows << ", C " << C << (affine ? ", gamma" : "")
+                                              << (bias ? ", beta" : "") << ", grid " << grid
+                                              << (sizeof(T) == 4 ? ", float" : ", double"));
+    const double eps = 1e-5;
+    std::vector<T> x = normal<T>(rows * C, 21, 0.3), dy = normal<T>(rows * C, 22, 0.0);
+    std::vector<T> gamma = affine ? normal<T>(C, 23, 1.0) : std::vector<T>();
+    std::vector<T> beta = bias ? normal<T>(C, 24, 0.0) : std::vector<T>();
+    const T* g = affine ? gamma.data() : nullptr;
+    const T* b = bias ? beta.data() : nullptr;
+
+    std::vector<T> y(rows * C, (T)NAN), mean(rows, (T)NAN), rstd(rows, (T)NAN);
+    if (centered)
+        cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, layer_norm_kernel<T>, (const T*)x.data(), g, b, eps,
+                              y.data(), mean.data(), rstd.data(), rows, C);
+    else
+        cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, rms_norm_kernel<T>, (const T*)x.data(), g, eps,
+                              y.data(), rstd.data(), rows, C);
+    std::vector<T> dx(rows * C, (T)NAN), dgamma(C, (T)NAN), dbeta(C, (T)NAN);
+    const T* mean_or_null = centered ? mean.data() : nullptr;  // norms.cu: no mean says RMSNorm
+    cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, norm_backward_kernel<T>, (const T*)dy.data(),
+                          (const T*)x.data(), g, mean_or_null, (const T*)rstd.data(), dx.data(), rows, C, centered);
+    if (affine)
+        nc_test::emulated_column_sums(NormGammaTerm<T>{dy.data(), x.data(), mean_or_null, rstd.data(), C}, dgamma.data(),
+                                      rows, C, schedule);
+    if (bias) nc_test::emulated_column_sums(MatrixEntry<T>{dy.data(), C}, dbeta.data(), rows, C, schedule);
+
+    // The references: y by definition, and the gradients of L = sum dy * y.
+    std::vector<Real> gamma_r(gamma.begin(), gamma.end()), beta_r(beta.begin(), beta.end());
+    std::vector<Real> y_want(rows * C), dx_want(rows * C), dgamma_want(C, 0), dbeta_want(C, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+        std::vector<Real> xr(x.begin() + r * C, x.begin() + (r + 1) * C), dyr(dy.begin() + r * C, dy.begin() + (r + 1) * C);
+        auto loss = [&](const std::vector<Real>& xs, const std::vector<Real>& gs, const std::vector<Real>& bs) {
+            std::vector<Real> ys = norm_row(xs, gs, bs, centered, eps);
+            Real total = 0;
+            for (int64_t c = 0; c < C; ++c) total += dyr[c] * ys[c];
+            return total;
+        };
+        std::vector<Real> yr = norm_row(xr, gamma_r, beta_r, centered, eps);
+        for (int64_t c = 0; c < C; ++c) {
+            y_want[r * C + c] = yr[c];
+            dx_want[r * C + c] = derivative([&](Real z) { auto xs = xr; xs[c] = z; return loss(xs, gamma_r, beta_r); }, xr[c]);
+            if (affine)
+                dgamma_want[c] += derivative([&](Real z) { auto gs = gamma_r; gs[c] = z; return loss(xr, gs, beta_r); }, gamma_r[c]);
+            if (bias)
+                dbeta_want[c] += derivative([&](Real z) { auto bs = beta_r; bs[c] = z; return loss(xr, gamma_r, bs); }, beta_r[c]);
+        }
+    }
+    check_close("y", y, y_want);
+    check_close("dx", dx, dx_want);
+    if (affine) check_close("dgamma", dgamma, dgamma_want);
+    if (bias) check_close("dbeta", dbeta, dbeta_want);
+}
+
+}  // namespace
+
+TEST_CASE("emulated GPU: LayerNorm and RMSNorm kernels equal the definition and its differences", "[cuda-emulated][norms]") {
+    for (Schedule s : {Schedule::FirstThreadFirst, Schedule::LastThreadFirst})
+        for (bool centered : {true, false}) {
+            // Rows longer than the block (each thread strides), a row shorter
+            // than a warp, fewer blocks than rows; with and without parameters.
+            check_norm<float>(5, 300, centered, true, centered, row_blocks(5), s);
+            check_norm<float>(4, 7, centered, true, centered, 2, s);
+            check_norm<float>(3, 40, centered, false, false, row_blocks(3), s);
+            check_norm<double>(3, 300, centered, true, centered, 2, s);
+        }
+}
