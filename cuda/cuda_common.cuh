@@ -30,38 +30,13 @@ void check_launch(const char* kernel);
 cudaStream_t stream();
 cublasHandle_t cublas();
 
-// ---- indices out of range ---------------------------------------------------------
-//
-// An op that looks up indices (an embedding, a gather, cross-entropy's
-// targets) must turn a bad index into an error, not a read past the end of a
-// buffer. On the CPU the raw op checks them before calling the kernel. On
-// the GPU that would mean copying every index tensor to the host, so that
-// every such op waits for the GPU to finish. Here each kernel checks its own
-// indices instead. It skips a bad one (writing 0, adding nothing) and
-// records the first into this record. The record lives in pinned host memory
-// that the GPU writes directly. The host reads it whenever it waits for the
-// GPU anyway (copy_to_host: item(), printing, .to(cpu)) and throws then,
-// naming the op, the index and the size it had to be below.
-enum IndexOp : int { kNoIndexError = 0, kIndexSelectOp, kIndexAddOp, kGatherOp, kScatterAddOp, kCrossEntropyOp };
-struct IndexErrorRecord {
-    int op;  // an IndexOp; the first kernel to find a bad index sets it
-    long long index, size;
-};
+// ---- indices out of range: the record kernels write (device_common.cuh) ------------
+
 // The device's view of the record (mapped pinned memory, allocated once).
 IndexErrorRecord* index_error_record();
 // Throws nc::Error for a recorded bad index, and clears the record. Called
 // after every synchronization with the stream.
 void throw_recorded_index_error();
-
-// In a kernel: whether 0 <= index < size; if not, records it (first one wins).
-__device__ inline bool index_in_range(int64_t index, int64_t size, IndexOp op, IndexErrorRecord* record) {
-    if (index >= 0 && index < size) return true;
-    if (atomicCAS(&record->op, (int)kNoIndexError, (int)op) == (int)kNoIndexError) {
-        record->index = index;
-        record->size = size;
-    }
-    return false;
-}
 
 // A tensor's data as a T*, or nullptr for an undefined (optional) tensor.
 template <typename T>

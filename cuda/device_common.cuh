@@ -32,5 +32,32 @@ inline int blocks_for(int64_t n) {
 // r, r + gridDim.x, ...
 inline int row_blocks(int64_t rows) { return (int)std::max<int64_t>(1, std::min<int64_t>(rows, 65535)); }
 
+// ---- indices out of range ---------------------------------------------------------
+//
+// An op that looks up indices (an embedding, a gather, cross-entropy's
+// targets) must turn a bad index into an error, not a read past the end of a
+// buffer. On the CPU the raw op checks them before calling the kernel. On
+// the GPU that would mean copying every index tensor to the host, so that
+// every such op waits for the GPU to finish. Here each kernel checks its own
+// indices instead. It skips a bad one (writing 0, adding nothing) and
+// records the first into this record. The record lives in pinned host memory
+// that the GPU writes directly. The host reads it whenever it waits for the
+// GPU anyway (copy_to_host: item(), printing, .to(cpu)) and throws then,
+// naming the op, the index and the size it had to be below.
+enum IndexOp : int { kNoIndexError = 0, kIndexSelectOp, kIndexAddOp, kGatherOp, kScatterAddOp, kCrossEntropyOp };
+struct IndexErrorRecord {
+    int op;  // an IndexOp; the first kernel to find a bad index sets it
+    long long index, size;
+};
+// In a kernel: whether 0 <= index < size; if not, records it (first one wins).
+__device__ inline bool index_in_range(int64_t index, int64_t size, IndexOp op, IndexErrorRecord* record) {
+    if (index >= 0 && index < size) return true;
+    if (atomicCAS(&record->op, (int)kNoIndexError, (int)op) == (int)kNoIndexError) {
+        record->index = index;
+        record->size = size;
+    }
+    return false;
+}
+
 }  // namespace cuda
 }  // namespace nc

@@ -12,7 +12,7 @@
 //   threadIdx, blockIdx     set by the emulator before it resumes a thread
 //   __syncthreads()         a barrier of the block's threads
 //   __shfl_xor_sync, ...    an exchange through the warp's 32 slots
-//   atomicAdd               a plain add (only one thread runs at a time)
+//   atomicAdd, atomicCAS    plain code (only one thread runs at a time)
 //
 // Each CUDA thread is a fiber (ucontext): the emulator runs one thread of
 // the block until it reaches a barrier or ends, then the next, and lets a
@@ -117,5 +117,10 @@ inline float atomicAdd(float* address, float value) {
 inline double atomicAdd(double* address, double value) {
     double old = *address;
     *address = old + value;
+    return old;
+}
+inline int atomicCAS(int* address, int compare, int value) {
+    int old = *address;
+    if (old == compare) *address = value;
     return old;
 }

@@ -7,10 +7,10 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "cuda/attention_tiled.cuh"
+#include "tests/emulated/emulated_helpers.h"
 
 namespace {
 
@@ -20,14 +20,6 @@ struct Shape {
     int64_t N, T, S;
     bool causal;
 };
-
-std::vector<float> normal(size_t count, unsigned seed) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> x(count);
-    for (float& v : x) v = dist(gen);
-    return x;
-}
 
 // Attention in long double, and beside every result the sum of its terms'
 // sizes (|a| + |b| + ...), which bounds float32's rounding error.
@@ -97,16 +89,9 @@ Reference attention_the_slow_way(const Shape& c, int D, int Dv, const std::vecto
 // relative per operation; a wrong element is off by about its size).
 void check_close(const char* what, const std::vector<float>& got, const std::vector<long double>& want,
                  const std::vector<long double>& size) {
-    REQUIRE(got.size() == want.size());
-    double worst = 0;
-    size_t where = 0;
-    for (size_t e = 0; e < got.size(); ++e) {
-        double excess = std::fabs((double)(got[e] - want[e])) / (1e-5 * (double)size[e] + 1e-30);
-        if (!(excess <= worst)) worst = excess, where = e;  // a NaN counts as the worst
-    }
-    INFO(what << ": element " << where << " is " << got[where] << ", the reference " << (double)want[where]
-              << " (terms' size " << (double)size[where] << "): " << worst << " x the tolerance");
-    CHECK(worst <= 1.0);
+    std::vector<double> tol(size.size());
+    for (size_t e = 0; e < size.size(); ++e) tol[e] = 1e-5 * (double)size[e] + 1e-30;
+    nc_test::check_within(what, got, want, tol);
 }
 
 template <int D, int Dv>
@@ -116,8 +101,8 @@ void check_widths(const Shape& c, Schedule schedule) {
     INFO("D " << D << ", Dv " << Dv << ", N " << c.N << ", T " << c.T << ", S " << c.S << (c.causal ? ", causal" : "")
               << (schedule == Schedule::FirstThreadFirst ? ", thread 0 first" : ", last thread first"));
     const float scale = 1.0f / std::sqrt((float)D);
-    std::vector<float> q = normal(c.N * c.T * D, 1), k = normal(c.N * c.S * D, 2), v = normal(c.N * c.S * Dv, 3);
-    std::vector<float> dout = normal(c.N * c.T * Dv, 4);
+    std::vector<float> q = nc_test::normal<float>(c.N * c.T * D, 1), k = nc_test::normal<float>(c.N * c.S * D, 2), v = nc_test::normal<float>(c.N * c.S * Dv, 3);
+    std::vector<float> dout = nc_test::normal<float>(c.N * c.T * Dv, 4);
     Reference r = attention_the_slow_way(c, D, Dv, q, k, v, dout, scale);
 
     std::vector<float> out(c.N * c.T * Dv, NAN), lse(c.N * c.T, NAN);

@@ -8,12 +8,11 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <functional>
-#include <random>
 #include <vector>
 
 #include "cuda/norm_kernels.cuh"
 #include "tests/emulated/emulated_column_sums.h"
+#include "tests/emulated/emulated_helpers.h"
 
 namespace {
 
@@ -40,42 +39,12 @@ std::vector<Real> norm_row(const std::vector<Real>& x, const std::vector<Real>& 
     return y;
 }
 
-// d/dz of f at z, by central differences in long double (error ~1e-12 here).
-Real derivative(const std::function<Real(Real)>& f, Real z) {
-    const Real h = 1e-6L;
-    return (f(z + h) - f(z - h)) / (2 * h);
-}
-
-template <typename T>
-std::vector<T> normal(size_t count, unsigned seed, double mean) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<double> dist(mean, 1.0);
-    std::vector<T> x(count);
-    for (T& v : x) v = (T)dist(gen);
-    return x;
-}
-
-// Every element within tol_scale of the largest reference value, plus a
-// relative part: the kernels sum in double but take T in and give T out.
+// Within a few ulp of the largest reference value for float (the kernels
+// sum in double but take T in, keep mean and rstd as T, and give T out);
+// for double, the differences' own error (~1e-11 of the scale) dominates.
 template <typename T>
 void check_close(const char* what, const std::vector<T>& got, const std::vector<Real>& want) {
-    REQUIRE(got.size() == want.size());
-    const double unit = sizeof(T) == 4 ? 0x1p-24 : 0x1p-53;
-    double largest = 0;
-    for (Real w : want) largest = std::max(largest, (double)std::fabs(w));
-    double worst = 0;
-    size_t where = 0;
-    for (size_t e = 0; e < got.size(); ++e) {
-        // float: rounding of inputs' statistics (mean, rstd kept as T) and of
-        // the output, a few ulp of the row's scale; double: the differences'
-        // own error (~1e-11 of the scale) dominates.
-        double tol = sizeof(T) == 4 ? 64 * unit * (largest + 1) : 1e-9 * (largest + 1);
-        double excess = std::fabs((double)got[e] - (double)want[e]) / tol;
-        if (!(excess <= worst)) worst = excess, where = e;  // a NaN counts as the worst
-    }
-    INFO(what << ": element " << where << " is " << (double)got[where] << ", the reference " << (double)want[where]
-              << ": " << worst << " x the tolerance");
-    CHECK(worst <= 1.0);
+    nc_test::check_within(what, got, want, nc_test::scale_tolerance(want, sizeof(T) == 4, 64, 1e-9));
 }
 
 template <typename T>
@@ -84,9 +53,9 @@ void check_norm(int64_t rows, int64_t C, bool centered, bool affine, bool bias, 
                                               << (bias ? ", beta" : "") << ", grid " << grid
                                               << (sizeof(T) == 4 ? ", float" : ", double"));
     const double eps = 1e-5;
-    std::vector<T> x = normal<T>(rows * C, 21, 0.3), dy = normal<T>(rows * C, 22, 0.0);
-    std::vector<T> gamma = affine ? normal<T>(C, 23, 1.0) : std::vector<T>();
-    std::vector<T> beta = bias ? normal<T>(C, 24, 0.0) : std::vector<T>();
+    std::vector<T> x = nc_test::normal<T>(rows * C, 21, 0.3), dy = nc_test::normal<T>(rows * C, 22, 0.0);
+    std::vector<T> gamma = affine ? nc_test::normal<T>(C, 23, 1.0) : std::vector<T>();
+    std::vector<T> beta = bias ? nc_test::normal<T>(C, 24, 0.0) : std::vector<T>();
     const T* g = affine ? gamma.data() : nullptr;
     const T* b = bias ? beta.data() : nullptr;
 
@@ -120,11 +89,11 @@ void check_norm(int64_t rows, int64_t C, bool centered, bool affine, bool bias, 
         std::vector<Real> yr = norm_row(xr, gamma_r, beta_r, centered, eps);
         for (int64_t c = 0; c < C; ++c) {
             y_want[r * C + c] = yr[c];
-            dx_want[r * C + c] = derivative([&](Real z) { auto xs = xr; xs[c] = z; return loss(xs, gamma_r, beta_r); }, xr[c]);
+            dx_want[r * C + c] = nc_test::derivative([&](Real z) { auto xs = xr; xs[c] = z; return loss(xs, gamma_r, beta_r); }, xr[c]);
             if (affine)
-                dgamma_want[c] += derivative([&](Real z) { auto gs = gamma_r; gs[c] = z; return loss(xr, gs, beta_r); }, gamma_r[c]);
+                dgamma_want[c] += nc_test::derivative([&](Real z) { auto gs = gamma_r; gs[c] = z; return loss(xr, gs, beta_r); }, gamma_r[c]);
             if (bias)
-                dbeta_want[c] += derivative([&](Real z) { auto bs = beta_r; bs[c] = z; return loss(xr, gamma_r, bs); }, beta_r[c]);
+                dbeta_want[c] += nc_test::derivative([&](Real z) { auto bs = beta_r; bs[c] = z; return loss(xr, gamma_r, bs); }, beta_r[c]);
         }
     }
     check_close("y", y, y_want);

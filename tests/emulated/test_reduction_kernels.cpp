@@ -8,11 +8,11 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "cuda/reduction_kernels.cuh"
 #include "tests/emulated/emulated_column_sums.h"
+#include "tests/emulated/emulated_helpers.h"
 
 namespace {
 
@@ -21,29 +21,8 @@ using namespace nc::cuda;
 
 const Schedule kSchedules[] = {Schedule::FirstThreadFirst, Schedule::LastThreadFirst};
 
-template <typename T>
-std::vector<T> normal(size_t count, unsigned seed, double mean = 0.0) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<double> dist(mean, 1.0);
-    std::vector<T> x(count);
-    for (T& v : x) v = (T)dist(gen);
-    return x;
-}
-
-// |got - want| <= tol for every element; on failure, the worst one.
-void check_within(const char* what, const std::vector<double>& got, const std::vector<long double>& want,
-                  const std::vector<double>& tol) {
-    REQUIRE(got.size() == want.size());
-    double worst = 0;
-    size_t where = 0;
-    for (size_t e = 0; e < got.size(); ++e) {
-        double excess = std::fabs(got[e] - (double)want[e]) / tol[e];
-        if (!(excess <= worst)) worst = excess, where = e;  // a NaN counts as the worst
-    }
-    INFO(what << ": element " << where << " is " << got[where] << ", the reference " << (double)want[where] << ": "
-              << worst << " x the tolerance " << tol[where]);
-    CHECK(worst <= 1.0);
-}
+using nc_test::check_within;
+using nc_test::normal;
 
 // Row sums of x [rows, n] in long double, and each row's sum of |x|.
 void row_sums(const std::vector<double>& x, int64_t rows, int64_t n, std::vector<long double>& sum,
@@ -72,7 +51,7 @@ void check_row_sums(int64_t rows, int64_t n, unsigned grid, Schedule schedule) {
     std::vector<long double> want;
     std::vector<double> size;
     row_sums(std::vector<double>(x.begin(), x.end()), rows, n, want, size);
-    check_within("row sum", std::vector<double>(out.begin(), out.end()), want, sum_tolerance<T>(want, size, n));
+    check_within("row sum", out, want, sum_tolerance<T>(want, size, n));
 }
 
 }  // namespace
@@ -103,7 +82,7 @@ TEST_CASE("emulated GPU: the full sum of a long row, in chunks", "[cuda-emulated
             std::vector<long double> want;
             std::vector<double> size;
             row_sums(std::vector<double>(x.begin(), x.end()), rows, n, want, size);
-            check_within("full sum", std::vector<double>(out.begin(), out.end()), want, sum_tolerance<float>(want, size, n));
+            check_within("full sum", out, want, sum_tolerance<float>(want, size, n));
         }
 }
 
@@ -186,7 +165,7 @@ TEST_CASE("emulated GPU: softmax and log-softmax rows equal long double", "[cuda
                         tol[r * n + i] = log_softmax ? ulp * (1 + std::fabs((double)m)) : ulp * (double)std::exp(shifted);
                     }
                 }
-                check_within("softmax", std::vector<double>(y.begin(), y.end()), want, tol);
+                check_within("softmax", y, want, tol);
             }
 }
 
@@ -204,7 +183,7 @@ TEST_CASE("emulated GPU: column sums in two passes", "[cuda-emulated][reduce]") 
             std::vector<double> size(z.cols, 0);
             for (int64_t r = 0; r < z.rows; ++r)
                 for (int64_t c = 0; c < z.cols; ++c) want[c] += x[r * z.cols + c], size[c] += std::fabs(x[r * z.cols + c]);
-            check_within("column sum", std::vector<double>(out.begin(), out.end()), want,
+            check_within("column sum", out, want,
                          sum_tolerance<float>(want, size, z.rows));
         }
 }
