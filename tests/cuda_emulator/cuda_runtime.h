@@ -119,6 +119,11 @@ inline double atomicAdd(double* address, double value) {
     *address = old + value;
     return old;
 }
+inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+    unsigned long long old = *address;
+    *address = old + value;
+    return old;
+}
 inline int atomicCAS(int* address, int compare, int value) {
     int old = *address;
     if (old == compare) *address = value;
