@@ -1,7 +1,7 @@
 // cuda_common.cuh — what every CUDA kernel file shares: error checks that
 // turn CUDA's status codes into nc::Error, the one stream all work goes to,
-// and the strided indexer for elementwise kernels (launch sizes and the
-// device-only helpers are in device_common.cuh).
+// (launch sizes and the device-only helpers are in device_common.cuh, the
+// strided indexer of the elementwise kernels in strided_indexer.cuh).
 #pragma once
 
 #include <cublas_v2.h>
@@ -12,8 +12,8 @@
 #include <cstdint>
 
 #include "cuda/device_common.cuh"
+#include "cuda/strided_indexer.cuh"
 #include "tensor/backend.h"
-#include "tensor/merged_dims.h"
 
 namespace nc {
 namespace cuda {
@@ -41,60 +41,6 @@ void throw_recorded_index_error();
 // A tensor's data as a T*, or nullptr for an undefined (optional) tensor.
 template <typename T>
 T* ptr_or_null(const Tensor& t) { return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr; }
-
-// Offsets of element `linear` (row-major over `sizes`) in each of N operands
-// with their own strides: a tensor view of any layout, including broadcast
-// (stride 0). Passed to kernels by value. make_indexer merges the dims first
-// (tensor/merged_dims.h), so a contiguous operand has one dim and costs no
-// div/mod at all (the outermost dim never needs one); when the element
-// count fits in 31 bits, the div/mods run in 32-bit arithmetic, several
-// times faster than 64-bit on a GPU. The offsets themselves stay 64-bit (a
-// small view may sit far into a large buffer).
-template <int N>
-struct StridedIndexer {
-    int ndim;
-    bool narrow;  // every linear index < 2^31
-    int64_t sizes[kMaxDims];
-    int64_t strides[N][kMaxDims];
-
-    __device__ void offsets(int64_t linear, int64_t* out) const {
-        for (int k = 0; k < N; ++k) out[k] = 0;
-        if (narrow) {
-            uint32_t rest = (uint32_t)linear;
-            for (int d = ndim - 1; d > 0; --d) {
-                uint32_t size = (uint32_t)sizes[d], index = rest % size;
-                rest /= size;
-                for (int k = 0; k < N; ++k) out[k] += (int64_t)index * strides[k][d];
-            }
-            linear = rest;
-        } else {
-            for (int d = ndim - 1; d > 0; --d) {
-                int64_t index = linear % sizes[d];
-                linear /= sizes[d];
-                for (int k = 0; k < N; ++k) out[k] += index * strides[k][d];
-            }
-        }
-        if (ndim > 0)  // dim 0 takes what is left: no div/mod
-            for (int k = 0; k < N; ++k) out[k] += linear * strides[k][0];
-    }
-};
-
-template <int N>
-StridedIndexer<N> make_indexer(const Shape& shape, const std::array<const Tensor*, N>& operands) {
-    std::array<const Shape*, N> strides;
-    for (int k = 0; k < N; ++k) strides[k] = &operands[k]->strides();
-    MergedDims<N> m = merge_dims<N>(shape, strides);
-    StridedIndexer<N> ix{};
-    ix.ndim = m.empty ? 0 : m.ndim;  // empty: no element is ever asked for
-    int64_t count = 1;
-    for (int d = 0; d < ix.ndim; ++d) {
-        ix.sizes[d] = m.sizes[d];
-        count *= m.sizes[d];
-        for (int k = 0; k < N; ++k) ix.strides[k][d] = m.strides[k][d];
-    }
-    ix.narrow = count < (int64_t(1) << 31);
-    return ix;
-}
 
 }  // namespace cuda
 }  // namespace nc

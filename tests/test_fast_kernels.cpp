@@ -123,6 +123,11 @@ TEST_CASE("exp_fast and tanh_fast agree with libm", "[fast][elementwise]") {
     CHECK(cpu::tanh_fast(0.0f) == 0.0f);
     CHECK(cpu::tanh_fast(30.0f) == 1.0f);
     CHECK(cpu::tanh_fast(-30.0f) == -1.0f);
+    // Found by comparing with the GPU's kernels (tests/emulated): the clamp
+    // at |x| = 10 once turned a NaN into 1.
+    CHECK(std::isnan(cpu::tanh_fast(NAN)));
+    CHECK(cpu::tanh_fast(INFINITY) == 1.0f);
+    CHECK(cpu::tanh_fast(-INFINITY) == -1.0f);
 }
 
 TEST_CASE("fused AdamW equals the formula on many tensors of odd sizes", "[optim][fast]") {

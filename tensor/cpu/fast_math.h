@@ -63,7 +63,8 @@ inline double exp_fast(double x) { return std::exp(x); }
     float ax = std::fabs(x);
     float e = exp_fast(2.0f * (ax < 10.0f ? ax : 10.0f));  // tanh(10) = 1 - 4e-9: 1 in float
     float large = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
-    return ax < 0.625f ? small : large;
+    float y = ax < 0.625f ? small : large;
+    return x != x ? x : y;  // NaN in, NaN out (the clamp above would make it +-1)
 }
 inline double tanh_fast(double x) { return std::tanh(x); }
 

@@ -29,7 +29,7 @@ inline long double derivative(const std::function<long double(long double)>& f, 
 }
 
 // |got[e] - want[e]| <= tol[e] for every element; on failure, the worst one
-// (a NaN counts as the worst).
+// (a NaN counts as the worst, and stays the worst).
 template <typename T>
 void check_within(const char* what, const std::vector<T>& got, const std::vector<long double>& want,
                   const std::vector<double>& tol) {
@@ -39,7 +39,8 @@ void check_within(const char* what, const std::vector<T>& got, const std::vector
     size_t where = 0;
     for (size_t e = 0; e < got.size(); ++e) {
         double excess = std::fabs((double)got[e] - (double)want[e]) / tol[e];
-        if (!(excess <= worst)) worst = excess, where = e;
+        if (std::isnan(excess)) excess = INFINITY;  // a NaN where a number belongs, or the other way
+        if (excess > worst) worst = excess, where = e;
     }
     if (got.empty()) return;
     INFO(what << ": element " << where << " is " << (double)got[where] << ", the reference " << (double)want[where]

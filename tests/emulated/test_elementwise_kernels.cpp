@@ -1,0 +1,189 @@
+// test_elementwise_kernels.cpp — the GPU's elementwise kernels
+// (cuda/elementwise_kernels.cuh: every unary and binary op, where, casts,
+// fill, random numbers) and its strided indexer, run on the CPU by the
+// CUDA emulator (tests/cuda_emulator) on non-contiguous and broadcast
+// views, against the CPU backend's entries for the same views. The CPU
+// backend is the one checked against PyTorch and finite differences; the
+// GPU's formulas are a second, separate copy, so this compares the two.
+#include <cuda_runtime.h>  // the emulator's, found first (-Itests/cuda_emulator)
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "cuda/device_common.cuh"
+#include "cuda/elementwise_kernels.cuh"
+#include "tensor/raw_ops.h"
+
+namespace {
+
+using cuda_emulator::Schedule;
+using namespace nc;
+using namespace nc::cuda;
+
+template <typename T>
+T* data(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
+
+// Both launches the tests use: the one cuda/elementwise.cu makes (enough
+// blocks of kThreads), and one block of 32 threads, so that every thread
+// walks several elements of the grid-stride loop.
+struct Launch {
+    dim3 grid, block;
+};
+std::vector<Launch> launches(int64_t n) { return {{dim3(blocks_for(n)), dim3(kThreads)}, {dim3(1), dim3(32)}}; }
+
+// got within a few units in the last place of want, element by element
+// (the GPU's math functions and glibc's may differ in the last bit).
+void check_same(const char* what, const Tensor& got, const Tensor& want, double ulps) {
+    std::vector<double> a = got.to_vector(), b = want.to_vector();
+    REQUIRE(a.size() == b.size());
+    double unit = got.dtype() == kFloat32 ? 0x1p-24 : got.dtype() == kFloat64 ? 0x1p-53 : 0.0;
+    double worst = 0;
+    size_t where = 0;
+    for (size_t e = 0; e < a.size(); ++e) {
+        // Equal (infinities too) or both NaN: nothing to measure.
+        if (a[e] == b[e] || (std::isnan(a[e]) && std::isnan(b[e]))) continue;
+        double excess = std::fabs(a[e] - b[e]) / (ulps * unit * (1 + std::fabs(b[e])) + 1e-300);
+        if (std::isnan(excess)) excess = INFINITY;  // a NaN where a number belongs, or the other way
+        if (excess > worst) worst = excess, where = e;
+    }
+    INFO(what << ": element " << where << " is " << a[where] << ", the CPU's " << b[where] << ": " << worst
+              << " x the tolerance");
+    CHECK(worst <= 1.0);
+}
+
+// A [3, 7, 5] view that is not contiguous (x [5, 7, 3] transposed), of
+// values away from 0 when `positive`.
+Tensor strided_input(uint64_t seed, DType dtype, bool positive) {
+    Generator gen(seed);
+    Tensor x = raw::randn({5, 7, 3}, gen, dtype);
+    if (positive) x = raw::add(raw::abs(x), 0.1);
+    // One NaN and one infinity: the ops' rules for them must agree too
+    // (maximum and minimum propagate a NaN, sign(NaN) is 0).
+    if (dtype == kFloat32) data<float>(x)[17] = NAN, data<float>(x)[40] = INFINITY;
+    if (dtype == kFloat64) data<double>(x)[17] = NAN, data<double>(x)[40] = -INFINITY;
+    return raw::transpose(x, 0, 2);
+}
+
+template <typename T>
+void check_unary(UnaryOp op, DType dtype, Schedule schedule) {
+    bool positive = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt;
+    Tensor in = strided_input(1, dtype, positive);
+    int64_t n = in.numel();
+    Tensor want = raw::zeros(in.shape(), dtype);
+    cpu_backend().unary(op, in, want);
+    for (const Launch& l : launches(n)) {
+        Tensor out = raw::transpose(raw::zeros({5, 7, 3}, dtype), 0, 2);  // a strided output too
+        StridedIndexer<2> ix = make_indexer<2>(out.shape(), {&in, &out});
+        cuda_emulator::launch(l.grid, l.block, schedule, unary_kernel<T>, op, (const T*)data<T>(in), data<T>(out), ix, n);
+        check_same(unary_op_name(op), out, want, 8);
+    }
+}
+
+template <typename T>
+void check_binary(BinaryOp op, DType dtype, Schedule schedule) {
+    Tensor a = dtype == kInt64 ? raw::transpose(raw::from_indices(std::vector<int64_t>(105, 0), {5, 7, 3}), 0, 2)
+                               : strided_input(2, dtype, op == BinaryOp::Pow);
+    if (dtype == kInt64)
+        for (int64_t e = 0; e < 105; ++e) data<int64_t>(a)[e] = e * 37 % 11 - 5;  // the storage, in any order
+    Generator gen(3);
+    Tensor small = dtype == kInt64 ? raw::from_indices({-2, 0, 3, 1, -4, 2, 0}, {1, 7, 1}) : raw::randn({1, 7, 1}, gen, dtype);
+    Tensor b = raw::expand(small, a.shape());  // broadcast: strides 0, s, 0
+    int64_t n = a.numel();
+    Tensor want = raw::zeros(a.shape(), dtype);
+    cpu_backend().binary(op, a, b, want);
+    for (const Launch& l : launches(n)) {
+        Tensor out = raw::zeros(a.shape(), dtype);
+        StridedIndexer<3> ix = make_indexer<3>(out.shape(), {&a, &b, &out});
+        cuda_emulator::launch(l.grid, l.block, schedule, binary_kernel<T>, op, (const T*)data<T>(a), (const T*)data<T>(b),
+                              data<T>(out), ix, n);
+        check_same(binary_op_name(op), out, want, dtype == kInt64 ? 0 : 8);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("emulated GPU: every unary and binary op equals the CPU backend's on strided views",
+          "[cuda-emulated][elementwise]") {
+    const UnaryOp unary_ops[] = {UnaryOp::Neg,  UnaryOp::Exp,     UnaryOp::Log,  UnaryOp::Sqrt, UnaryOp::Rsqrt,
+                                 UnaryOp::Tanh, UnaryOp::Sin,     UnaryOp::Cos,  UnaryOp::Abs,  UnaryOp::Sign,
+                                 UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::Gelu, UnaryOp::GeluTanh};
+    const BinaryOp binary_ops[] = {BinaryOp::Add,          BinaryOp::Sub,          BinaryOp::Mul,
+                                   BinaryOp::Div,          BinaryOp::Pow,          BinaryOp::Maximum,
+                                   BinaryOp::Minimum,      BinaryOp::Eq,           BinaryOp::Ne,
+                                   BinaryOp::Lt,           BinaryOp::Le,           BinaryOp::Gt,
+                                   BinaryOp::Ge,           BinaryOp::ReluBackward, BinaryOp::SiluBackward,
+                                   BinaryOp::GeluBackward, BinaryOp::GeluTanhBackward, BinaryOp::SwiGLU};
+    const BinaryOp integer_ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum,
+                                    BinaryOp::Eq,  BinaryOp::Ne,  BinaryOp::Lt,  BinaryOp::Le,      BinaryOp::Gt,
+                                    BinaryOp::Ge};
+    for (Schedule s : {Schedule::FirstThreadFirst, Schedule::LastThreadFirst}) {
+        for (UnaryOp op : unary_ops) {
+            check_unary<float>(op, kFloat32, s);
+            check_unary<double>(op, kFloat64, s);
+        }
+        for (BinaryOp op : binary_ops) {
+            check_binary<float>(op, kFloat32, s);
+            check_binary<double>(op, kFloat64, s);
+        }
+        for (BinaryOp op : integer_ops) check_binary<int64_t>(op, kInt64, s);
+    }
+}
+
+TEST_CASE("emulated GPU: where, casts, fill and random numbers equal the CPU backend's", "[cuda-emulated][elementwise]") {
+    const Schedule s = Schedule::LastThreadFirst;
+    Tensor a = strided_input(4, kFloat32, false), b = strided_input(5, kFloat32, false);
+    Tensor cond = raw::to_dtype(raw::gt(strided_input(6, kFloat32, false), raw::scalar(0.0)), kFloat32);
+    int64_t n = a.numel();
+    SECTION("where") {
+        Tensor want = raw::zeros(a.shape()), got = raw::zeros(a.shape());
+        cpu_backend().where(cond, a, b, want);
+        StridedIndexer<4> ix = make_indexer<4>(got.shape(), {&cond, &a, &b, &got});
+        cuda_emulator::launch(dim3(1), dim3(32), s, where_kernel<float>, (const float*)data<float>(cond),
+                              (const float*)data<float>(a), (const float*)data<float>(b), data<float>(got), ix, n);
+        check_same("where", got, want, 0);
+    }
+    SECTION("casts") {
+        Tensor scaled = raw::mul(a, 7.0);  // values of several units, some negative: truncation toward 0
+        Tensor to_int = raw::zeros(a.shape(), kInt64), want_int = raw::zeros(a.shape(), kInt64);
+        cpu_backend().unary(UnaryOp::Copy, scaled, want_int);
+        StridedIndexer<2> ix = make_indexer<2>(to_int.shape(), {&scaled, &to_int});
+        cuda_emulator::launch(dim3(1), dim3(32), s, cast_kernel<float, int64_t>, (const float*)data<float>(scaled),
+                              data<int64_t>(to_int), ix, n);
+        check_same("float to int64", to_int, want_int, 0);
+        Tensor to_double = raw::zeros(a.shape(), kFloat64), want_double = raw::zeros(a.shape(), kFloat64);
+        cpu_backend().unary(UnaryOp::Copy, want_int, want_double);
+        StridedIndexer<2> ix2 = make_indexer<2>(to_double.shape(), {&want_int, &to_double});
+        cuda_emulator::launch(dim3(1), dim3(32), s, cast_kernel<int64_t, double>, (const int64_t*)data<int64_t>(want_int),
+                              data<double>(to_double), ix2, n);
+        check_same("int64 to double", to_double, want_double, 0);
+    }
+    SECTION("fill of a narrowed view leaves the rest alone") {
+        Tensor base = raw::zeros({6, 8}), want_base = raw::zeros({6, 8});
+        Tensor view = raw::narrow(base, 1, 2, 4), want_view = raw::narrow(want_base, 1, 2, 4);
+        cpu_backend().fill(want_view, 2.5);
+        StridedIndexer<1> ix = make_indexer<1>(view.shape(), {&view});
+        cuda_emulator::launch(dim3(1), dim3(32), s, fill_kernel<float>, data<float>(view), ix, view.numel(), 2.5f);
+        check_same("fill", base, want_base, 0);
+    }
+    SECTION("random numbers: the same Philox stream as the CPU") {
+        for (RandomKind kind : {RandomKind::Uniform, RandomKind::Normal, RandomKind::Bernoulli}) {
+            INFO("kind " << (int)kind);
+            Tensor want = raw::zeros({1000}, kFloat64), got = raw::zeros({1000}, kFloat64);
+            cpu_backend().random(kind, 1234, 77, 0.3, want);
+            cuda_emulator::launch(dim3(2), dim3(kThreads), s, random_kernel<double>, kind, (uint64_t)1234, (uint64_t)77, 0.3,
+                                  data<double>(got), (int64_t)1000);
+            check_same("random", got, want, 4);
+        }
+    }
+    SECTION("the indexer's 64-bit path gives the same offsets as its 32-bit one") {
+        Tensor want = raw::zeros(a.shape()), got = raw::zeros(a.shape());
+        cpu_backend().binary(BinaryOp::Sub, a, b, want);
+        StridedIndexer<3> ix = make_indexer<3>(got.shape(), {&a, &b, &got});
+        REQUIRE(ix.narrow);
+        ix.narrow = false;  // as for a tensor of 2^31 elements or more
+        cuda_emulator::launch(dim3(1), dim3(32), s, binary_kernel<float>, BinaryOp::Sub, (const float*)data<float>(a),
+                              (const float*)data<float>(b), data<float>(got), ix, n);
+        check_same("sub (64-bit indexing)", got, want, 0);
+    }
+}
