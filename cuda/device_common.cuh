@@ -20,6 +20,17 @@ namespace cuda {
 __device__ inline double exp_shifted(float x, double m) { return (double)expf((float)((double)x - m)); }
 __device__ inline double exp_shifted(double x, double m) { return exp(x - m); }
 
+// The block's dynamic shared memory (the size given as the third launch
+// argument, <<<grid, block, bytes>>>), as a T*. The CPU emulator
+// (tests/cuda_emulator) provides its own.
+#ifdef __CUDACC__
+template <typename T>
+__device__ T* dynamic_shared_memory() {
+    extern __shared__ __align__(16) unsigned char dynamic_shared_bytes[];
+    return reinterpret_cast<T*>(dynamic_shared_bytes);
+}
+#endif
+
 constexpr int kThreads = 256;
 // Grid-stride loops: enough blocks to fill the GPU, each thread then walks
 // i, i + gridDim.x * blockDim.x, ...

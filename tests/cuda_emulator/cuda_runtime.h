@@ -11,6 +11,7 @@
 //                           (blocks run one after another, so one is enough)
 //   threadIdx, blockIdx     set by the emulator before it resumes a thread
 //   __syncthreads()         a barrier of the block's threads
+//   dynamic_shared_memory   the launch's buffer (launch_with_shared)
 //   __shfl_xor_sync, ...    an exchange through the warp's 32 slots
 //   atomicAdd, atomicCAS    plain code (only one thread runs at a time)
 //
@@ -53,14 +54,26 @@ extern dim3 blockDim, gridDim;
 
 enum class Schedule { FirstThreadFirst, LastThreadFirst };
 
-// Runs `body` once per thread of a grid x block launch.
-void run_grid(dim3 grid, dim3 block, Schedule schedule, const std::function<void()>& body);
+// Runs `body` once per thread of a grid x block launch, with
+// `shared_bytes` of dynamic shared memory per block.
+void run_grid(dim3 grid, dim3 block, size_t shared_bytes, Schedule schedule, const std::function<void()>& body);
 
 // kernel<<<grid, block>>>(args...) on the CPU.
 template <typename Kernel, typename... Args>
 void launch(dim3 grid, dim3 block, Schedule schedule, Kernel kernel, Args... args) {
-    run_grid(grid, block, schedule, [&] { kernel(args...); });
+    run_grid(grid, block, 0, schedule, [&] { kernel(args...); });
 }
+// kernel<<<grid, block, shared_bytes>>>(args...) on the CPU.
+template <typename Kernel, typename... Args>
+void launch_with_shared(dim3 grid, dim3 block, size_t shared_bytes, Schedule schedule, Kernel kernel, Args... args) {
+    run_grid(grid, block, shared_bytes, schedule, [&] { kernel(args...); });
+}
+
+// The running block's dynamic shared memory. Each block's starts filled
+// with 0xff bytes (a NaN in every float and double), so a kernel that reads
+// it before writing it shows. (Static __shared__ arrays keep what the last
+// block left: a kernel reading one before writing it is not caught.)
+void* dynamic_shared_bytes();
 
 void syncthreads();
 // The 8 bytes of `value` from lane `source` of the calling thread's warp;
@@ -97,6 +110,12 @@ using cuda_emulator::uint3;
 #define __launch_bounds__(...)
 
 inline void __syncthreads() { cuda_emulator::syncthreads(); }
+
+// device_common.cuh's, for the GPU, declares `extern __shared__` bytes.
+template <typename T>
+T* dynamic_shared_memory() {
+    return static_cast<T*>(cuda_emulator::dynamic_shared_bytes());
+}
 
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {

@@ -43,6 +43,7 @@ struct Block {
     ucontext_t scheduler;
     int current = -1;
     std::vector<uint64_t> slots;  // 2 x kWarpSize per warp: what each lane offers a shuffle
+    std::vector<unsigned char> shared;  // the dynamic shared memory
     std::string error;            // the first misuse a thread made (reported after the launch)
 };
 
@@ -178,6 +179,11 @@ void run_block(Block& b, unsigned threads, Schedule schedule) {
 
 void syncthreads() { wait_at(State::AtBlockBarrier); }
 
+void* dynamic_shared_bytes() {
+    if (running->shared.empty()) note_error("emulated kernel: dynamic shared memory used, but the launch gave none");
+    return running->shared.data();
+}
+
 int lane_id() { return me().lane; }
 
 // Two banks of slots per warp, used by alternate shuffles, so that one
@@ -201,7 +207,7 @@ uint64_t exchange_in_warp(unsigned mask, uint64_t value, int source) {
     return slots[source];
 }
 
-void run_grid(dim3 grid, dim3 block, Schedule schedule, const std::function<void()>& body) {
+void run_grid(dim3 grid, dim3 block, size_t shared_bytes, Schedule schedule, const std::function<void()>& body) {
     if (running) throw std::logic_error("emulated kernel: a launch inside a launch");
     unsigned threads = block.x * block.y * block.z;
     if (threads == 0 || threads > 1024)
@@ -224,6 +230,7 @@ void run_grid(dim3 grid, dim3 block, Schedule schedule, const std::function<void
             for (unsigned y = 0; y < grid.y; ++y)
                 for (unsigned x = 0; x < grid.x; ++x) {
                     blockIdx = {x, y, z};
+                    b.shared.assign(shared_bytes, 0xff);
                     run_block(b, threads, schedule);
                     if (!b.error.empty()) throw std::runtime_error(b.error);
                 }

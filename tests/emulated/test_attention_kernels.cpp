@@ -1,7 +1,7 @@
-// test_attention_tiled.cpp — the GPU's tiled attention kernels
-// (cuda/attention_tiled.cuh), run on the CPU by the CUDA emulator
-// (tests/cuda_emulator), against attention written out the slow way in
-// long double. This runs on every machine, GPU or not; on a GPU,
+// test_attention_kernels.cpp — the GPU's attention kernels, tiled
+// (cuda/attention_tiled.cuh) and simple (cuda/attention_simple.cuh), run on
+// the CPU by the CUDA emulator (tests/cuda_emulator), against attention
+// written out the slow way in long double. This runs on every machine, GPU or not; on a GPU,
 // tests/test_cuda.cpp checks the same kernels on the hardware.
 #include <cuda_runtime.h>  // the emulator's, found first (-Itests/cuda_emulator)
 
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cuda/attention_simple.cuh"
 #include "cuda/attention_tiled.cuh"
 #include "tests/emulated/emulated_helpers.h"
 
@@ -28,8 +29,10 @@ struct Reference {
     std::vector<long double> out_size, dq_size, dk_size, dv_size;
 };
 
-Reference attention_the_slow_way(const Shape& c, int D, int Dv, const std::vector<float>& q, const std::vector<float>& k,
-                                 const std::vector<float>& v, const std::vector<float>& dout, long double scale) {
+template <typename Value>
+Reference attention_the_slow_way(const Shape& c, int D, int Dv, const std::vector<Value>& q,
+                                 const std::vector<Value>& k, const std::vector<Value>& v,
+                                 const std::vector<Value>& dout, long double scale) {
     Reference r;
     const int64_t N = c.N, T = c.T, S = c.S;
     r.out.assign(N * T * Dv, 0), r.out_size.assign(N * T * Dv, 0), r.lse.assign(N * T, 0);
@@ -87,10 +90,12 @@ Reference attention_the_slow_way(const Shape& c, int D, int Dv, const std::vecto
 
 // Every element within 1e-5 of its terms' size (float32 carries 6e-8
 // relative per operation; a wrong element is off by about its size).
-void check_close(const char* what, const std::vector<float>& got, const std::vector<long double>& want,
+// (For float64, 1e-12.)
+template <typename T>
+void check_close(const char* what, const std::vector<T>& got, const std::vector<long double>& want,
                  const std::vector<long double>& size) {
     std::vector<double> tol(size.size());
-    for (size_t e = 0; e < size.size(); ++e) tol[e] = 1e-5 * (double)size[e] + 1e-30;
+    for (size_t e = 0; e < size.size(); ++e) tol[e] = (sizeof(T) == 4 ? 1e-5 : 1e-12) * (double)size[e] + 1e-300;
     nc_test::check_within(what, got, want, tol);
 }
 
@@ -101,7 +106,8 @@ void check_widths(const Shape& c, Schedule schedule) {
     INFO("D " << D << ", Dv " << Dv << ", N " << c.N << ", T " << c.T << ", S " << c.S << (c.causal ? ", causal" : "")
               << (schedule == Schedule::FirstThreadFirst ? ", thread 0 first" : ", last thread first"));
     const float scale = 1.0f / std::sqrt((float)D);
-    std::vector<float> q = nc_test::normal<float>(c.N * c.T * D, 1), k = nc_test::normal<float>(c.N * c.S * D, 2), v = nc_test::normal<float>(c.N * c.S * Dv, 3);
+    std::vector<float> q = nc_test::normal<float>(c.N * c.T * D, 1), k = nc_test::normal<float>(c.N * c.S * D, 2);
+    std::vector<float> v = nc_test::normal<float>(c.N * c.S * Dv, 3);
     std::vector<float> dout = nc_test::normal<float>(c.N * c.T * Dv, 4);
     Reference r = attention_the_slow_way(c, D, Dv, q, k, v, dout, scale);
 
@@ -148,4 +154,53 @@ TEST_CASE("emulated GPU: tiled attention equals attention in long double", "[cud
     check_widths<16, 32>(shapes);
     check_widths<32, 64>(shapes);
     check_widths<64, 128>(shapes);
+}
+
+namespace {
+
+// The simple kernels, launched as cuda/attention.cu launches them: one
+// block of kSimpleTile threads per (batch x head, query row), the forward
+// with Dv doubles of dynamic shared memory; dq, dk and dv start at 0.
+template <typename T>
+void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
+    using namespace nc::cuda;
+    INFO("simple, D " << D << ", Dv " << Dv << ", N " << c.N << ", T " << c.T << ", S " << c.S
+                      << (c.causal ? ", causal" : "") << (sizeof(T) == 4 ? ", float" : ", double")
+                      << (schedule == Schedule::FirstThreadFirst ? ", thread 0 first" : ", last thread first"));
+    const double scale = 1.0 / std::sqrt((double)D);
+    auto as_T = [](const std::vector<float>& x) { return std::vector<T>(x.begin(), x.end()); };
+    std::vector<T> q = as_T(nc_test::normal<float>(c.N * c.T * D, 5)), k = as_T(nc_test::normal<float>(c.N * c.S * D, 6));
+    std::vector<T> v = as_T(nc_test::normal<float>(c.N * c.S * Dv, 7)), dout = as_T(nc_test::normal<float>(c.N * c.T * Dv, 8));
+    Reference r = attention_the_slow_way(c, D, Dv, q, k, v, dout, (long double)scale);
+    std::vector<T> out(c.N * c.T * Dv, (T)NAN), lse(c.N * c.T, (T)NAN);
+    const unsigned blocks = (unsigned)std::min<int64_t>(c.N * c.T, 65535);
+    cuda_emulator::launch_with_shared(dim3(blocks), dim3(kSimpleTile), Dv * sizeof(double), schedule,
+                                      attention_forward_kernel<T>, (const T*)q.data(), (const T*)k.data(),
+                                      (const T*)v.data(), out.data(), lse.data(), c.N, c.T, c.S, (int64_t)D,
+                                      (int64_t)Dv, c.causal, scale);
+    check_close("out", out, r.out, r.out_size);
+    std::vector<long double> lse_size(r.lse.size());
+    for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
+    check_close("logsumexp", lse, r.lse, lse_size);
+    std::vector<T> dq(c.N * c.T * D, 0), dk(c.N * c.S * D, 0), dv(c.N * c.S * Dv, 0);
+    cuda_emulator::launch(dim3(blocks), dim3(kSimpleTile), schedule, attention_backward_kernel<T>, (const T*)dout.data(),
+                          (const T*)q.data(), (const T*)k.data(), (const T*)v.data(), (const T*)out.data(),
+                          (const T*)lse.data(), dq.data(), dk.data(), dv.data(), c.N, c.T, c.S, (int64_t)D, (int64_t)Dv,
+                          c.causal, scale);
+    check_close("dq", dq, r.dq, r.dq_size);
+    check_close("dk", dk, r.dk, r.dk_size);
+    check_close("dv", dv, r.dv, r.dv_size);
+}
+
+}  // namespace
+
+// Widths the tiled kernels do not take (24, 40), float64 (gradcheck on the
+// GPU), and more keys than a tile of 128.
+TEST_CASE("emulated GPU: simple attention equals attention in long double", "[cuda-emulated][attention]") {
+    for (Schedule s : {Schedule::FirstThreadFirst, Schedule::LastThreadFirst}) {
+        check_simple<double>({2, 20, 20, true}, 24, 40, s);
+        check_simple<double>({1, 3, 150, false}, 16, 16, s);
+        check_simple<float>({1, 9, 140, false}, 24, 24, s);
+        check_simple<float>({1, 140, 140, true}, 8, 12, s);
+    }
 }
