@@ -45,8 +45,8 @@ void sum_rows(const T* in, T* out, int64_t rows, int64_t n) {
     double* partial = static_cast<double*>(allocate((size_t)(rows * chunks) * sizeof(double)));
     sum_row_chunks_kernel<<<dim3((unsigned)chunks, (unsigned)rows), kThreads, 0, stream()>>>(in, partial, n, per_chunk);
     check_launch("sum_row_chunks_kernel");
-    sum_partials_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(partial, out, rows, chunks);
-    check_launch("sum_partials_kernel");
+    sum_rows_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>((const double*)partial, out, rows, chunks);
+    check_launch("sum_rows_kernel (chunk sums)");
     deallocate(partial);
 }
 

@@ -22,21 +22,23 @@ namespace cuda {
 
 // ---- row reductions --------------------------------------------------------------
 
-template <typename T>
-__global__ void sum_rows_kernel(const T* x, T* out, int64_t rows, int64_t n) {
+// out[r] = sum_i x[r, i]. Also the chunked sum's second pass below, with
+// In = double: the chunks' partial sums of each row.
+template <typename In, typename Out>
+__global__ void sum_rows_kernel(const In* x, Out* out, int64_t rows, int64_t n) {
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         double total = 0;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) total += x[r * n + i];
         total = block_sum(total);
-        if (threadIdx.x == 0) out[r] = (T)total;
+        if (threadIdx.x == 0) out[r] = (Out)total;
     }
 }
 
 // With one block per row, a full reduction (one row: clip_grad_norm's sum
 // of squares over GPT-2's 38.6M-element embedding gradient) would run on one
 // SM. When there are few rows and they are long, each row is cut into
-// chunks, one block per chunk (blockIdx.y the row), and a second kernel adds
-// each row's chunk sums.
+// chunks, one block per chunk (blockIdx.y the row), and sum_rows_kernel
+// then adds each row's chunk sums.
 constexpr int64_t kFewRows = 64;             // fewer rows than about half the SMs of a large GPU
 constexpr int64_t kLongRow = 1 << 16;        // worth splitting
 constexpr int64_t kChunkElements = 1 << 14;  // 64 per thread of a 256-thread block
@@ -50,16 +52,6 @@ __global__ void sum_row_chunks_kernel(const T* x, double* partial, int64_t n, in
     for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) total += x[r * n + i];
     total = block_sum(total);
     if (threadIdx.x == 0) partial[r * gridDim.x + chunk] = total;
-}
-
-template <typename T>
-__global__ void sum_partials_kernel(const double* partial, T* out, int64_t rows, int64_t chunks) {
-    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        double total = 0;
-        for (int64_t i = threadIdx.x; i < chunks; i += blockDim.x) total += partial[r * chunks + i];
-        total = block_sum(total);
-        if (threadIdx.x == 0) out[r] = (T)total;
-    }
 }
 
 // Max / Argmax, one block per row (argmax over GPT-2's 50,257 logits is 197

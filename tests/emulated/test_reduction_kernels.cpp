@@ -47,7 +47,7 @@ void check_row_sums(int64_t rows, int64_t n, unsigned grid, Schedule schedule) {
     INFO("rows " << rows << ", n " << n << ", grid " << grid << ", " << (sizeof(T) == 4 ? "float" : "double"));
     std::vector<T> x = normal<T>(rows * n, 5, 0.3);
     std::vector<T> out(rows, (T)NAN);
-    cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, sum_rows_kernel<T>, x.data(), out.data(), rows, n);
+    cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, sum_rows_kernel<T, T>, (const T*)x.data(), out.data(), rows, n);
     std::vector<long double> want;
     std::vector<double> size;
     row_sums(std::vector<double>(x.begin(), x.end()), rows, n, want, size);
@@ -77,8 +77,8 @@ TEST_CASE("emulated GPU: the full sum of a long row, in chunks", "[cuda-emulated
             std::vector<float> out(rows, NAN);
             cuda_emulator::launch(dim3((unsigned)chunks, rows), dim3(kThreads), s, sum_row_chunks_kernel<float>, x.data(),
                                   partial.data(), n, per_chunk);
-            cuda_emulator::launch(dim3(row_blocks(rows)), dim3(kThreads), s, sum_partials_kernel<float>, partial.data(),
-                                  out.data(), rows, chunks);
+            cuda_emulator::launch(dim3(row_blocks(rows)), dim3(kThreads), s, sum_rows_kernel<double, float>,
+                                  (const double*)partial.data(), out.data(), rows, chunks);
             std::vector<long double> want;
             std::vector<double> size;
             row_sums(std::vector<double>(x.begin(), x.end()), rows, n, want, size);
