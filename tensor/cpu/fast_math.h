@@ -28,7 +28,10 @@ namespace cpu {
 // after rounding ties); e^r from a degree-7 polynomial, 2^n by writing n straight into the float's exponent.
 [[gnu::always_inline]] inline float exp_fast(float x) {
     const float hi = 88.3762626647949f, lo = -87.3365447505531f;  // e^hi ~ FLT_MAX, e^lo ~ FLT_MIN
+    // Clamped, and a NaN replaced by 0 (its result is replaced at the end):
+    // a NaN's n would turn into INT_MIN below, and shifting that is undefined.
     float xc = x > hi ? hi : (x < lo ? lo : x);
+    xc = xc != xc ? 0.0f : xc;
     // Round to the nearest integer by adding and subtracting 1.5 * 2^23: the
     // float adder rounds away the fraction. (std::floor would be a library
     // call GCC does not vectorize unless -fno-trapping-math.)
