@@ -12,7 +12,6 @@
 //
 // Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
 // logsumexp [N, T], with N = B H (batch times heads).
-#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <string>

@@ -14,6 +14,7 @@
 #include "cuda/adamw_kernels.cuh"
 #include "cuda/device_common.cuh"
 #include "tensor/raw_ops.h"
+#include "tests/emulated/emulated_helpers.h"
 
 namespace {
 
@@ -21,16 +22,14 @@ using cuda_emulator::Schedule;
 using namespace nc;
 using namespace nc::cuda;
 
-// The largest |a - b| in units of `unit` (T's last place) of |b| + `floor`
-// (floor: the size of one update, for elements near 0).
-double largest_difference_in_ulps(const Tensor& a, const Tensor& b, double unit, double floor) {
-    std::vector<double> x = a.to_vector(), y = b.to_vector();
-    double worst = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-        double d = std::fabs(x[i] - y[i]) / (unit * (std::fabs(y[i]) + floor));
-        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-    }
-    return worst;
+// Within `ulps` units in the last place (`unit`) of |want| + `floor` (floor:
+// the size of one update, for elements near 0), element by element.
+void check_ulps(const char* what, const Tensor& got, const Tensor& want, double unit, double floor, double ulps) {
+    std::vector<double> g = got.to_vector(), w = want.to_vector();
+    std::vector<long double> reference(w.begin(), w.end());
+    std::vector<double> tol(w.size());
+    for (size_t i = 0; i < w.size(); ++i) tol[i] = ulps * unit * (std::fabs(w[i]) + floor);
+    nc_test::check_within(what, g, reference, tol);
 }
 
 void check_adamw(DType dtype, unsigned most_blocks, Schedule schedule) {
@@ -72,9 +71,9 @@ void check_adamw(DType dtype, unsigned most_blocks, Schedule schedule) {
     double unit = dtype == kFloat32 ? 0x1p-24 : 0x1p-53;
     for (size_t i = 0; i < shapes.size(); ++i) {
         INFO("parameter " << i);
-        CHECK(largest_difference_in_ulps(m[i], m_cpu[i], unit, 1e-3) <= 16);
-        CHECK(largest_difference_in_ulps(v[i], v_cpu[i], unit, 1e-6) <= 16);
-        CHECK(largest_difference_in_ulps(p[i], p_cpu[i], unit, lr) <= 16);
+        check_ulps("m", m[i], m_cpu[i], unit, 1e-3, 16);
+        check_ulps("v", v[i], v_cpu[i], unit, 1e-6, 16);
+        check_ulps("p", p[i], p_cpu[i], unit, lr, 16);
     }
 }
 

@@ -19,13 +19,17 @@ using cuda_emulator::Schedule;
 using namespace nc::cuda;
 using Real = long double;
 
-// loss = logsumexp(row) - row[target], or 0 for an ignored or bad target.
-Real loss_of_row(const std::vector<Real>& row, int64_t target, int64_t ignore_index) {
-    if (target == ignore_index || target < 0 || target >= (int64_t)row.size()) return 0;
+Real logsumexp(const std::vector<Real>& row) {
     Real m = -INFINITY, total = 0;
     for (Real v : row) m = std::max(m, v);
     for (Real v : row) total += std::exp(v - m);
-    return m + std::log(total) - row[target];
+    return m + std::log(total);
+}
+
+// loss = logsumexp(row) - row[target], or 0 for an ignored or bad target.
+Real loss_of_row(const std::vector<Real>& row, int64_t target, int64_t ignore_index) {
+    if (target == ignore_index || target < 0 || target >= (int64_t)row.size()) return 0;
+    return logsumexp(row) - row[target];
 }
 
 template <typename T>
@@ -54,10 +58,7 @@ void check_cross_entropy(int64_t N, int64_t V, unsigned grid, Schedule schedule)
     for (int64_t n = 0; n < N; ++n) {
         std::vector<Real> row(logits.begin() + n * V, logits.begin() + (n + 1) * V);
         loss_want[n] = loss_of_row(row, targets[n], ignore);
-        Real m = -INFINITY, total = 0;
-        for (Real v : row) m = std::max(m, v);
-        for (Real v : row) total += std::exp(v - m);
-        lse_want[n] = m + std::log(total);
+        lse_want[n] = logsumexp(row);
         for (int64_t v = 0; v < V; ++v)
             dlogits_want[n * V + v] = dlosses[n] * nc_test::derivative([&](Real z) {
                                           std::vector<Real> r = row;
