@@ -136,6 +136,74 @@ bool same_on_every_rank(const Distributed& d, double x) {
     return low == high;
 }
 
+// MPI_Iallreduce on host memory: one request per slot.
+class MpiCommunicator : public Communicator {
+public:
+    explicit MpiCommunicator(int world) : world_(world) {}
+    int world() const override { return world_; }
+    void start_sum(size_t slot, const Tensor& buffer) override {
+        if (slot >= requests_.size()) requests_.resize(slot + 1, MPI_REQUEST_NULL);
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), (int)buffer.numel(),
+                                 buffer.dtype() == kFloat32 ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                                 &requests_[slot]),
+                  "MPI_Iallreduce of the gradients");
+    }
+    void progress() override {
+        for (MPI_Request& request : requests_) {
+            int done = 0;
+            if (request != MPI_REQUEST_NULL)
+                check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test of a gradient bucket");
+        }
+    }
+    void wait(size_t slot) override {
+        check_mpi(MPI_Wait(&requests_.at(slot), MPI_STATUS_IGNORE), "MPI_Wait for a gradient bucket");
+    }
+
+private:
+    int world_;
+    std::vector<MPI_Request> requests_;
+};
+
+#ifdef NORMCORE_NCCL
+// NCCL's sum between the GPUs: queued on NCCL's stream, and the backend's
+// stream made to wait for it (no host wait).
+class NcclCommunicator : public Communicator {
+public:
+    NcclCommunicator(const Distributed& d, Device device) : world_(d.world), device_(device) {
+        // Rank 0 makes the group's id, MPI hands it to the others.
+        std::string id = d.root() ? cuda::nccl_make_id() : std::string();
+        id.resize(128);
+        check_mpi(MPI_Bcast(&id[0], (int)id.size(), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast of NCCL's id");
+        cuda::nccl_join(id, d.rank, d.world);
+    }
+    ~NcclCommunicator() override { cuda::nccl_leave(); }
+    int world() const override { return world_; }
+    Device buffer_device() const override { return device_; }
+    void start_sum(size_t, const Tensor& buffer) override {
+        cuda::nccl_sum_(buffer);
+        stream_waits_ = false;
+    }
+    void wait(size_t) override {
+        // One stream wait covers every sum queued so far.
+        if (!stream_waits_) cuda::nccl_wait_on_stream();
+        stream_waits_ = true;
+    }
+
+private:
+    int world_;
+    Device device_;
+    bool stream_waits_ = true;
+};
+#endif
+
+std::unique_ptr<Communicator> make_communicator(const Distributed& d, const std::vector<Tensor>& params) {
+    if (!d.active()) return nullptr;
+#ifdef NORMCORE_NCCL
+    if (use_nccl(params)) return std::make_unique<NcclCommunicator>(d, params[0].device());
+#endif
+    return std::make_unique<MpiCommunicator>(d.world);
+}
+
 #else  // no MPI in this build: one rank
 
 Distributed start_distributed(int&, char**&) {
@@ -152,6 +220,7 @@ bool running_distributed() { return false; }
 }
 double average(const Distributed&, double x) { return x; }
 bool same_on_every_rank(const Distributed&, double) { return true; }
+std::unique_ptr<Communicator> make_communicator(const Distributed&, const std::vector<Tensor>&) { return nullptr; }
 
 #endif
 
@@ -162,20 +231,20 @@ struct GradientAverager::Bucket {
     size_t count = 0;             // elements
     size_t ready = 0;             // members packed in this step
     std::vector<char> packed;     // per member
-    Tensor sum;                   // [count] in float32 or float64: on the GPU with NCCL, else in host memory
+    Tensor sum;                   // [count] in float32 or float64, where the communicator sums
     bool started = false;
-#ifdef NORMCORE_MPI
-    MPI_Request request = MPI_REQUEST_NULL;
-#endif
 };
 
 GradientAverager::GradientAverager(const Distributed& d, std::vector<Tensor> params, size_t bucket_bytes)
-    : dist_(d), params_(std::move(params)) {
-    if (!dist_.active()) return;
+    : GradientAverager(make_communicator(d, params), std::move(params), bucket_bytes) {}
+
+GradientAverager::GradientAverager(std::unique_ptr<Communicator> communicator, std::vector<Tensor> params,
+                                   size_t bucket_bytes)
+    : comm_(std::move(communicator)), params_(std::move(params)) {
+    if (!active()) return;
     // float32 models reduce in float32 (the sum of two ranks' floats is
     // exact to rounding, whatever the order); anything else in double.
     for (const Tensor& p : params_) float32_ &= p.dtype() == kFloat32;
-    nccl_ = use_nccl(params_);
     size_t per_bucket = std::max<size_t>(1, bucket_bytes / (float32_ ? sizeof(float) : sizeof(double)));
     bucket_of_.assign(params_.size(), 0);
     offset_of_.assign(params_.size(), 0);
@@ -192,31 +261,18 @@ GradientAverager::GradientAverager(const Distributed& d, std::vector<Tensor> par
             bucket.count += (size_t)params_[i].numel();
         }
         bucket.packed.assign(bucket.members.size(), 0);
-        bucket.sum = raw::zeros({(int64_t)bucket.count}, float32_ ? kFloat32 : kFloat64, nccl_ ? params_[0].device() : kCPU);
+        bucket.sum = raw::zeros({(int64_t)bucket.count}, float32_ ? kFloat32 : kFloat64, comm_->buffer_device());
         buckets_.push_back(std::move(bucket));
     }
     for (size_t k = 0; k < params_.size(); ++k) index_of_[params_[k].impl()] = k;
-#ifdef NORMCORE_NCCL
-    if (nccl_) {
-        // Rank 0 makes the group's id, MPI hands it to the others.
-        std::string id = dist_.root() ? cuda::nccl_make_id() : std::string();
-        id.resize(128);
-        check_mpi(MPI_Bcast(&id[0], (int)id.size(), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast of NCCL's id");
-        cuda::nccl_join(id, dist_.rank, dist_.world);
-    }
-#endif
 }
 
-GradientAverager::~GradientAverager() {
-#ifdef NORMCORE_NCCL
-    if (nccl_) cuda::nccl_leave();
-#endif
-}
+GradientAverager::~GradientAverager() = default;
 
 size_t GradientAverager::bucket_count() const { return buckets_.size(); }
 
 LeafReady GradientAverager::on_leaf_ready() {
-    if (!dist_.active()) return nullptr;
+    if (!active()) return nullptr;
     return [this](const Tensor& leaf) {
         auto it = index_of_.find(leaf.impl());
         if (it != index_of_.end()) ready(it->second);  // a leaf that is no parameter is none of ours
@@ -252,36 +308,16 @@ void GradientAverager::pack(size_t k) {
 
 void GradientAverager::start_ready_buckets() {
     while (next_to_start_ < buckets_.size() &&
-           buckets_[next_to_start_].ready == buckets_[next_to_start_].members.size())
-        start(buckets_[next_to_start_++]);
-#ifdef NORMCORE_MPI
-    // Open MPI moves a non-blocking collective forward only inside MPI
-    // calls: test the ones in flight so that they progress during backward.
-    for (size_t b = 0; b < next_to_start_; ++b) {
-        int done = 0;
-        if (buckets_[b].request != MPI_REQUEST_NULL)
-            check_mpi(MPI_Test(&buckets_[b].request, &done, MPI_STATUS_IGNORE), "MPI_Test of a gradient bucket");
+           buckets_[next_to_start_].ready == buckets_[next_to_start_].members.size()) {
+        buckets_[next_to_start_].started = true;
+        comm_->start_sum(next_to_start_, buckets_[next_to_start_].sum);
+        ++next_to_start_;
     }
-#endif
-}
-
-void GradientAverager::start(Bucket& bucket) {
-    bucket.started = true;
-#ifdef NORMCORE_NCCL
-    if (nccl_) {
-        cuda::nccl_sum_(bucket.sum);
-        return;
-    }
-#endif
-#ifdef NORMCORE_MPI
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.sum.raw_data(), (int)bucket.count, float32_ ? MPI_FLOAT : MPI_DOUBLE,
-                             MPI_SUM, MPI_COMM_WORLD, &bucket.request),
-              "MPI_Iallreduce of the gradients");
-#endif
+    comm_->progress();
 }
 
 void GradientAverager::finish() {
-    if (!dist_.active()) return;
+    if (!active()) return;
     auto start_time = std::chrono::steady_clock::now();
     // What backward did not report (no gradient reached it, or no callback
     // was passed) is packed now: its gradient, or zeros.
@@ -289,14 +325,11 @@ void GradientAverager::finish() {
         for (size_t m = 0; m < bucket.members.size(); ++m)
             if (!bucket.packed[m]) pack(bucket.members[m]);
     start_ready_buckets();
-#ifdef NORMCORE_NCCL
-    if (nccl_) cuda::nccl_wait_on_stream();  // what follows on the stream sees the sums
-#endif
-    for (Bucket& bucket : buckets_) {
-#ifdef NORMCORE_MPI
-        check_mpi(MPI_Wait(&bucket.request, MPI_STATUS_IGNORE), "MPI_Wait for a gradient bucket");
-#endif
-        Tensor ranks = raw::scalar((double)dist_.world, bucket.sum.dtype(), bucket.sum.device());
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+        Bucket& bucket = buckets_[b];
+        comm_->wait(b);
+        // The sum over the ranks, divided by their number: the mean.
+        Tensor ranks = raw::scalar((double)comm_->world(), bucket.sum.dtype(), bucket.sum.device());
         for (size_t k : bucket.members) {
             const Tensor& p = params_[k];
             Tensor sum = raw::narrow(bucket.sum, 0, (int64_t)offset_of_[k], p.numel());

@@ -15,6 +15,7 @@
 // to run rather than train N unrelated copies.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +48,35 @@ int choose_gpu(const Distributed& d);
 // How the gradients travel: "NCCL, GPU to GPU", or "MPI through host memory".
 std::string gradient_transport(const std::vector<Tensor>& params);
 
+// The one collective the gradient averager needs: a buffer summed over the
+// ranks, in place, started now and waited for later, so that backward can go
+// on while the sum travels. MPI (MPI_Iallreduce on host memory) and NCCL (a
+// sum between GPUs, on NCCL's stream) implement it in distributed.cpp; the
+// tests give the averager a fake one whose ranks are threads of one process
+// (tests/test_distributed.cpp). Every rank starts its sums in the same order
+// and with the same sizes, as MPI requires of collectives.
+class Communicator {
+public:
+    virtual ~Communicator() = default;
+    virtual int world() const = 0;
+    // Where the buffers must live: host memory for MPI, the GPU for NCCL.
+    virtual Device buffer_device() const { return kCPU; }
+    // Starts replacing `buffer` (contiguous, float32 or float64) by its sum
+    // over the ranks. `slot` names the sum for wait(); a slot is reused only
+    // after its wait.
+    virtual void start_sum(size_t slot, const Tensor& buffer) = 0;
+    // Lets the sums in flight move on (Open MPI advances a non-blocking
+    // collective only inside MPI calls).
+    virtual void progress() {}
+    // Returns once sum `slot` is complete in its buffer, for whatever reads
+    // the buffer next (on a GPU: the work queued on the backend's stream).
+    virtual void wait(size_t slot) = 0;
+};
+
+// The communicator for this run's ranks and parameters: NCCL when the build
+// has it and every parameter is on the GPU, else MPI; none for one rank.
+std::unique_ptr<Communicator> make_communicator(const Distributed& d, const std::vector<Tensor>& params);
+
 // Every rank's gradients replaced by their mean over the ranks, started
 // while backward is still running:
 //
@@ -56,10 +86,13 @@ std::string gradient_transport(const std::vector<Tensor>& params);
 //
 // The parameters are packed into buckets of about bucket_bytes, in reverse
 // parameter order (the order backward completes them: the head first). When
-// backward reports the last gradient of a bucket, its MPI_Iallreduce starts
-// at once and runs while backward works on the layers below; buckets start
-// in the same fixed order on every rank, as MPI requires of collectives
+// backward reports the last gradient of a bucket, its sum over the ranks
+// starts at once and runs while backward works on the layers below; buckets
+// start in the same fixed order on every rank, as MPI requires of collectives
 // (a tied weight, complete last, holds its bucket and those behind it back).
+// finish() divides each sum by the number of ranks: every rank's loss is a
+// mean over its own rows, so the mean of the ranks' gradients is the
+// gradient of the mean over all of them.
 // Sums are in float32 for a float32 model, else double; a parameter that
 // received no gradient counts as zeros. Gradients on a GPU are summed by
 // NCCL between the GPUs when the build has it (cuda/multi_gpu.h), else
@@ -70,6 +103,9 @@ std::string gradient_transport(const std::vector<Tensor>& params);
 class GradientAverager {
 public:
     GradientAverager(const Distributed& d, std::vector<Tensor> params, size_t bucket_bytes = 4u << 20);
+    // With a communicator of your own (null: one rank, nothing to do).
+    GradientAverager(std::unique_ptr<Communicator> communicator, std::vector<Tensor> params,
+                     size_t bucket_bytes = 4u << 20);
     ~GradientAverager();
     GradientAverager(const GradientAverager&) = delete;
     GradientAverager& operator=(const GradientAverager&) = delete;
@@ -88,15 +124,14 @@ public:
 
 private:
     struct Bucket;
+    bool active() const { return comm_ && comm_->world() > 1; }
     void ready(size_t param);
     void pack(size_t param);
     void start_ready_buckets();
-    void start(Bucket& bucket);
 
-    Distributed dist_;
+    std::unique_ptr<Communicator> comm_;
     std::vector<Tensor> params_;
     bool float32_ = true;                         // reduce in float32 (else double)
-    bool nccl_ = false;                           // buckets on the GPU, summed by NCCL
     std::vector<Bucket> buckets_;                 // in the order they start
     std::vector<size_t> bucket_of_, offset_of_;   // per parameter
     std::unordered_map<const void*, size_t> index_of_;  // parameter impl -> index
