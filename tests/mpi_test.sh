@@ -14,7 +14,10 @@
 #   3. --resume goes on with the same number of ranks and is refused with
 #      another;
 #   4. a bad flag fails every rank, an error on one rank ends all of them,
-#      and a rank killed with SIGKILL ends the run within 30 s.
+#      and a rank killed with SIGKILL ends the run within 30 s;
+#   5. the averaged gradients have the right scale: N ranks x 4 rows match
+#      1 x 4N rows in the grad_norm column, under SGD without clipping, and
+#      in the weights after 12 steps, for N = 2 and 3.
 # Skips, saying so, when mpirun is missing or the build has no MPI.
 set -u
 build="${1:-build}"
@@ -43,6 +46,31 @@ same_losses() {
       n++; d = $1 - $3; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1)) bad++
       if ($2 != "" && sprintf("%.5f", $2) != sprintf("%.5f", $4)) bad++ }
     END { exit (n == 0 || bad > 0) }'
+}
+
+# Column COL of two train_log.csv files agrees at every step to TOL relative.
+same_column() {
+  paste -d, <(cut -d, -f"$3" "$1") <(cut -d, -f"$3" "$2") | awk -F, -v tol="$4" 'NR > 1 {
+      n++; d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1; if (d > tol * m) bad++ }
+    END { exit (n == 0 || bad > 0) }'
+}
+
+# sqrt(sum (b - a)^2 / sum (a - w0)^2) over every weight of three float32
+# safetensors files W0 A B: how far B is from A, relative to how far A moved
+# from the start W0. (Perl's core JSON::PP reads the header.)
+weights_distance() {
+  perl -MJSON::PP -e '
+    sub load { my ($f) = @_; open(my $h, "<:raw", $f) or die "cannot open $f\n"; read($h, my $n, 8);
+      read($h, my $header, unpack("Q<", $n)); my $meta = decode_json($header); local $/; my $data = <$h>; my %t;
+      for my $k (keys %$meta) { next if $k eq "__metadata__"; my $e = $meta->{$k};
+        die "$f: $k is $e->{dtype}, not F32\n" unless $e->{dtype} eq "F32"; my ($a, $b) = @{$e->{data_offsets}};
+        $t{$k} = [unpack("f<*", substr($data, $a, $b - $a))]; }
+      return \%t; }
+    my ($w0, $a, $b) = map { load($_) } @ARGV; my ($diff, $moved) = (0, 0);
+    for my $k (keys %$a) { die "$k is missing\n" unless $b->{$k} && $w0->{$k};
+      for my $i (0 .. $#{$a->{$k}}) { $diff += ($b->{$k}[$i] - $a->{$k}[$i]) ** 2; $moved += ($a->{$k}[$i] - $w0->{$k}[$i]) ** 2 } }
+    die "the weights did not move\n" unless $moved > 0;
+    printf "%.3g\n", sqrt($diff / $moved);' "$@"
 }
 
 # 1. two ranks of batch 4 == one process of batch 8, ordered and shuffled.
@@ -113,5 +141,41 @@ else
   fail "could not find a rank to kill: $(cat "$work/killed.txt")"; kill -9 "$launcher" 2>/dev/null
 fi
 
+# 5. The scale of the averaged gradients. Checks 1-3 run AdamW with
+# clipping, which hide a wrong constant factor on every gradient (a sum over
+# the ranks instead of the mean, a mean taken twice): AdamW divides it out and
+# clipping removes it. Here it shows three ways, with 2 ranks and with 3 (a
+# factor of 3 is no power of two, so it cannot pass as a rounding accident):
+#   - the grad_norm column (the norm of the averaged gradient, before
+#     clipping) matches the one-process run to 2e-5 (the log prints 6
+#     significant digits; a wrong scale is off by a factor of N or 1/N);
+#   - under plain SGD without clipping every update is lr x the gradient,
+#     so the losses after the first step differ by far more than 1e-5;
+#   - the weights after 12 steps from one shared start W0: the distance
+#     between the N-rank and the one-process weights, relative to how far the
+#     one-process weights moved from W0, is below 1e-4. The runs differ only
+#     in the order float32 sums are added (rounding of ~1e-7 per step; 2e-7
+#     was measured); a factor N on the gradients makes it ~0.5 or more.
+"$bin" train "${common[@]}" --steps 1 --batch 2 --save "$work/w0.safetensors" --run-dir "$work/w0" > "$work/out.txt" 2>&1 \
+  || fail "the starting weights: $(cat "$work/out.txt")"
+sgd=(--init "$work/w0.safetensors" --optimizer sgd --momentum 0.9 --lr 0.1 --grad-clip 0 --warmup 0 --no-shuffle)
+for n in 2 3; do
+  "$bin" train "${common[@]}" "${sgd[@]}" --batch $((4 * n)) --save "$work/sgd1x$n.safetensors" --run-dir "$work/sgd1x$n" \
+    > "$work/out.txt" 2>&1 || fail "SGD, 1 process x $((4 * n)): $(cat "$work/out.txt")"
+  mpi $n "$bin" train "${common[@]}" "${sgd[@]}" --batch 4 --save "$work/sgd${n}x4.safetensors" --run-dir "$work/sgd${n}x4" \
+    > "$work/out.txt" 2>&1 || fail "SGD, $n ranks x 4: $(cat "$work/out.txt")"
+  same_losses "$work/sgd1x$n/train_log.csv" "$work/sgd${n}x4/train_log.csv" \
+    || fail "SGD without clipping: $n ranks x 4 differ from 1 x $((4 * n)): $(paste -d' ' "$work/sgd1x$n/train_log.csv" "$work/sgd${n}x4/train_log.csv" | head -14)"
+  same_column "$work/sgd1x$n/train_log.csv" "$work/sgd${n}x4/train_log.csv" 5 2e-5 \
+    || fail "the gradient norms of $n ranks x 4 differ from 1 x $((4 * n)): $(paste -d' ' <(cut -d, -f5 "$work/sgd1x$n/train_log.csv") <(cut -d, -f5 "$work/sgd${n}x4/train_log.csv") | head -6)"
+  distance=$(weights_distance "$work/w0.safetensors" "$work/sgd1x$n.safetensors" "$work/sgd${n}x4.safetensors" 2>&1)
+  awk -v d="$distance" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 < 1e-4) }' \
+    || fail "the weights of $n ranks x 4 after 12 SGD steps are $distance (relative) from those of 1 x $((4 * n))"
+  echo "mpi: $n ranks x 4 = 1 x $((4 * n)) under SGD without clipping: losses and gradient norms agree, weights within $distance (relative)"
+done
+# The same for the default AdamW with clipping: its grad_norm column.
+same_column "$work/one--no-shuffle/train_log.csv" "$work/two--no-shuffle/train_log.csv" 5 2e-5 \
+  || fail "under AdamW the gradient norms of 2 ranks x 4 differ from 1 x 8"
+
 if [ "$failures" -gt 0 ]; then echo "mpi: $failures check(s) failed"; exit 1; fi
-echo "mpi: all checks passed (2 ranks x 4 = 1 process x 8, resume, faults)"
+echo "mpi: all checks passed (2 ranks x 4 = 1 process x 8, resume, faults, the gradients' scale with 2 and 3 ranks)"
