@@ -102,6 +102,60 @@ TEST_CASE("gradient clipping by global norm returns the norm", "[optim]") {
     CHECK(b.grad().item() == Approx(0.8).epsilon(1e-6));
 }
 
+// The definition (PyTorch's clip_grad_norm_): with n = sqrt(sum of every
+// gradient element squared), each gradient is multiplied by
+// min(1, max_norm / (n + 1e-6)), and n (before clipping) is returned. Limits
+// other than 1 tell max_norm from max_norm^2 and sqrt(max_norm), and norms on
+// both sides of each limit (1.5 against 2, where n^2 > max_norm > n) tell a
+// comparison of n from one of n^2.
+TEST_CASE("gradient clipping against its definition at several limits and norms", "[optim]") {
+    for (double max_norm : {0.3, 2.0, 7.5}) {
+        for (double target : {0.1, 1.5, 2.5, 7.0, 40.0}) {
+            INFO("max_norm " << max_norm << ", gradient norm " << target);
+            // Three parameters with random gradients scaled to the target norm,
+            // and one without a gradient (skipped).
+            std::vector<std::vector<double>> grads;
+            double sum_squares = 0;
+            Generator gen(17);
+            for (int64_t size : {3, 5, 2}) {
+                std::vector<double> g = raw::randn({size}, gen, kFloat64).to_vector();
+                for (double v : g) sum_squares += v * v;
+                grads.push_back(g);
+            }
+            double scale = target / std::sqrt(sum_squares);
+            std::vector<Tensor> params;
+            for (std::vector<double>& g : grads) {
+                for (double& v : g) v *= scale;
+                Tensor p = raw::zeros({(int64_t)g.size()}, kFloat64);
+                p.set_requires_grad(true);
+                p.set_grad(raw::from_vector(g, {(int64_t)g.size()}));
+                params.push_back(p);
+            }
+            Tensor without = raw::zeros({4}, kFloat64);
+            without.set_requires_grad(true);
+            params.push_back(without);
+            CHECK(optim::clip_grad_norm(params, max_norm) == Approx(target).epsilon(1e-12));
+            double factor = std::min(1.0, max_norm / (target + 1e-6));
+            double clipped_squares = 0;
+            for (size_t i = 0; i < grads.size(); ++i) {
+                std::vector<double> expected = grads[i];
+                for (double& v : expected) v *= factor;
+                check_values(params[i].grad(), expected, 1e-14);
+                for (double v : params[i].grad().to_vector()) clipped_squares += v * v;
+            }
+            CHECK(!without.grad().defined());
+            // Clipped: the new norm is the limit (to the 1e-6 guard).
+            CHECK(std::sqrt(clipped_squares) == Approx(std::min(target, max_norm)).epsilon(1e-6));
+        }
+    }
+    // float32 gradients: the norm is summed in float64, the scale applied in float32.
+    Tensor a = raw::zeros({2}, kFloat32);
+    a.set_requires_grad(true);
+    a.set_grad(raw::from_vector(std::vector<float>{30, 40}, {2}));
+    CHECK(optim::clip_grad_norm({a}, 5.0) == Approx(50));
+    check_values(a.grad(), {3, 4}, 1e-5);
+}
+
 TEST_CASE("learning-rate schedules at chosen steps", "[optim]") {
     using optim::Schedule;
     // Warm-up: linear from lr/warmup to lr.
