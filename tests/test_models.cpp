@@ -236,6 +236,53 @@ TEST_CASE("RoPE: rotated scores depend only on the relative position", "[models]
     check_values(raw::narrow(apply_rope(q, tables), 0, 0, 1), raw::narrow(q, 0, 0, 1).to_vector(), 1e-15);
 }
 
+// The property above holds for any frequencies; this checks the angles
+// themselves. Pair i of a head of size D turns by m f_i at position m, with
+// f_i = theta^(-2i/D) (the RoFormer paper's and Llama's), in both layouts:
+// the library's rotate_half pairs (i, i + D/2), the paper's interleaved
+// pairs (2i, 2i + 1) (the same rotation on permuted features, chapter 6).
+// Positions up to 1000 make a frequency off by a fraction of a percent show.
+TEST_CASE("RoPE: pair i turns by m theta^(-2i/D) at position m, in both layouts", "[models]") {
+    Generator gen(8);
+    const int64_t T = 1001;
+    for (int64_t D : {2, 8, 64})
+        for (double theta : {10000.0, 500000.0}) {
+            INFO("head size " << D << ", theta " << theta);
+            RopeTables tables = rope_tables(T, D, theta, kFloat64);
+            Tensor x = raw::randn({T, D}, gen, kFloat64);
+            std::vector<double> xs = x.to_vector(), cs = tables.cos.to_vector(), ss = tables.sin.to_vector();
+            std::vector<double> y = apply_rope(x, tables).to_vector();
+            // The interleaved layout through the library: evens to the first
+            // half, odds to the second, rotate, and back.
+            std::vector<double> shuffled(T * D), y_interleaved(T * D);
+            for (int64_t m = 0; m < T; ++m)
+                for (int64_t i = 0; i < D / 2; ++i) {
+                    shuffled[m * D + i] = xs[m * D + 2 * i];
+                    shuffled[m * D + i + D / 2] = xs[m * D + 2 * i + 1];
+                }
+            std::vector<double> rotated = apply_rope(raw::from_vector(shuffled, {T, D}), tables).to_vector();
+            for (int64_t m = 0; m < T; ++m)
+                for (int64_t i = 0; i < D / 2; ++i) {
+                    y_interleaved[m * D + 2 * i] = rotated[m * D + i];
+                    y_interleaved[m * D + 2 * i + 1] = rotated[m * D + i + D / 2];
+                }
+            double worst = 0;
+            for (int64_t m : {0, 1, 2, 5, 37, 999, 1000})
+                for (int64_t i = 0; i < D / 2; ++i) {
+                    double angle = (double)m * std::pow(theta, -2.0 * (double)i / (double)D);
+                    double c = std::cos(angle), s = std::sin(angle);
+                    int64_t a = m * D + i, b = m * D + i + D / 2;  // rotate_half's pair
+                    double ya = xs[a] * c - xs[b] * s, yb = xs[a] * s + xs[b] * c;
+                    int64_t e = m * D + 2 * i, o = e + 1;  // the interleaved pair
+                    double ye = xs[e] * c - xs[o] * s, yo = xs[e] * s + xs[o] * c;
+                    for (double d : {cs[a] - c, cs[b] - c, ss[a] - s, ss[b] - s, y[a] - ya, y[b] - yb,
+                                     y_interleaved[e] - ye, y_interleaved[o] - yo})
+                        worst = std::max(worst, std::fabs(d));
+                }
+            CHECK(worst < 1e-12);
+        }
+}
+
 TEST_CASE("GeoNorm models keep every token on the sphere of radius sqrt(C)", "[models][invariants]") {
     Generator gen(7);
     TransformerConfig c = tiny(Family::GPT2);
