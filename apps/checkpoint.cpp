@@ -82,7 +82,14 @@ void save_training_checkpoint(const std::string& path, const nn::TransformerMode
     check_finite_weights(model, path);
     std::map<std::string, Tensor> tensors;
     for (auto& [name, t] : nn::to_hf_layout(model)) tensors["model." + name] = t;
-    for (auto& [name, t] : opt.state()) tensors["optimizer." + name] = t;
+    for (auto& [name, t] : opt.state()) {
+        // A NaN in a moment would come back as NaN weights at the first
+        // step after a resume.
+        if (!raw::all_finite(t))
+            throw Error("refusing to write '" + path + "': optimizer state " + name +
+                        " holds NaN or Inf values; whatever was there is unchanged");
+        tensors["optimizer." + name] = t;
+    }
     std::map<std::string, std::string> meta = {
         {"format", "normcore-training"},
         {"config", nn::hf_config_json(model.config())},

@@ -40,6 +40,7 @@ struct TrainingState {
     int64_t ranks = 1;           // data-parallel ranks that trained it (chapter 14); 1 in older checkpoints
 };
 
+// Refuses, as save_weights does, weights or optimizer state holding NaN or Inf.
 void save_training_checkpoint(const std::string& path, const nn::TransformerModel& model, const optim::Optimizer& opt,
                               const TrainingState& state);
 // Reads the config stored in a training checkpoint.

@@ -5,6 +5,7 @@
 
 #include "data/safetensors.h"
 #include "helpers.h"
+#include "apps/checkpoint.h"
 #include "nn/hf.h"
 
 using namespace nc;
@@ -216,4 +217,62 @@ TEST_CASE("config.json fields of the wrong type or out of range name the file an
     refuse(R"({"model_type":"gpt2","n_embd":30,"n_head":4})", {"heads"});
     // 12.0 is 12.
     CHECK(nn::config_from_hf_json(R"({"model_type":"gpt2","n_layer":12.0})", "cfg.json").n_layer == 12);
+}
+
+// The guard on every write of weights (apps/checkpoint.h): a weight or an
+// optimizer moment holding NaN, +Inf or -Inf is refused with the file and the
+// tensor named, and the good files already there stay byte for byte.
+TEST_CASE("weights and checkpoints holding NaN or Inf are refused, and the old files are kept", "[checkpoint][errors]") {
+    fs::path dir = temp_dir("normcore_nonfinite");
+    Generator gen(3);
+    std::shared_ptr<nn::TransformerModel> model = nn::make_model(small(nn::Family::GPT2), gen);
+    optim::AdamW adam(optim::decay_groups(*model, 0.1), 1e-3);
+    for (auto& [name, p] : model->named_parameters()) p.set_grad(raw::ones_like(p));
+    adam.step();
+    std::string weights = (dir / "w.safetensors").string(), pair = (dir / "pair").string() + "/",
+                checkpoint = (dir / "checkpoint.safetensors").string();
+    app::TrainingState state;
+    state.step = 1;
+    app::save_weights(*model, weights);
+    app::save_weights(*model, pair);
+    app::save_training_checkpoint(checkpoint, *model, adam, state);
+    auto contents = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    std::vector<std::string> files = {weights, pair + "model.safetensors", pair + "config.json", checkpoint};
+    std::vector<std::string> before;
+    for (const std::string& f : files) before.push_back(contents(f));
+    auto files_unchanged = [&] {
+        for (size_t i = 0; i < files.size(); ++i) {
+            INFO(files[i]);
+            CHECK(contents(files[i]) == before[i]);
+        }
+        CHECK(!fs::exists(weights + ".tmp"));
+        CHECK(!fs::exists(checkpoint + ".tmp"));
+    };
+    // One element of one weight, then of one moment, set to each bad value.
+    auto [name, weight] = model->named_parameters()[3];
+    Tensor moment = adam.state().at("exp_avg_sq.0.1");
+    for (double bad : {(double)NAN, (double)INFINITY, -(double)INFINITY}) {
+        INFO("value " << bad);
+        Tensor kept = raw::clone(weight);
+        raw::fill_(raw::narrow(raw::reshape(weight, {weight.numel()}), 0, 1, 1), bad);
+        check_error([&] { app::save_weights(*model, weights); }, {"refusing to write '" + weights + "'", name, "NaN or Inf"});
+        check_error([&] { app::save_weights(*model, pair); }, {"refusing to write", name});
+        check_error([&] { app::save_training_checkpoint(checkpoint, *model, adam, state); },
+                    {"refusing to write '" + checkpoint + "'", name});
+        files_unchanged();
+        raw::copy_(weight, kept);
+        kept = raw::clone(moment);
+        raw::fill_(raw::narrow(raw::reshape(moment, {moment.numel()}), 0, 0, 1), bad);
+        check_error([&] { app::save_training_checkpoint(checkpoint, *model, adam, state); },
+                    {"refusing to write '" + checkpoint + "'", "optimizer state exp_avg_sq.0.1"});
+        files_unchanged();
+        raw::copy_(moment, kept);
+    }
+    // Finite again: the writes go through.
+    app::save_training_checkpoint(checkpoint, *model, adam, state);
+    app::save_weights(*model, weights);
+    fs::remove_all(dir);
 }
