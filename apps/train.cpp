@@ -426,6 +426,16 @@ int train_command(int argc, char** argv) {
         totals.last_loss = r.loss;
         if (r.refused != Refusal::None) {
             refused_step(r, step + 1, plan, totals.skipped, progress);
+            // Skipped, but it happened: its batch was drawn and its time
+            // spent, and its row (with the non-finite value) keeps the log
+            // one row per step up to the checkpoint's step.
+            totals.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            double val = NAN;
+            if (step == plan.stop - 1) {  // the summary's validation loss, of the weights the run ends with
+                val = run.task->validate();
+                totals.last_val = val;
+            }
+            run.log.row(step + 1, r.loss, val, lr, r.grad_norm, totals.train_seconds);
             continue;
         }
         totals.skipped.in_a_row = 0;

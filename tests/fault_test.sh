@@ -3,7 +3,8 @@
 # checkpoint every step, a few times, and checks each time what a user
 # would find: the checkpoint loads, train_log.csv has its header and every
 # step up to the checkpoint's, and resuming continues the log without gaps
-# or repeats. Run by `make test` with the build directory as $1.
+# or repeats; then one run that stops on a NaN step by itself, checked the
+# same way. Run by `make test` with the build directory as $1.
 set -uo pipefail
 bin="${1:-build}/normcore"
 trials="${FAULT_TRIALS:-6}"
@@ -47,4 +48,34 @@ for t in $(seq 1 "$trials"); do
   [ ! -e "$ckpt.tmp" ] || fail "trial $t: a stale checkpoint temporary survived the resume"
   echo "fault: trial $t: killed at step $step or after; the checkpoint loads, the log is whole, the resume continues"
 done
-if [ $failures -eq 0 ]; then echo "fault: all $trials trials passed"; else echo "fault: $failures check(s) failed"; exit 1; fi
+# One more trial, whose fault is a NaN instead of a kill: plain SGD at lr 10
+# without clipping diverges on this data within a few dozen steps (the
+# gradient norm turns NaN). The run must stop by itself at that step, naming
+# it, with the checkpoint of the step before (every step writes one) and the
+# log holding exactly the steps up to it; resuming with --skip-nonfinite goes
+# on, and the steps it skips are logged too (one row per step, no gaps).
+run="$work/nan"; ckpt="$run/checkpoint.safetensors"; log="$run/train_log.csv"
+diverge=(--optimizer sgd --lr 10 --grad-clip 0)
+"$bin" train "${args[@]}" "${diverge[@]}" --stop-after 200 --run-dir "$run" > "$work/nan.txt" 2>&1 \
+  && fail "NaN trial: SGD at lr 10 should diverge within 200 steps: $(tail -2 "$work/nan.txt")"
+bad=$(sed -n 's/^normcore: error: step \([0-9]*\): the \(training loss\|gradient norm\) is .*/\1/p' "$work/nan.txt")
+step=$(meta "$ckpt" step)
+if [ -z "$bad" ] || [ -z "$step" ]; then
+  fail "NaN trial: no 'step N: the ... is nan' error or no checkpoint: $(tail -2 "$work/nan.txt")"
+else
+  [ "$step" -eq $((bad - 1)) ] || fail "NaN trial: the run stopped at step $bad but its checkpoint is step $step's"
+  [ "$(tail -n +2 "$log" | cut -d, -f1 | tr '\n' ' ')" == "$(seq -s ' ' 1 "$step") " ] \
+    || fail "NaN trial: the log is not steps 1..$step once each"
+  "$bin" generate --resume "$ckpt" --max-tokens 1 > /dev/null 2>&1 || fail "NaN trial: the checkpoint at step $step does not load"
+  "$bin" train "${args[@]}" "${diverge[@]}" --skip-nonfinite --resume "$ckpt" --stop-after $((step + 3)) --run-dir "$run" \
+    > "$work/nanresume.txt" 2>&1 || fail "NaN trial: resuming with --skip-nonfinite failed: $(tail -2 "$work/nanresume.txt")"
+  grep -q "^step $bad: skipped, the" "$work/nanresume.txt" || fail "NaN trial: the resumed run did not skip step $bad: $(cat "$work/nanresume.txt")"
+  [ "$(tail -n +2 "$log" | cut -d, -f1 | tr '\n' ' ')" == "$(seq -s ' ' 1 $((step + 3))) " ] \
+    || fail "NaN trial: after resuming, the log is not steps 1..$((step + 3)) once each: $(tail -n +2 "$log" | cut -d, -f1 | tr '\n' ' ')"
+  [ "$(meta "$ckpt" step)" == $((step + 3)) ] || fail "NaN trial: the resumed run's checkpoint is not at step $((step + 3))"
+  "$bin" generate --resume "$ckpt" --max-tokens 1 > /dev/null 2>&1 || fail "NaN trial: the resumed checkpoint does not load"
+  grep -q "tok_per_s=inf\|ms_per_step=0.0 " "$work/nanresume.txt" && fail "NaN trial: skipped steps count no time: $(grep summary "$work/nanresume.txt")"
+  echo "fault: NaN trial: stopped at step $bad with step $step's checkpoint and log; resumed over the NaN steps, logging them"
+fi
+
+if [ $failures -eq 0 ]; then echo "fault: all $trials trials and the NaN trial passed"; else echo "fault: $failures check(s) failed"; exit 1; fi
