@@ -2,6 +2,8 @@
 // at every position, and generate_tokens gives the same tokens with and
 // without it (greedy and sampled, short prompts, long prompts, and past the
 // block size where the context window moves).
+#include <algorithm>
+
 #include "helpers.h"
 #include "nn/generate.h"
 
@@ -169,4 +171,51 @@ TEST_CASE("the key/value cache refuses what it cannot do, clearly", "[generate][
     Generator sample(1);
     check_error([&] { generate_tokens(*model, {}, 3, SampleOptions{}, sample); }, {"at least one token"});
     check_error([&] { generate_tokens(*model, {1, 99}, 3, SampleOptions{}, sample); }, {"99", "vocabulary of 23"});
+}
+
+// Sampling against its definition: among the top k logits (all when k <= 0),
+// token v has probability exp(l_v / T) / Z. pick_token draws u in [0, 1)
+// and walks the tokens in index order until the running sum passes u Z; a
+// twin generator gives the same u here, so each draw has one right answer,
+// computed below in long double from the logits alone. T = 1 is avoided
+// (there l T = l / T), as are ties at the cutoff.
+TEST_CASE("sampling picks from softmax(logits / T) over the top k", "[generate]") {
+    const std::vector<double> logits = {2.0, 1.0, 0.5, 0.0, -1.0, 1.7};
+    for (double temperature : {0.5, 2.0})
+        for (int64_t top_k : {0, 2, 3}) {
+            INFO("temperature " << temperature << ", top_k " << top_k);
+            std::vector<double> sorted = logits;
+            std::sort(sorted.rbegin(), sorted.rend());
+            double kth = top_k > 0 ? sorted[top_k - 1] : -INFINITY;
+            std::vector<long double> weight(logits.size());
+            long double total = 0;
+            for (size_t v = 0; v < logits.size(); ++v) {
+                weight[v] = logits[v] >= kth ? std::exp((long double)logits[v] / temperature) : 0.0L;
+                total += weight[v];
+            }
+            Generator gen(21), twin(21);
+            std::vector<int64_t> counts(logits.size(), 0);
+            int mismatches = 0;
+            for (int draw = 0; draw < 300; ++draw) {
+                long double u = raw::rand({1}, twin, kFloat64).item() * total, running = 0;
+                int64_t expected = (int64_t)logits.size() - 1;
+                for (size_t v = 0; v < logits.size(); ++v) {
+                    running += weight[v];
+                    if (u < running) {
+                        expected = (int64_t)v;
+                        break;
+                    }
+                }
+                int64_t got = pick_token(logits, temperature, top_k, gen);
+                mismatches += got != expected;
+                ++counts[got];
+            }
+            CHECK(mismatches == 0);
+            // Only the top k ever come out (indices 0 and 5 for k = 2).
+            for (size_t v = 0; v < logits.size(); ++v)
+                if (logits[v] < kth) CHECK(counts[v] == 0);
+        }
+    // Temperature 0 is greedy.
+    Generator gen(3);
+    CHECK(pick_token(logits, 0.0, 0, gen) == 0);
 }

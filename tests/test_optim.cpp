@@ -31,6 +31,12 @@ TEST_CASE("SGD with momentum and weight decay", "[optim]") {
     nesterov.step();
     // update = g + mu b = 0.51 + 0.9 * 0.51 = 0.969
     CHECK(q.item() == Approx(1 - 0.0969).epsilon(1e-12));
+    // Step 2, where b is no longer g (b + mu g would pass step 1):
+    // g = 0.5 + 0.01 * 0.9031; b = 0.9 * 0.51 + g; update = g + 0.9 b.
+    set_grad(q, 0.5);
+    nesterov.step();
+    double g2 = 0.5 + 0.01 * 0.9031, b2 = 0.9 * 0.51 + g2;
+    CHECK(q.item() == Approx(0.9031 - 0.1 * (g2 + 0.9 * b2)).epsilon(1e-12));
     Tensor r = param(2.0);
     optim::SGD plain({{{r}, 0}}, 0.5);
     set_grad(r, 1.0);
@@ -170,5 +176,14 @@ TEST_CASE("learning-rate schedules at chosen steps", "[optim]") {
     CHECK(optim::learning_rate(Schedule::Linear, 2.0, 10, 11, 0, 0.0) == Approx(0.0));
     // With warm-up 1, cosine starts after it: step 1 is the peak.
     CHECK(optim::learning_rate(Schedule::Cosine, 1.0, 1, 12, 1) == Approx(1.0));
+    // The decay spans the steps after the warm-up: with 2 warm-up steps of
+    // 12, steps 2..11 go from the peak to the floor (a span that forgot the
+    // warm-up would stop above the floor), halfway at step 6.5.
+    CHECK(optim::learning_rate(Schedule::Cosine, 1.0, 2, 12, 2) == Approx(1.0));
+    CHECK(optim::learning_rate(Schedule::Cosine, 1.0, 11, 12, 2) == Approx(0.1));
+    CHECK(optim::learning_rate(Schedule::Linear, 1.0, 11, 12, 2) == Approx(0.1));
+    CHECK(optim::learning_rate(Schedule::Linear, 1.0, 5, 12, 2) == Approx(1.0 - 0.9 * 3.0 / 9.0));
+    CHECK(optim::learning_rate(Schedule::Cosine, 2.0, 5, 12, 2) ==
+          Approx(0.2 + 0.5 * 1.8 * (1 + std::cos(M_PI * 3.0 / 9.0))));
     check_error([] { optim::parse_schedule("step"); }, {"unknown schedule 'step'"});
 }
