@@ -18,10 +18,22 @@
 CXX ?= g++
 MODE ?= release
 BUILD ?= build
+# The CPU the compiler builds for: x86-64 or 64-bit ARM (AArch64: Apple
+# Silicon, Linux on ARM), from the compiler itself, so a cross compiler
+# (CXX=aarch64-linux-gnu-g++) is handled like a native one.
+TARGET_MACHINE := $(shell $(CXX) -dumpmachine 2>/dev/null)
+TARGET_X86 := $(filter x86_64% i386% i686%,$(TARGET_MACHINE))
+TARGET_ARM64 := $(filter aarch64% arm64%,$(TARGET_MACHINE))
 # SIMD target. The default uses every instruction set of the building
-# machine (AVX-512 where present); ARCH=-march=x86-64-v3 (AVX2) or
-# ARCH=-march=x86-64 (plain SSE2) build a binary for older CPUs.
-ARCH ?= -march=native
+# machine: on x86, AVX-512 where present (ARCH=-march=x86-64-v3 (AVX2) or
+# ARCH=-march=x86-64 (plain SSE2) build a binary for older CPUs); on ARM,
+# -mcpu=native (ARCH=-march=armv8-a runs on every AArch64 CPU,
+# -march=armv8.2-a or -mcpu=apple-m1 on newer ones).
+ifneq ($(TARGET_ARM64),)
+  ARCH ?= -mcpu=native
+else
+  ARCH ?= -march=native
+endif
 
 # The CUDA backend (cuda/) is built when nvcc is found, in release mode; the
 # debug and sanitizer builds stay CPU-only unless CUDA=1 is given. CUDA=0
@@ -46,7 +58,19 @@ endif
 
 # IEEE-safe flags only: no -ffast-math (it changes results and once broke a GELU
 # backward in llm.c). -fno-math-errno just lets sqrt compile to one instruction.
-COMMON_FLAGS := -std=c++17 -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP
+# OpenMP: GCC and Linux clang take -fopenmp. Apple's clang has no OpenMP
+# runtime of its own: Homebrew's libomp (brew install libomp), reached
+# through the preprocessor; Homebrew's headers (nlohmann-json) are added
+# too. (macOS is not tested: README, "Other machines".)
+ifeq ($(shell uname -s),Darwin)
+  BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
+  LIBOMP_PREFIX := $(shell brew --prefix libomp 2>/dev/null)
+  OPENMP_CFLAGS ?= -Xpreprocessor -fopenmp -I$(LIBOMP_PREFIX)/include -I$(BREW_PREFIX)/include
+  OPENMP_LDFLAGS ?= -L$(LIBOMP_PREFIX)/lib -lomp -L$(BREW_PREFIX)/lib
+endif
+OPENMP_CFLAGS ?= -fopenmp
+OPENMP_LDFLAGS ?= -fopenmp
+COMMON_FLAGS := -std=c++17 $(OPENMP_CFLAGS) -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP
 ifeq ($(MODE),release)
   MODE_FLAGS := -O3 $(ARCH) -fno-math-errno
 else ifeq ($(MODE),debug)
@@ -63,13 +87,21 @@ else ifeq ($(MODE),asan)
 else
   $(error MODE must be release, debug, asan or fuzz, got '$(MODE)')
 endif
+# clang (macOS's compiler, and `make CXX=clang++` here) reports each `omp
+# simd` loop it could not vectorize (a library call such as std::exp on
+# doubles in the loop body), where GCC says nothing; that is no defect.
+# GCC-only warning options are dropped for it.
+ifneq ($(findstring clang,$(shell $(CXX) --version 2>/dev/null | head -1)),)
+  COMMON_FLAGS += -Wno-pass-failed
+  MODE_FLAGS := $(filter-out -Wno-maybe-uninitialized,$(MODE_FLAGS))
+endif
 CXXFLAGS += $(COMMON_FLAGS) $(MODE_FLAGS)
-LDFLAGS += -fopenmp $(filter -fsanitize=%,$(MODE_FLAGS))
+LDFLAGS += $(OPENMP_LDFLAGS) $(filter -fsanitize=%,$(MODE_FLAGS))
 LDLIBS := -lz
 # STATIC_RUNTIME=1 (make gpu-bundle): the C++ runtime, OpenMP and zlib linked
 # in, so the binaries run on a machine without Debian's libraries.
 ifeq ($(STATIC_RUNTIME),1)
-  LDFLAGS := $(filter-out -fopenmp,$(LDFLAGS)) -static-libstdc++ -static-libgcc
+  LDFLAGS := $(filter-out $(OPENMP_LDFLAGS),$(LDFLAGS)) -static-libstdc++ -static-libgcc
   LDLIBS := -Wl,--push-state,-Bstatic -lgomp -lz -Wl,--pop-state -lpthread -ldl
 endif
 
@@ -167,7 +199,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises
+.PHONY: all debug asan test test-asan test-arm64 setup-arm64 test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(LADDER_BINS) $(BENCH_TOOLS) $(EXERCISE_BINS)
 
@@ -183,6 +215,14 @@ $(BUILD)/obj/data/images.o $(BUILD)/obj/tests/test_images.o $(BUILD)/obj/tests/f
 endif
 
 $(BUILD)/obj/tests/emulated/%.o $(BUILD)/obj/tests/cuda_emulator/%.o: CXXFLAGS += -Itests/cuda_emulator -Wno-unknown-pragmas
+
+# The AVX micro-kernels are compiled for their instruction set whatever ARCH
+# says, and run only after a CPUID check (tensor/cpu/gemm_kernels.cpp); on
+# other CPUs their files are empty and get no x86 flags.
+ifneq ($(TARGET_X86),)
+$(BUILD)/obj/tensor/cpu/gemm_kernel_avx2.o: CXXFLAGS += -mavx2 -mfma
+$(BUILD)/obj/tensor/cpu/gemm_kernel_avx512.o: CXXFLAGS += -mavx512f -mfma
+endif
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -342,6 +382,27 @@ gpu-check-dry-run:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(APP_BIN) $(TEST_BIN) $(BUILD)/tutorials/10_cuda
 	tools/gpu_check.sh --dry-run build/gpu-check-dry-run
 
+# 64-bit ARM without ARM hardware: the library, the test binary and normcore
+# cross-compiled with Debian's aarch64 g++ for any ARMv8 CPU, with the C++
+# runtime, OpenMP and zlib linked in, then run under qemu-aarch64 (an
+# emulator of ARM instructions) by tools/arm64_check.sh. setup-arm64
+# installs the cross compiler, qemu and arm64's zlib (Debian multiarch).
+ARM64_CXX ?= aarch64-linux-gnu-g++
+ARM64_PACKAGES := crossbuild-essential-arm64 qemu-user
+setup-arm64: setup
+	@missing=""; for p in $(ARM64_PACKAGES) zlib1g-dev:arm64; do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	  | grep -q "install ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup-arm64: installing$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO dpkg --add-architecture arm64 && $$SUDO apt-get update -qq && \
+	  $$SUDO apt-get install -y -qq --no-remove $$missing; \
+	else echo "setup-arm64: all packages present ($(ARM64_PACKAGES) zlib1g-dev:arm64)"; fi
+test-arm64: setup-arm64
+	@$(MAKE) --no-print-directory -j$(JOBS) MODE=release BUILD=build/arm64 CXX=$(ARM64_CXX) ARCH=-march=armv8-a \
+	  CUDA=0 MPI=0 STATIC_RUNTIME=1 build/arm64/tests/run_tests build/arm64/normcore
+	tools/arm64_check.sh build/arm64
+
 # Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh).
 test-gdb:
 	@$(MAKE) --no-print-directory setup
@@ -369,7 +430,8 @@ bench:
 PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist gnuplot-nox \
             clang libclang-rt-14-dev libomp-14-dev dict-gcide python3.11-doc libopenmpi-dev openmpi-bin
 setup:
-	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" \
+	  || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

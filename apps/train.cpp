@@ -304,6 +304,9 @@ static Run set_up_run(const Flags& flags, const Distributed& dist) {
                     (long long)flags.integer("batch"), dist.world, (long long)(flags.integer("batch") * dist.world),
                     gradient_transport(run.params).c_str());
     std::printf("model: %s, %lld parameters\n", describe(run.cfg).c_str(), (long long)model.num_parameters());
+    if (run.device == kCPU)
+        std::printf("cpu: %d threads, the %s GEMM micro-kernel\n", omp_get_max_threads(),
+                    cpu::simd_isa_name(cpu::best_simd_isa()));
     std::printf("training: %lld steps%s, log in %s/train_log.csv\n", (long long)run.plan.steps,
                 run.plan.accum > 1 ? (" of " + std::to_string(run.plan.accum) + " micro-batches").c_str() : "",
                 run.plan.run_dir.c_str());

@@ -150,7 +150,7 @@ RankResult run_rank(ThreadWorld& world, int rank, DType dtype, bool overlap, siz
 
 }  // namespace
 
-TEST_CASE("GradientAverager: every rank ends with the mean of the ranks' gradients", "[distributed]") {
+TEST_CASE("GradientAverager: every rank ends with the mean of the ranks' gradients", "[distributed][threads]") {
     for (int world : {2, 3})
         for (DType dtype : {kFloat32, kFloat64})
             for (bool overlap : {true, false}) {

@@ -128,7 +128,7 @@ TEST_CASE("a batch of sequences shares one cache", "[generate][kvcache]") {
     }
 }
 
-TEST_CASE("generate gives the same tokens with and without the cache", "[generate][kvcache]") {
+TEST_CASE("generate gives the same tokens with and without the cache", "[generate][kvcache][slow]") {
     for (auto& [name, c] : variants()) {
         Generator gen(8);
         auto model = build(c, gen, kFloat32);

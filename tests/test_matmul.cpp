@@ -54,7 +54,7 @@ TEST_CASE("every micro-kernel this CPU supports matches the reference", "[matmul
     // The portable kernel always runs, so it is tested on AVX-512 machines too.
     Generator gen(14);
     int tested = 0;
-    for (cpu::SimdIsa isa : {cpu::SimdIsa::Portable, cpu::SimdIsa::Avx2, cpu::SimdIsa::Avx512}) {
+    for (cpu::SimdIsa isa : cpu::compiled_simd_isas()) {
         if (!cpu::cpu_supports(isa)) {
             WARN("skipping the " << cpu::simd_isa_name(isa) << " micro-kernel: this CPU does not support it");
             continue;
@@ -79,6 +79,17 @@ TEST_CASE("every micro-kernel this CPU supports matches the reference", "[matmul
     }
     CHECK(tested >= 1);
     CHECK(cpu::cpu_supports(cpu::best_simd_isa()));
+    // The widest kernel of the CPU family is the one matmul uses: NEON on
+    // every 64-bit ARM CPU; on x86 the widest AVX the CPU has.
+#if defined(__aarch64__)
+    CHECK(cpu::best_simd_isa() == cpu::SimdIsa::Neon);
+    CHECK(!cpu::cpu_supports(cpu::SimdIsa::Avx2));
+#elif defined(__x86_64__)
+    CHECK(cpu::best_simd_isa() == (cpu::cpu_supports(cpu::SimdIsa::Avx512) ? cpu::SimdIsa::Avx512
+                                   : cpu::cpu_supports(cpu::SimdIsa::Avx2) ? cpu::SimdIsa::Avx2
+                                                                             : cpu::SimdIsa::Portable));
+    CHECK(!cpu::cpu_supports(cpu::SimdIsa::Neon));
+#endif
 }
 
 TEST_CASE("gemm refuses a micro-kernel the CPU lacks", "[matmul][simd][errors]") {
@@ -115,7 +126,7 @@ TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]
 // accumulate on (C's old values kept).
 static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::narrow(batch, 0, i, 1), 0); }
 
-TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[matmul]") {
+TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[matmul][threads]") {
     Generator gen(15);
     const int saved_threads = omp_get_max_threads();
     struct Case {
@@ -150,7 +161,7 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
 // The threads of one GEMM split the rows through RowShare (row_share.h):
 // owners take from the front, helpers from the back, and no panel may be
 // done twice or skipped, however the takes interleave.
-TEST_CASE("row shares hand out every panel once to owner or helper", "[matmul]") {
+TEST_CASE("row shares hand out every panel once to owner or helper", "[matmul][threads]") {
     cpu::RowShare share;
     share.reset(10, 40);  // 30 panels
     cpu::PanelRange r = share.take_front(12, 4);

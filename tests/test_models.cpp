@@ -50,7 +50,7 @@ static bool has(const std::vector<std::string>& all, const std::string& name) {
     return std::find(all.begin(), all.end(), name) != all.end();
 }
 
-TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models]") {
+TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models][slow]") {
     TransformerConfig c = gpt2_config();
     c.n_layer = 12;
     c.n_embd = 768;
@@ -158,7 +158,7 @@ static void check_model_gradients(const TransformerConfig& c, const std::string&
     CHECK(r.passed);
 }
 
-TEST_CASE("gradcheck: every model x placement x norm", "[models][gradcheck]") {
+TEST_CASE("gradcheck: every model x placement x norm", "[models][gradcheck][slow]") {
     for (Family family : {Family::GPT2, Family::Llama, Family::ViT})
         for (Placement p : {Placement::Pre, Placement::Post, Placement::Sandwich, Placement::DeepNorm, Placement::GeoNorm})
             for (NormKind n : {NormKind::LayerNorm, NormKind::RMSNorm, NormKind::DyT, NormKind::None}) {
@@ -171,7 +171,7 @@ TEST_CASE("gradcheck: every model x placement x norm", "[models][gradcheck]") {
             }
 }
 
-TEST_CASE("gradcheck: differential attention, GQA, SwiGLU/GELU swaps, geonorm decays", "[models][gradcheck]") {
+TEST_CASE("gradcheck: differential attention, GQA, SwiGLU/GELU swaps, geonorm decays", "[models][gradcheck][slow]") {
     for (Family family : {Family::GPT2, Family::Llama, Family::ViT}) {
         TransformerConfig c = tiny(family);
         c.attention = AttentionKind::Differential;

@@ -162,7 +162,7 @@ int main() {
     cpu::MatrixOperand<float> a_op{A.data(), {0}, n, 1}, b_op{B.data(), {0}, n, 1};
     omp_set_num_threads(1);
     int step = 3;
-    for (cpu::SimdIsa isa : {cpu::SimdIsa::Portable, cpu::SimdIsa::Avx2, cpu::SimdIsa::Avx512}) {
+    for (cpu::SimdIsa isa : cpu::compiled_simd_isas()) {
         char label[80];
         std::snprintf(label, sizeof label, "%d. packed, %s micro-kernel, 1 thread", step++, cpu::simd_isa_name(isa));
         if (!cpu::cpu_supports(isa)) {

@@ -6,14 +6,16 @@
 // only called after cpu_supports(SimdIsa::Avx2).
 //
 // Shapes: packed a [kc, 6], packed b [kc, 16] -> a 6 x 16 block of C (gemm.cpp).
+#if defined(__x86_64__) || defined(__i386__)  // x86 only: empty on other CPUs
+
 #include <immintrin.h>
 
 #include "tensor/cpu/gemm_kernels.h"
 
-// Nothing from the standard library is used below the pragma: an inline
+// The Makefile compiles this file alone with -mavx2 -mfma (any compiler, g++ or
+// clang). So nothing from the standard library is used in it: an inline
 // std:: function instantiated here would be compiled for this instruction
 // set and could be picked by the linker for the whole program.
-#pragma GCC target("avx2,fma")
 
 namespace nc {
 namespace cpu {
@@ -75,3 +77,5 @@ float fma_loop_avx2(int64_t iterations) {
 
 }  // namespace cpu
 }  // namespace nc
+
+#endif  // x86

@@ -11,16 +11,18 @@
 // Shapes: packed a [kc, 12], packed b [kc, 32] -> a 12 x 32 block of C (gemm.cpp).
 //
 // This file is compiled for AVX-512 whatever the build's -march says
-// (`#pragma GCC target`), and its functions are only called after
+// (the Makefile's flags for it), and its functions are only called after
 // cpu_supports(SimdIsa::Avx512) checked the CPU at run time.
+#if defined(__x86_64__) || defined(__i386__)  // x86 only: empty on other CPUs
+
 #include <immintrin.h>
 
 #include "tensor/cpu/gemm_kernels.h"
 
-// Nothing from the standard library is used below the pragma: an inline
+// The Makefile compiles this file alone with -mavx512f -mfma (any compiler, g++ or
+// clang). So nothing from the standard library is used in it: an inline
 // std:: function instantiated here would be compiled for this instruction
 // set and could be picked by the linker for the whole program.
-#pragma GCC target("avx512f,fma")
 // GCC 12's own intrinsic headers trip -Wuninitialized (their "undefined"
 // placeholder vectors); nothing in this file reads an uninitialized value.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -143,3 +145,5 @@ float fma_loop_avx512(int64_t iterations) {
 
 }  // namespace cpu
 }  // namespace nc
+
+#endif  // x86

@@ -15,46 +15,81 @@ const char* simd_isa_name(SimdIsa isa) {
         case SimdIsa::Portable: return "portable";
         case SimdIsa::Avx2: return "avx2";
         case SimdIsa::Avx512: return "avx512";
+        case SimdIsa::Neon: return "neon";
     }
     return "?";
 }
 
-// __builtin_cpu_supports asks CPUID (and whether the OS saves the wide
+// x86: __builtin_cpu_supports asks CPUID (and whether the OS saves the wide
 // registers), so a binary built on one machine runs correctly on another.
+// AArch64: NEON is part of the architecture, so every such CPU has it.
 bool cpu_supports(SimdIsa isa) {
-#if defined(__x86_64__) || defined(__i386__)
     switch (isa) {
         case SimdIsa::Portable: return true;
+#if defined(__x86_64__) || defined(__i386__)
         case SimdIsa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         case SimdIsa::Avx512: return __builtin_cpu_supports("avx512f");
+#endif
+#if defined(__aarch64__)
+        case SimdIsa::Neon: return true;
+#endif
+        default: return false;  // another architecture's instruction set
     }
-    return false;
+}
+
+std::vector<SimdIsa> compiled_simd_isas() {
+#if defined(__x86_64__) || defined(__i386__)
+    return {SimdIsa::Portable, SimdIsa::Avx2, SimdIsa::Avx512};
+#elif defined(__aarch64__)
+    return {SimdIsa::Portable, SimdIsa::Neon};
 #else
-    return isa == SimdIsa::Portable;
+    return {SimdIsa::Portable};
 #endif
 }
 
 SimdIsa best_simd_isa() {
-    static const SimdIsa best = cpu_supports(SimdIsa::Avx512) ? SimdIsa::Avx512
-                                : cpu_supports(SimdIsa::Avx2) ? SimdIsa::Avx2
-                                                              : SimdIsa::Portable;
+    static const SimdIsa best = [] {
+        SimdIsa widest = SimdIsa::Portable;
+        for (SimdIsa isa : compiled_simd_isas())
+            if (cpu_supports(isa)) widest = isa;
+        return widest;
+    }();
     return best;
 }
 
+// Only asked for after cpu_supports(isa): the others fall back to portable.
 const MicroKernel& micro_kernel_for(SimdIsa isa) {
     switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
         case SimdIsa::Avx512: return kAvx512Kernel;
         case SimdIsa::Avx2: return kAvx2Kernel;
-        case SimdIsa::Portable: break;
+#endif
+#if defined(__aarch64__)
+        case SimdIsa::Neon: return kNeonKernel;
+#endif
+        default: return kPortableKernel;
     }
-    return kPortableKernel;
+}
+
+// The FMA loop for `isa` (gemm_kernel_*.cpp).
+static float (*fma_loop_for(SimdIsa isa))(int64_t) {
+    switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+        case SimdIsa::Avx512: return fma_loop_avx512;
+        case SimdIsa::Avx2: return fma_loop_avx2;
+#endif
+#if defined(__aarch64__)
+        case SimdIsa::Neon: return fma_loop_neon;
+#endif
+        default: return fma_loop_portable;
+    }
 }
 
 double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations) {
+    // Floats per chain: one AVX-512 register, one AVX2 register, two NEON
+    // registers, or 8 plain floats (gemm_kernel_portable.cpp).
     int lanes = isa == SimdIsa::Avx512 ? 16 : 8;
-    float (*loop)(int64_t) = isa == SimdIsa::Avx512 ? fma_loop_avx512
-                             : isa == SimdIsa::Avx2 ? fma_loop_avx2
-                                                    : fma_loop_portable;
+    float (*loop)(int64_t) = fma_loop_for(isa);
     float sink = 0;
     auto start = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)

@@ -11,16 +11,23 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace nc {
 namespace cpu {
 
-enum class SimdIsa { Portable, Avx2, Avx512 };
+// Every value exists on every CPU (so code can name them), but only the
+// kernels of the build's own architecture are compiled: AVX2 and AVX-512 on
+// x86-64, NEON on AArch64. cpu_supports() is false for the others.
+enum class SimdIsa { Portable, Avx2, Avx512, Neon };
 const char* simd_isa_name(SimdIsa isa);
 // Whether this CPU (and this build) can run code for `isa`.
 bool cpu_supports(SimdIsa isa);
 // The widest instruction set this CPU supports; fixed for the process.
 SimdIsa best_simd_isa();
+// The instruction sets this build has kernels for, narrowest first:
+// portable, AVX2, AVX-512 on x86-64; portable, NEON on AArch64.
+std::vector<SimdIsa> compiled_simd_isas();
 
 using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
                                bool accumulate);
@@ -49,10 +56,16 @@ struct MicroKernelDouble {
 };
 extern const MicroKernelDouble kDoubleKernel;
 
-// The three implementations (gemm_kernel_*.cpp). The AVX ones are compiled
-// for their instruction set whatever the build's -march is, and are only
-// called after cpu_supports() said yes.
-extern const MicroKernel kPortableKernel, kAvx2Kernel, kAvx512Kernel;
+// The implementations (gemm_kernel_*.cpp). The AVX ones are compiled for
+// their instruction set whatever the build's -march is, and are only called
+// after cpu_supports() said yes; NEON is part of every AArch64 CPU.
+extern const MicroKernel kPortableKernel;
+#if defined(__x86_64__) || defined(__i386__)
+extern const MicroKernel kAvx2Kernel, kAvx512Kernel;
+#endif
+#if defined(__aarch64__)
+extern const MicroKernel kNeonKernel;
+#endif
 
 // The hardware's limit: GFLOP/s of a loop of independent FMAs on this many
 // threads (each thread runs `iterations` x 12 vector FMAs). 2 FLOPs per lane.
@@ -60,8 +73,13 @@ double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations);
 // One thread's FMA loop, used by measure_fma_peak_gflops; returns a value
 // derived from the accumulators so the compiler cannot drop the work.
 float fma_loop_portable(int64_t iterations);
+#if defined(__x86_64__) || defined(__i386__)
 float fma_loop_avx2(int64_t iterations);
 float fma_loop_avx512(int64_t iterations);
+#endif
+#if defined(__aarch64__)
+float fma_loop_neon(int64_t iterations);
+#endif
 
 }  // namespace cpu
 }  // namespace nc

@@ -1,5 +1,6 @@
 // Rung 6: the micro-kernel in vector intrinsics (simd_kernels.h): AVX-512
-// 12 x 32 or AVX2 6 x 16, whichever the CPU has, on rung 5's packed panels.
+// 12 x 32 or AVX2 6 x 16, whichever the CPU has (NEON 8 x 12 on ARM), on
+// rung 5's packed panels.
 // The loops around it are rung 5's (multiply_packed), with the kernel's
 // block size.
 //
@@ -12,7 +13,7 @@
 #include "tutorials/gemm_ladder/packing.h"
 #include "tutorials/gemm_ladder/simd_kernels.h"
 
-constexpr int64_t kc = 256, mc = 72, nc = 1024;  // mc: whole panels of 6 or 12 rows
+constexpr int64_t kc = 256, mc = 72, nc = 1024;  // mc: whole panels of 6, 8 or 12 rows
 static const ladder::SimdKernel simd = ladder::best_simd_kernel();
 
 static void multiply(int64_t n, const float* A, const float* B, float* C) {
@@ -21,7 +22,7 @@ static void multiply(int64_t n, const float* A, const float* B, float* C) {
 
 int main(int argc, char** argv) {
     if (!simd.name) {
-        std::printf("%-40s (this CPU has neither AVX2 + FMA nor AVX-512)\n", "6. SIMD micro-kernel");
+        std::printf("%-40s (this CPU has none of AVX2 + FMA, AVX-512, NEON)\n", "6. SIMD micro-kernel");
         return 0;
     }
     char name[64];

@@ -46,7 +46,7 @@ static void multiply(int64_t n, const float* A, const float* B, float* C) {
 
 int main(int argc, char** argv) {
     if (!simd.name) {
-        std::printf("%-40s (this CPU has neither AVX2 + FMA nor AVX-512)\n", "7. threads");
+        std::printf("%-40s (this CPU has none of AVX2 + FMA, AVX-512, NEON)\n", "7. threads");
         return 0;
     }
     char name[64];
