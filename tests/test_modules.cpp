@@ -153,6 +153,23 @@ TEST_CASE("BatchNorm1d: batch statistics in training, running statistics in eval
     bn.eval();
     check_gradcheck([&bn](const V& v) { return bn.forward(v[0]); }, {x3, bn.weight, bn.bias});
     check_error([&] { bn.forward(raw::zeros({4, 3}, kFloat64)); }, {"BatchNorm1d", "[N, 2]", "[4, 3]"});
+    // [N, C, L]: the statistics run over N and L, N L = 6 values per feature,
+    // so the running variance takes the biased variance times 6/5 (with
+    // only N in the count, 2 and 3-D inputs would look alike in the 2-D case).
+    nn::BatchNorm1d bn3(2, 1e-5, 0.1, f64);
+    Tensor x3d = raw::from_vector(std::vector<double>{1, 2, 3, 10, 10, 40, 4, 5, 6, 20, 30, 30}, {2, 2, 3});
+    bn3.forward(x3d);
+    std::vector<std::vector<double>> values = {{1, 2, 3, 4, 5, 6}, {10, 10, 40, 20, 30, 30}};
+    std::vector<double> running_mean, running_var;
+    for (const std::vector<double>& f : values) {
+        double mean = 0, var = 0;
+        for (double v : f) mean += v / 6;
+        for (double v : f) var += (v - mean) * (v - mean) / 5;  // unbiased, n - 1 = 5
+        running_mean.push_back(0.1 * mean);
+        running_var.push_back(0.9 + 0.1 * var);
+    }
+    check_values(bn3.running_mean, running_mean, 1e-12);
+    check_values(bn3.running_var, running_var, 1e-12);
 }
 
 TEST_CASE("Dropout layer follows train/eval mode", "[nn][layers]") {
