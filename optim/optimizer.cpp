@@ -1,7 +1,9 @@
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "nn/layers.h"
 #include "tensor/profile.h"
 #include "tensor/raw_optim.h"
 
@@ -149,13 +151,21 @@ void AdamW::load_state(const std::map<std::string, Tensor>& state) {
 
 // ---- groups, clipping, schedules --------------------------------------------------------
 
+// The weights of every Linear layer at or below `module`.
+static void collect_linear_weights(const nn::Module& module, std::vector<const TensorImpl*>& out) {
+    if (auto* linear = dynamic_cast<const nn::Linear*>(&module)) out.push_back(linear->weight.impl());
+    for (const auto& child : module.children()) collect_linear_weights(*child.second, out);
+}
+
 std::vector<ParamGroup> decay_groups(const nn::Module& model, double weight_decay) {
+    // Decided by what a tensor does, not by its name: a name test ("embed")
+    // also caught ViT's patch projection, a Linear that must be decayed.
+    std::vector<const TensorImpl*> linear_weights;
+    collect_linear_weights(model, linear_weights);
     ParamGroup decayed{{}, weight_decay}, plain{{}, 0.0};
     for (auto& [name, p] : model.named_parameters()) {
-        // Embedding tables and anything that is not a matrix stay undecayed.
-        bool embedding = name.find("wte") != std::string::npos || name.find("wpe") != std::string::npos ||
-                         name.find("embed") != std::string::npos;
-        (p.dim() >= 2 && !embedding ? decayed : plain).params.push_back(p);
+        bool linear = std::find(linear_weights.begin(), linear_weights.end(), p.impl()) != linear_weights.end();
+        (linear ? decayed : plain).params.push_back(p);
     }
     return {decayed, plain};
 }

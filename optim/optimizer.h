@@ -71,8 +71,10 @@ private:
     std::vector<std::vector<Tensor>> m_, v_;
 };
 
-// Two groups: matrices (decayed) and the rest — norms' gains, biases,
-// embeddings and other 1-D or lookup tables (not decayed), GPT-2 practice.
+// Two groups: the weights of Linear layers (decayed) and the rest (not
+// decayed): norms' gains, biases, embedding tables, learned positions and
+// class tokens, and a tied head, which is the token table (minGPT's rule;
+// timm's for ViT, whose patch projection is a Linear and is decayed).
 std::vector<ParamGroup> decay_groups(const nn::Module& model, double weight_decay);
 
 // Scales all gradients so their global L2 norm is at most max_norm; returns

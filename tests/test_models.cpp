@@ -2,9 +2,12 @@
 // model for every model x placement x norm combination, and the invariants
 // (causality, RoPE's relative positions, GeoNorm's sphere, DeepNorm's constants).
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "helpers.h"
 #include "nn/models.h"
+#include "optim/optimizer.h"
 
 using namespace nc;
 using namespace nc::nn;
@@ -88,6 +91,46 @@ TEST_CASE("parameter names follow Hugging Face", "[models][names]") {
                           "vit.encoder.layer.0.layernorm_after.bias", "vit.encoder.layer.1.intermediate.dense.weight",
                           "vit.encoder.layer.1.output.dense.weight", "vit.layernorm.weight", "classifier.weight", "classifier.bias"})
         CHECK(has(v, n));
+}
+
+// The names of the parameters decay_groups puts in its decayed group.
+static std::set<std::string> decayed_names(const TransformerModel& model) {
+    std::vector<optim::ParamGroup> groups = optim::decay_groups(model, 0.1);
+    std::set<std::string> out;
+    for (auto& [name, p] : model.named_parameters())
+        for (const Tensor& d : groups[0].params)
+            if (d.impl() == p.impl()) out.insert(name);
+    return out;
+}
+
+TEST_CASE("weight decay falls on exactly the Linear weights of every model", "[models][optim]") {
+    // minGPT's rule, and timm's for ViT: matrices that multiply activations
+    // are decayed; embedding tables, positions, the class token, norms and
+    // biases are not. ViT's patch projection is a Linear: decayed (a rule
+    // that skips every name containing "embed" missed it).
+    Generator gen(3);
+    std::set<std::string> gpt2, llama, vit = {"vit.embeddings.patch_embeddings.projection.weight", "classifier.weight"};
+    for (std::string l : {"0", "1"}) {
+        for (const char* n : {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"})
+            gpt2.insert("h." + l + "." + n);
+        for (const char* n : {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                              "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+                              "mlp.down_proj.weight"})
+            llama.insert("model.layers." + l + "." + n);
+        for (const char* n : {"attention.attention.query.weight", "attention.attention.key.weight",
+                              "attention.attention.value.weight", "attention.output.dense.weight",
+                              "intermediate.dense.weight", "output.dense.weight"})
+            vit.insert("vit.encoder.layer." + l + "." + n);
+    }
+    llama.insert("lm_head.weight");
+    CHECK(decayed_names(*build(tiny(Family::GPT2), gen)) == gpt2);
+    CHECK(decayed_names(*build(tiny(Family::Llama), gen)) == llama);
+    CHECK(decayed_names(*build(tiny(Family::ViT), gen)) == vit);
+    // Every parameter lands in exactly one group.
+    auto model = build(tiny(Family::ViT), gen);
+    std::vector<optim::ParamGroup> groups = optim::decay_groups(*model, 0.1);
+    CHECK(groups[0].params.size() + groups[1].params.size() == model->named_parameters().size());
+    CHECK(groups[1].weight_decay == 0.0);
 }
 
 TEST_CASE("placements own exactly the norms they use", "[models][names]") {
@@ -387,6 +430,58 @@ TEST_CASE("DeepNorm initializes as DeepNet does: Xavier-normal, gain beta on v, 
         CHECK(entry_std(pre->blocks()[0]->attn->query_key_weights()[0]) == Approx(0.02).epsilon(0.06));
         if (family == Family::GPT2)
             CHECK(entry_std(pre->blocks()[0]->attn->output_weights()[0]) == Approx(0.02 / std::sqrt(6.0)).epsilon(0.06));
+    }
+}
+
+TEST_CASE("GPT-2, Llama and ViT initialize as their reference code does", "[models][constants]") {
+    // Sample stds of 4,096+ entries are within ~2% of the true std; 6% is
+    // the tolerance, far below the gaps between the plausible wrong scales
+    // (0.02 vs 0.02/sqrt(L) vs 0.02/sqrt(2L) at L = 4 is 0.02, 0.01, 0.0071).
+    const double L = 4;
+    Generator gen(21);
+    for (Family family : {Family::GPT2, Family::Llama, Family::ViT}) {
+        TransformerConfig c = tiny(family);
+        c.n_embd = 64;
+        c.n_head = 4;
+        c.n_layer = (int)L;
+        c.vocab_size = 200;
+        c.block_size = 64;
+        c.image_size = 32;  // 64 patches of 4 x 4 x 2 = 32 values
+        auto model = build(c, gen);
+        std::map<std::string, Tensor> p;
+        for (auto& [name, t] : model->named_parameters()) p[name] = t;
+        INFO((family == Family::GPT2 ? "gpt2" : family == Family::Llama ? "llama" : "vit"));
+        if (family == Family::GPT2) {
+            // GPT-2 (and nanoGPT): N(0, 0.02) everywhere, N(0, 0.02/sqrt(2L))
+            // on the two projections that write into the residual stream.
+            for (const char* n : {"wte.weight", "wpe.weight", "h.1.attn.c_attn.weight", "h.1.mlp.c_fc.weight"})
+                CHECK(entry_std(p.at(n)) == Approx(0.02).epsilon(0.06));
+            for (const char* n : {"h.1.attn.c_proj.weight", "h.1.mlp.c_proj.weight"})
+                CHECK(entry_std(p.at(n)) == Approx(0.02 / std::sqrt(2 * L)).epsilon(0.06));
+            CHECK(raw::sum(raw::abs(p.at("h.1.mlp.c_fc.bias"))).item() == 0.0);
+        } else if (family == Family::Llama) {
+            // Hugging Face's Llama: N(0, initializer_range = 0.02) for every matrix, no depth scaling.
+            for (const char* n : {"model.embed_tokens.weight", "lm_head.weight", "model.layers.1.self_attn.q_proj.weight",
+                                  "model.layers.1.self_attn.o_proj.weight", "model.layers.1.mlp.down_proj.weight"})
+                CHECK(entry_std(p.at(n)) == Approx(0.02).epsilon(0.06));
+        } else {
+            // ViT (Google's and timm's): Xavier-uniform matrices, U(-b, b) with
+            // b = sqrt(6 / (fan_in + fan_out)), so std b / sqrt(3); MLP biases
+            // N(0, 1e-6); positions N(0, 0.02); class token and head zero.
+            for (const char* n : {"vit.embeddings.patch_embeddings.projection.weight",
+                                  "vit.encoder.layer.1.attention.attention.query.weight",
+                                  "vit.encoder.layer.1.attention.output.dense.weight",
+                                  "vit.encoder.layer.1.intermediate.dense.weight", "vit.encoder.layer.1.output.dense.weight"}) {
+                const Tensor& w = p.at(n);
+                double bound = std::sqrt(6.0 / (double)(w.size(0) + w.size(1)));
+                CHECK(entry_std(w) == Approx(bound / std::sqrt(3.0)).epsilon(0.06));
+                CHECK(raw::max(raw::abs(w)).item() <= bound);
+            }
+            CHECK(entry_std(p.at("vit.encoder.layer.1.intermediate.dense.bias")) == Approx(1e-6).epsilon(0.25));
+            CHECK(entry_std(p.at("vit.embeddings.position_embeddings")) == Approx(0.02).epsilon(0.06));
+            for (const char* n : {"vit.embeddings.cls_token", "classifier.weight", "classifier.bias"})
+                CHECK(raw::sum(raw::abs(p.at(n))).item() == 0.0);
+        }
     }
 }
 

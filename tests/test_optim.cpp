@@ -1,5 +1,6 @@
 // Optimizers, clipping and schedules against values worked out by hand.
 #include "helpers.h"
+#include "nn/layers.h"
 #include "optim/optimizer.h"
 
 using namespace nc;
@@ -78,21 +79,22 @@ TEST_CASE("AdamW with bias correction and decoupled weight decay", "[optim]") {
     CHECK(other.steps_taken() == 3);
 }
 
-TEST_CASE("decay groups leave norms, biases and embeddings undecayed", "[optim]") {
+TEST_CASE("decay groups: Linear weights decayed; embeddings, norms and biases not", "[optim]") {
+    Generator gen(0);
     struct Tiny : nn::Module {
-        Tiny() {
-            register_parameter("weight", raw::zeros({3, 2}));
-            register_parameter("bias", raw::zeros({3}));
-            register_parameter("wte", raw::zeros({5, 2}));
+        explicit Tiny(Generator& gen) {
+            register_module("proj", std::make_shared<nn::Linear>(2, 3, true, gen));
+            register_module("wte", std::make_shared<nn::Embedding>(5, 2, gen));
+            register_parameter("table", raw::zeros({4, 2}));  // a bare matrix that multiplies nothing
         }
-    } tiny;
+    } tiny(gen);
     std::vector<optim::ParamGroup> groups = optim::decay_groups(tiny, 0.1);
     REQUIRE(groups.size() == 2);
     CHECK(groups[0].weight_decay == 0.1);
-    CHECK(groups[0].params.size() == 1);
-    CHECK(groups[0].params[0].shape() == Shape{3, 2});
+    REQUIRE(groups[0].params.size() == 1);
+    CHECK(groups[0].params[0].shape() == Shape{3, 2});  // proj.weight
     CHECK(groups[1].weight_decay == 0);
-    CHECK(groups[1].params.size() == 2);
+    CHECK(groups[1].params.size() == 3);  // proj.bias, wte.weight, table
 }
 
 TEST_CASE("gradient clipping by global norm returns the norm", "[optim]") {
