@@ -326,20 +326,113 @@ TEST_CASE("RoPE: pair i turns by m theta^(-2i/D) at position m, in both layouts"
         }
 }
 
-TEST_CASE("GeoNorm models keep every token on the sphere of radius sqrt(C)", "[models][invariants]") {
-    Generator gen(7);
-    TransformerConfig c = tiny(Family::GPT2);
-    c.placement = Placement::GeoNorm;
-    c.norm = NormKind::None;  // no final norm: the stream itself reaches the head
-    GPT2 model(c, gen, f64);
-    // Run the blocks by hand to look at the stream.
-    Tensor ids = raw::from_indices({1, 5, 10, 3}, {1, 4});
-    Tensor x = model.wte->forward(ids) + raw::narrow(model.wpe->weight, 0, 0, 4);
-    x = x * rsqrt(sum(x * x, {-1}, true)) * std::sqrt(8.0);
-    for (const auto& block : model.blocks()) {
-        x = block->forward(x, nullptr);
-        Tensor radius = raw::sqrt(raw::sum(raw::mul(x, x), {-1}));
-        check_values(radius, std::vector<double>(4, std::sqrt(8.0)), 1e-12);
+TEST_CASE("each placement composes its block as its equation says, every norm in its own place", "[models][placements]") {
+    // Every norm gets its own random gain and bias, so a block that used
+    // the MLP's norm in the attention sublayer (or the input norm where the
+    // output norm belongs) computes another function. With the gains all
+    // one, as at init, such swaps are invisible.
+    //   pre       h = x + A(n1(x))              y = h + M(n2(h))
+    //   post      h = n1(x + A(x))              y = n2(h + M(h))
+    //   sandwich  h = x + n1o(A(n1(x)))         y = h + n2o(M(n2(h)))
+    //   deepnorm  h = n1(alpha x + A(x))        y = n2(alpha h + M(h)),  alpha = (2L)^(1/4)
+    for (Family family : {Family::GPT2, Family::Llama}) {
+        for (Placement placement : {Placement::Pre, Placement::Post, Placement::Sandwich, Placement::DeepNorm}) {
+            Generator gen(41);
+            TransformerConfig c = tiny(family);
+            c.placement = placement;
+            c.positions = Positions::Learned;  // A(.) below runs without RoPE tables
+            auto model = build(c, gen);
+            const Block& block = *model->blocks()[1];
+            {
+                NoGradGuard no_grad;
+                for (const auto& n : {block.norm_1, block.norm_2, block.norm_1_out, block.norm_2_out})
+                    if (n)
+                        for (auto& [name, t] : n->named_parameters())
+                            raw::copy_(t, raw::add(raw::mul(raw::randn(t.shape(), gen, kFloat64), 0.5), 1.0));
+            }
+            Tensor x = raw::randn({2, 4, c.n_embd}, gen, kFloat64);
+            auto A = [&](const Tensor& in) { return block.attn->forward(in, nullptr, nullptr); };
+            auto M = [&](const Tensor& in) { return block.mlp.forward(in); };
+            auto n = [](const std::shared_ptr<NormLayer>& layer, const Tensor& in) {
+                REQUIRE(layer);
+                return layer->forward(in);
+            };
+            Tensor expected;
+            if (placement == Placement::Pre) {
+                Tensor h = x + A(n(block.norm_1, x));
+                expected = h + M(n(block.norm_2, h));
+            } else if (placement == Placement::Post) {
+                Tensor h = n(block.norm_1, x + A(x));
+                expected = n(block.norm_2, h + M(h));
+            } else if (placement == Placement::Sandwich) {
+                Tensor h = x + n(block.norm_1_out, A(n(block.norm_1, x)));
+                expected = h + n(block.norm_2_out, M(n(block.norm_2, h)));
+            } else {
+                double alpha = std::pow(2.0 * (double)c.n_layer, 0.25);
+                Tensor h = n(block.norm_1, x * alpha + A(x));
+                expected = n(block.norm_2, h * alpha + M(h));
+            }
+            INFO(to_string(placement) << (family == Family::GPT2 ? " gpt2" : " llama"));
+            check_values(block.forward(x, nullptr), expected.to_vector(), 1e-12);
+        }
+    }
+}
+
+TEST_CASE("GeoNorm models keep every token on the sphere of radius sqrt(C) (or geo_radius)", "[models][invariants]") {
+    // The stream entering block 0 (projected by the model itself) and after
+    // every block has the configured radius: sqrt(C) by default, else geo_radius.
+    for (double geo_radius : {0.0, 3.0}) {
+        Generator gen(7);
+        TransformerConfig c = tiny(Family::GPT2);
+        c.placement = Placement::GeoNorm;
+        c.norm = NormKind::None;  // no final norm: the stream itself reaches the head
+        c.geo_radius = geo_radius;
+        double expected = geo_radius > 0 ? geo_radius : std::sqrt(8.0);
+        GPT2 model(c, gen, f64);
+        std::vector<Tensor> stream;
+        model.forward(raw::from_indices({1, 5, 10, 3}, {1, 4}), &stream);
+        REQUIRE(stream.size() == model.blocks().size() + 1);
+        for (const Tensor& x : stream) {
+            Tensor radius = raw::sqrt(raw::sum(raw::mul(x, x), {-1}));
+            check_values(radius, std::vector<double>(4, expected), 1e-12);
+        }
+    }
+}
+
+TEST_CASE("GeoNorm's angle bound: a turn of m tanh(theta / m) with theta = |a| |P_x u| / |x|", "[models][invariants]") {
+    // The geodesic update turns x by theta = |a| |P_x u| / |x| (an arc of
+    // length |a P_x u| on the sphere of radius |x|); the bound makes that
+    // m tanh(theta / m). Checked on spheres of three radii, where a bound
+    // that forgot to divide by |x| turns by the wrong amount.
+    Generator gen(31);
+    const double m = 0.4;
+    for (double radius : {0.5, 1.0, 3.0}) {
+        for (double step : {0.05, 0.3, 2.0}) {
+            Tensor x = project_to_sphere(raw::randn({3, 6}, gen, kFloat64), radius);
+            Tensor u = raw::randn({3, 6}, gen, kFloat64);
+            Tensor a = raw::full({}, step, kFloat64);
+            Tensor y = geodesic_update(x, bound_angle(x, u, a, m), a);
+            std::vector<double> xs = x.to_vector(), us = u.to_vector(), ys = y.to_vector();
+            for (int row = 0; row < 3; ++row) {
+                double xx = 0, ux = 0, xy = 0, yy = 0;
+                for (int j = 0; j < 6; ++j) {
+                    xx += xs[row * 6 + j] * xs[row * 6 + j];
+                    ux += us[row * 6 + j] * xs[row * 6 + j];
+                    xy += xs[row * 6 + j] * ys[row * 6 + j];
+                    yy += ys[row * 6 + j] * ys[row * 6 + j];
+                }
+                double tangent2 = 0;  // |P_x u|^2
+                for (int j = 0; j < 6; ++j) {
+                    double v = us[row * 6 + j] - xs[row * 6 + j] * ux / xx;
+                    tangent2 += v * v;
+                }
+                double theta = step * std::sqrt(tangent2) / std::sqrt(xx);
+                double turned = std::acos(std::max(-1.0, std::min(1.0, xy / std::sqrt(xx * yy))));
+                INFO("radius " << radius << ", step " << step << ", row " << row << ": theta " << theta);
+                CHECK(turned == Approx(m * std::tanh(theta / m)).margin(1e-6));
+                CHECK(std::sqrt(yy) == Approx(radius).epsilon(1e-12));
+            }
+        }
     }
 }
 
