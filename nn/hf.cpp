@@ -135,6 +135,12 @@ struct ConfigReader {
         if (!j[key].is_string()) throw bad(key, "a string");
         return j[key].get<std::string>();
     }
+    // A field that would change the model's function in a way normcore does
+    // not implement: refused rather than silently ignored.
+    void unsupported(const std::string& key, bool supported, const std::string& why) const {
+        if (has(key) && !supported)
+            throw Error("config '" + source + "': field " + key + " = " + j[key].dump() + " is not supported: " + why);
+    }
     bool flag(const std::string& key, bool fallback) const {
         if (!has(key)) return fallback;
         if (!j[key].is_boolean()) throw bad(key, "true or false");
@@ -167,6 +173,9 @@ TransformerConfig config_from_hf_json(const std::string& text, const std::string
         c.norm_eps = r.number("layer_norm_epsilon", 1e-5, 0, 1);
         c.gelu_tanh = r.text("activation_function", "gelu_new") != "gelu";
         c.tie_embeddings = r.flag("tie_word_embeddings", true);
+        c.mlp_hidden = r.integer("n_inner", 0, 0, 1 << 20);  // null: 4 n_embd
+        r.unsupported("scale_attn_by_inverse_layer_idx", !r.flag("scale_attn_by_inverse_layer_idx", false),
+                      "attention scores are scaled by 1/sqrt(head size) only");
     } else if (type == "llama") {
         c = llama_config();
         c.n_layer = r.integer("num_hidden_layers", 32, 1, kLayers);
@@ -180,6 +189,12 @@ TransformerConfig config_from_hf_json(const std::string& text, const std::string
         c.tie_embeddings = r.flag("tie_word_embeddings", false);
         c.bias = r.flag("attention_bias", false);
         c.mlp_hidden = r.integer("intermediate_size", 0, 0, 1 << 20);
+        r.unsupported("rope_scaling", false, "RoPE runs unscaled (theta^(-2i/D) at every position)");
+        r.unsupported("hidden_act", r.text("hidden_act", "silu") == "silu", "Llama's MLP is SwiGLU, with silu");
+        r.unsupported("mlp_bias", r.flag("mlp_bias", c.bias) == c.bias,
+                      "the MLP has biases exactly when attention_bias is true");
+        r.unsupported("head_dim", r.integer("head_dim", 1, 1, kWidth) * c.n_head == c.n_embd,
+                      "the head size is hidden_size / num_attention_heads");
     } else if (type == "vit") {
         c = vit_config();
         c.n_layer = r.integer("num_hidden_layers", 12, 1, kLayers);

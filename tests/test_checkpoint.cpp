@@ -176,6 +176,52 @@ TEST_CASE("config.json round trip for every family, variants included", "[checkp
                 {"cfg.json", "field n_layer must be a whole number from 1 to 1024", "\"x\""});
 }
 
+TEST_CASE("config.json: transformers' defaults when a field is absent, every numeric field read back", "[checkpoint][hf]") {
+    // Defaults of GPT2Config, LlamaConfig and ViTConfig (transformers 4.x):
+    // layer_norm_epsilon 1e-5, rms_norm_eps 1e-6 with rope_theta 1e4,
+    // layer_norm_eps 1e-12. A reader that used one epsilon for all passes
+    // every round trip (which writes the field) and fails here.
+    CHECK(nn::config_from_hf_json(R"({"model_type":"gpt2"})", "x").norm_eps == 1e-5);
+    nn::TransformerConfig llama = nn::config_from_hf_json(R"({"model_type":"llama"})", "x");
+    CHECK(llama.norm_eps == 1e-6);
+    CHECK(llama.rope_theta == 1e4);
+    CHECK(nn::config_from_hf_json(R"({"model_type":"vit"})", "x").norm_eps == 1e-12);
+    // Written and read back with values no default has.
+    for (nn::Family f : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
+        nn::TransformerConfig c = small(f);
+        c.norm_eps = 3.5e-7;
+        c.rope_theta = 12345;
+        c.dyt_alpha0 = 1.75;
+        c.geo_step = 0.625;
+        c.geo_radius = 2.5;
+        c.geo_max_angle = 0.375;
+        c.mlp_hidden = 40;
+        nn::TransformerConfig back = nn::config_from_hf_json(nn::hf_config_json(c), "test");
+        CHECK(back.norm_eps == c.norm_eps);
+        CHECK(back.rope_theta == c.rope_theta);
+        CHECK(back.dyt_alpha0 == c.dyt_alpha0);
+        CHECK(back.geo_step == c.geo_step);
+        CHECK(back.geo_radius == c.geo_radius);
+        CHECK(back.geo_max_angle == c.geo_max_angle);
+        CHECK(back.mlp_hidden == c.mlp_hidden);
+    }
+    // GPT-2's n_inner is the MLP's hidden size (null: 4 n_embd).
+    CHECK(nn::config_from_hf_json(R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_inner":100})", "x").mlp_hidden == 100);
+    // Fields that change the function in ways normcore does not implement are refused, never ignored.
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"llama","rope_scaling":{"type":"linear","factor":2.0}})", "c.json"); },
+                {"c.json", "rope_scaling", "not supported"});
+    CHECK(nn::config_from_hf_json(R"({"model_type":"llama","rope_scaling":null})", "x").n_layer == 32);
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"llama","hidden_act":"gelu"})", "c.json"); },
+                {"c.json", "hidden_act", "\"gelu\""});
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"llama","mlp_bias":true})", "c.json"); }, {"mlp_bias"});
+    CHECK(nn::config_from_hf_json(R"({"model_type":"llama","mlp_bias":true,"attention_bias":true})", "x").bias);
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"llama","hidden_size":64,"num_attention_heads":4,"head_dim":32})", "c.json"); },
+                {"head_dim", "hidden_size / num_attention_heads"});
+    CHECK(nn::config_from_hf_json(R"({"model_type":"llama","hidden_size":64,"num_attention_heads":4,"head_dim":16})", "x").n_embd == 64);
+    check_error([] { nn::config_from_hf_json(R"({"model_type":"gpt2","scale_attn_by_inverse_layer_idx":true})", "c.json"); },
+                {"scale_attn_by_inverse_layer_idx"});
+}
+
 // Issue 15, item 1: shapes whose element count or byte size exceed 64 bits.
 TEST_CASE("safetensors shapes that overflow 64 bits are refused, not wrapped", "[safetensors][hostile]") {
     fs::path dir = temp_dir("normcore_st_overflow");

@@ -66,6 +66,56 @@ TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models][slow]") 
     CHECK(model.num_parameters() == 124439808);
 }
 
+TEST_CASE("training FLOPs per token: 6 N without the position table, plus 12 L T C", "[models][constants]") {
+    // By hand, from the published parameter counts. GPT-2 124M: N = 124,439,808
+    // less its 1024 x 768 position table = 123,653,376.
+    TransformerConfig g = gpt2_config();
+    g.n_layer = 12;
+    g.n_embd = 768;
+    g.n_head = 12;
+    g.vocab_size = 50257;
+    g.block_size = 1024;
+    CHECK(training_flops_per_token(g, 1024) == 6.0 * 123653376 + 12.0 * 12 * 1024 * 768);  // 855,166,464
+    CHECK(training_flops_per_token(g, 512) == 6.0 * 123653376 + 12.0 * 12 * 512 * 768);    // T, not block_size
+    // With RoPE there is no position table: all N counts.
+    g.positions = Positions::Rope;
+    CHECK(training_flops_per_token(g, 1024) == 6.0 * (double)count_parameters(g) + 12.0 * 12 * 1024 * 768);
+    // ViT-B/16 at 224: 86,567,656 parameters (1000 classes), 197 positions of 768.
+    TransformerConfig v = vit_config();
+    v.n_layer = 12;
+    v.n_embd = 768;
+    v.n_head = 12;
+    v.image_size = 224;
+    v.patch_size = 16;
+    v.channels = 3;
+    v.num_classes = 1000;
+    CHECK(count_parameters(v) == 86567656);
+    CHECK(training_flops_per_token(v, 197) == 6.0 * (86567656 - 197 * 768) + 12.0 * 12 * 197 * 768);
+}
+
+TEST_CASE("every DyT layer starts at the configured alpha0", "[models][constants]") {
+    // A make_norm that passed DyT's default alpha0 (0.5) would train the
+    // DyT study's every alpha0 as 0.5; 1.75 is no default anywhere.
+    for (Family family : {Family::GPT2, Family::Llama, Family::ViT}) {
+        for (Placement placement : {Placement::Pre, Placement::Sandwich}) {
+            TransformerConfig c = tiny(family);
+            c.norm = NormKind::DyT;
+            c.placement = placement;
+            c.dyt_alpha0 = 1.75;
+            Generator gen(4);
+            auto model = build(c, gen);
+            int alphas = 0;
+            for (auto& [name, t] : model->named_parameters())
+                if (name.size() >= 6 && name.compare(name.size() - 6, 6, ".alpha") == 0) {
+                    INFO(name);
+                    CHECK(t.item() == 1.75);
+                    ++alphas;
+                }
+            CHECK(alphas == (placement == Placement::Sandwich ? 4 : 2) * 2 + 1);  // per block, and the final norm
+        }
+    }
+}
+
 TEST_CASE("parameter names follow Hugging Face", "[models][names]") {
     Generator gen(1);
     std::vector<std::string> g = names(*build(tiny(Family::GPT2), gen));
