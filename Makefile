@@ -234,12 +234,15 @@ $(BUILD)/obj/%.o: %.cu
 
 # The library, and next to it the linker flags a program built against it
 # needs (OpenMP, zlib, and cuBLAS/CUDA runtime when the CUDA backend is in):
-# g++ ... prog.cpp build/libnormcore.a $$(cat build/link-flags).
+# g++ ... prog.cpp build/libnormcore.a $$(cat build/link-flags), and the
+# compiler it was built with (a program against a clang-built library is
+# compiled with clang++: the two compilers use different OpenMP runtimes).
 $(LIB): $(call obj,$(LIB_SRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRCS))
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
 	@echo "$(strip $(LDFLAGS) $(LDLIBS))" > $(BUILD)/link-flags
+	@echo "$(CXX)" > $(BUILD)/compiler
 
 # The tests link the apps' code too (all but main), for the units that live
 # there (the studies' protocol, apps/protocol.h).

@@ -35,7 +35,7 @@ static void adamw_update(const std::vector<Tensor>& params, const std::vector<Te
 
 // The table entries of this file (cuda/cuda_backend.cu).
 void add_adamw(Backend& table) {
-    table.adamw_update = adamw_update;
+    table.adamw = {adamw_update};
 }
 
 }  // namespace cuda

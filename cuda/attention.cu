@@ -163,8 +163,7 @@ static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor
 
 // The table entries of this file (cuda/cuda_backend.cu).
 void add_attention(Backend& table) {
-    table.attention = attention;
-    table.attention_backward = attention_backward;
+    table.attention = {attention, attention_backward};
 }
 
 }  // namespace cuda

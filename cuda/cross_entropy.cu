@@ -48,8 +48,7 @@ void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const T
 }  // namespace
 
 void add_cross_entropy(Backend& table) {
-    table.cross_entropy = cross_entropy;
-    table.cross_entropy_backward = cross_entropy_backward;
+    table.cross_entropy = {cross_entropy, cross_entropy_backward};
 }
 
 }  // namespace cuda

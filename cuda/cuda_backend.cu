@@ -287,12 +287,9 @@ const Backend& cuda_backend() {
         cuda::add_reductions(t);
         cuda::add_indexing(t);
         cuda::add_matmul(t);
-        cuda::add_norms(t);
-        cuda::add_dyt(t);
-        cuda::add_cross_entropy(t);
-        cuda::add_geodesic_update(t);
-        cuda::add_attention(t);
-        cuda::add_adamw(t);
+#define NC_FUSED_OP(name, Kernels) cuda::add_##name(t);  // every fused op (tensor/ops/ops.def)
+#include "tensor/ops/ops.def"
+#undef NC_FUSED_OP
         require_complete(t);
         return t;
     }();

@@ -21,12 +21,11 @@ void add_elementwise(Backend& table);      // elementwise.cu: fill, unary, binar
 void add_reductions(Backend& table);       // reduce.cu: reduce_rows, sum_columns, softmax_rows
 void add_indexing(Backend& table);         // index.cu: index_select, index_add, gather, scatter_add
 void add_matmul(Backend& table);           // matmul.cu (cuBLAS)
-void add_norms(Backend& table);            // norms.cu: layer_norm, rms_norm (+ backward)
-void add_dyt(Backend& table);              // dyt.cu
-void add_cross_entropy(Backend& table);    // cross_entropy.cu
-void add_geodesic_update(Backend& table);  // geodesic_update.cu
-void add_attention(Backend& table);        // attention.cu
-void add_adamw(Backend& table);            // adamw.cu
+// The fused ops, each in cuda/<op>.cu: one add_<name> per line of
+// tensor/ops/ops.def (add_layer_norm, add_dyt, ...).
+#define NC_FUSED_OP(name, Kernels) void add_##name(Backend& table);
+#include "tensor/ops/ops.def"
+#undef NC_FUSED_OP
 
 }  // namespace cuda
 }  // namespace nc

@@ -44,8 +44,7 @@ void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const 
 }  // namespace
 
 void add_dyt(Backend& table) {
-    table.dyt = dyt;
-    table.dyt_backward = dyt_backward;
+    table.dyt = {dyt, dyt_backward};
 }
 
 }  // namespace cuda

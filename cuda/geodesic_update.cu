@@ -43,8 +43,7 @@ void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Tensor& u
 }  // namespace
 
 void add_geodesic_update(Backend& table) {
-    table.geodesic_update = geodesic_update;
-    table.geodesic_update_backward = geodesic_update_backward;
+    table.geodesic_update = {geodesic_update, geodesic_update_backward};
 }
 
 }  // namespace cuda

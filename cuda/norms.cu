@@ -76,12 +76,8 @@ void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, c
 }
 }  // namespace
 
-void add_norms(Backend& table) {
-    table.layer_norm = layer_norm;
-    table.layer_norm_backward = layer_norm_backward;
-    table.rms_norm = rms_norm;
-    table.rms_norm_backward = rms_norm_backward;
-}
+void add_layer_norm(Backend& table) { table.layer_norm = {layer_norm, layer_norm_backward}; }
+void add_rms_norm(Backend& table) { table.rms_norm = {rms_norm, rms_norm_backward}; }
 
 }  // namespace cuda
 }  // namespace nc

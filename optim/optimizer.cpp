@@ -5,7 +5,7 @@
 
 #include "nn/layers.h"
 #include "tensor/profile.h"
-#include "tensor/raw_optim.h"
+#include "tensor/ops/adamw.h"
 
 namespace nc {
 namespace optim {

@@ -4,14 +4,16 @@
 // and then call exactly one entry of the Backend that owns the tensors'
 // device. Each kernel file sets its own entries by name (its add_ function);
 // the CPU table is assembled in tensor/cpu/cpu_backend.cpp, the CUDA table in
-// cuda/cuda_backend.cu, without touching any op. Kernels may assume their arguments were validated: same dtype,
-// same device, shapes as documented per entry.
+// cuda/cuda_backend.cu, without touching any op. Kernels may assume their
+// arguments were validated: same dtype, same device, shapes as documented
+// per entry (for a fused op: in its header, tensor/ops/<op>.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "tensor/ops/fused_ops.h"  // each fused op's kernel signatures
 #include "tensor/philox.h"  // RandomKind
 #include "tensor/tensor.h"
 
@@ -30,12 +32,6 @@ enum class BinaryOp {
     ReluBackward, SiluBackward, GeluBackward, GeluTanhBackward, SwiGLU
 };
 enum class ReduceOp { Sum, Max, Argmax };
-
-// The scalars of one AdamW step (optim/optimizer.h has the formula).
-struct AdamWStep {
-    double lr, beta1, beta2, eps;
-    double correction1, correction2;  // 1 - beta^t, the bias corrections
-};
 
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
@@ -115,53 +111,13 @@ struct Backend {
     // how the work is split across threads (or devices).
     void (*random)(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out);
 
-    // ---- fused neural-network kernels (math and CPU kernels: tensor/ops/) --------
-    // x, out: contiguous [rows, C]; gamma, beta: [C] or undefined (no affine);
-    // mean, rstd: [rows], saved for backward.
-    void (*layer_norm)(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
-                       const Tensor& mean, const Tensor& rstd);
-    // dgamma, dbeta: [C] or undefined when gamma/beta are.
-    void (*layer_norm_backward)(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                                const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta);
-    void (*rms_norm)(const Tensor& x, const Tensor& gamma, double eps, const Tensor& out, const Tensor& rstd);
-    void (*rms_norm_backward)(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
-                              const Tensor& dx, const Tensor& dgamma);
-    // logits: contiguous [N, V]; targets: int64 [N]; losses, logsumexp: [N]
-    // (rows whose target is ignore_index get loss 0).
-    void (*cross_entropy)(const Tensor& logits, const Tensor& targets, int64_t ignore_index, const Tensor& losses,
-                          const Tensor& logsumexp);
-    // dlogits[n] = dlosses[n] * (softmax(logits[n]) - onehot(targets[n])), 0 for ignored rows.
-    void (*cross_entropy_backward)(const Tensor& dlosses, const Tensor& logits, const Tensor& targets,
-                                   const Tensor& logsumexp, int64_t ignore_index, const Tensor& dlogits);
-    // x, u, out: contiguous [rows, C]; alpha: one element (the step size).
-    void (*geodesic_update)(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
-    // dalpha_rows: [rows], each row's contribution to dL/dalpha.
-    void (*geodesic_update_backward)(const Tensor& dy, const Tensor& x, const Tensor& u, const Tensor& alpha,
-                                     const Tensor& dx, const Tensor& du, const Tensor& dalpha_rows);
-    // Dynamic Tanh. x, out: contiguous [rows, C]; alpha: one element;
-    // weight: [C]; bias: [C] or undefined.
-    void (*dyt)(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
-    // dx and dy_t = dy tanh(alpha x): [rows, C]; dalpha_rows: [rows], each
-    // row's sum of dz x (the raw op sums dy_t and dalpha_rows over rows).
-    void (*dyt_backward)(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight,
-                         const Tensor& dx, const Tensor& dy_t, const Tensor& dalpha_rows);
-    // q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous -> out [N, T, Dv]
-    // = softmax(scale q k^T, keys j > i masked when causal) v, and logsumexp
-    // [N, T] = log of each softmax row's denominator (in units of the scaled
-    // scores), all backward needs to rebuild the probabilities tile by tile.
-    void (*attention)(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-                      const Tensor& logsumexp);
-    void (*attention_backward)(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor& out, const Tensor& logsumexp, bool causal, double scale,
-                               const Tensor& dq, const Tensor& dk, const Tensor& dv);
-
-    // ---- the optimizer ------------------------------------------------------------
-    // One AdamW step over all parameters at once: params[i], m[i], v[i] are
-    // updated in place (contiguous, same shape as grads[i]); weight_decay[i]
-    // is parameter i's decoupled decay.
-    void (*adamw_update)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                         const std::vector<Tensor>& m, const std::vector<Tensor>& v,
-                         const std::vector<double>& weight_decay, const AdamWStep& step);
+    // ---- the fused ops (LayerNorm, RMSNorm, DyT, cross-entropy, the geodesic
+    // update, attention, AdamW): one entry per line of tensor/ops/ops.def,
+    // each a struct of kernel pointers (forward, backward) declared in the
+    // op's header, tensor/ops/<op>.h, where its shapes are documented.
+#define NC_FUSED_OP(name, Kernels) Kernels name;
+#include "tensor/ops/ops.def"
+#undef NC_FUSED_OP
 };
 
 // A backend's table is filled entry by entry (tensor/cpu/cpu_backend.cpp,

@@ -414,6 +414,7 @@ done
 awk '/^## A first program/{f=1} f && /^```cpp/{c=1; next} c && /^```/{exit} c' README.md > "$work/prog.cpp"
 line=$(awk '/^## A first program/{f=1} f && /^```sh/{c=1; next} c && /^```/{exit} c' README.md)
 line=${line//build\//${1:-build}/}
+line=${line/#g++/$(cat "${1:-build}/compiler" 2>/dev/null || echo g++)}  # the library's own compiler
 line=${line//prog.cpp/$work/prog.cpp}
 line=${line//-o prog/-o $work/prog}
 eval "$line" > "$work/prog.log" 2>&1 || fail "the README's first program does not build with: $line: $(cat "$work/prog.log")"

@@ -9,7 +9,7 @@
 #include "nn/models.h"
 #include "optim/optimizer.h"
 #include "tensor/raw_nn.h"
-#include "tensor/raw_optim.h"
+#include "tensor/ops/adamw.h"
 
 using namespace nc;
 using nc_test::check_values;

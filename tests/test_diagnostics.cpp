@@ -296,7 +296,8 @@ TEST_CASE("Theorem 1's margin: normalizing the samples raises the isometry by at
     // theorem (AM-GM), so its margin is never negative.
     Generator gen(11);
     for (int trial = 0; trial < 20; ++trial) {
-        Tensor h = raw::add(raw::randn({12, 40}, gen, kFloat64), raw::mul(raw::randn({1, 40}, gen, kFloat64), 2.0));
+        Tensor shared = raw::randn({1, 40}, gen, kFloat64);  // drawn first, in its own statement
+        Tensor h = raw::add(raw::randn({12, 40}, gen, kFloat64), raw::mul(shared, 2.0));
         Tensor scales = raw::exp(raw::randn({12, 1}, gen, kFloat64));
         CHECK(diag::theorem1_margin(raw::mul(h, scales), false) >= -1e-9);
     }

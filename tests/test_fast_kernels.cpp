@@ -7,7 +7,7 @@
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
 #include "tensor/raw_nn.h"
-#include "tensor/raw_optim.h"
+#include "tensor/ops/adamw.h"
 
 using namespace nc;
 using nc_test::check_gradcheck;
@@ -30,13 +30,13 @@ void compare_with_reference(const AttentionCase& c, DType dtype, double tol) {
     double scale = 1.0 / std::sqrt((double)c.D);
 
     Tensor out = raw::zeros({c.N, c.T, c.Dv}, dtype), lse = raw::zeros({c.N, c.T}, dtype);
-    cpu_backend().attention(q, k, v, c.causal, scale, out, lse);
+    cpu_backend().attention.forward(q, k, v, c.causal, scale, out, lse);
     Tensor ref_out = raw::zeros({c.N, c.T, c.Dv}, dtype), probs = raw::zeros({c.N, c.T, c.S}, dtype);
     cpu::attention_reference(q, k, v, c.causal, scale, ref_out, probs);
     check_values(out, ref_out.to_vector(), tol);
 
     Tensor dq = raw::zeros(q.shape(), dtype), dk = raw::zeros(k.shape(), dtype), dv = raw::zeros(v.shape(), dtype);
-    cpu_backend().attention_backward(dout, q, k, v, out, lse, c.causal, scale, dq, dk, dv);
+    cpu_backend().attention.backward(dout, q, k, v, out, lse, c.causal, scale, dq, dk, dv);
     Tensor rdq = raw::zeros(q.shape(), dtype), rdk = raw::zeros(k.shape(), dtype), rdv = raw::zeros(v.shape(), dtype);
     cpu::attention_reference_backward(dout, q, k, v, probs, scale, rdq, rdk, rdv);
     check_values(dq, rdq.to_vector(), tol);

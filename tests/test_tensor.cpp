@@ -213,6 +213,6 @@ TEST_CASE("devices: a CUDA tensor is refused clearly when no GPU can be used", "
 TEST_CASE("the CPU backend's table has every entry; a table with one left out is refused", "[tensor][backend]") {
     CHECK_NOTHROW(require_complete(cpu_backend()));
     Backend missing = cpu_backend();
-    missing.layer_norm_backward = nullptr;
+    missing.layer_norm.backward = nullptr;
     nc_test::check_error([&] { require_complete(missing); }, {"cpu backend", "empty", "add_"});
 }

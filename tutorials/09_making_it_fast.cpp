@@ -211,7 +211,10 @@ int main() {
 
     // The caching allocator: the second identical computation is served
     // entirely from blocks the first one freed.
-    auto work = [&] { raw::matmul(raw::add(raw::randn({256, 256}, gen), 1.0), raw::randn({256, 256}, gen)); };
+    auto work = [&] {
+        Tensor a = raw::add(raw::randn({256, 256}, gen), 1.0), b = raw::randn({256, 256}, gen);
+        raw::matmul(a, b);
+    };
     work();
     AllocatorStats s1 = cpu::allocator_stats();
     work();

@@ -24,7 +24,10 @@ static void expect(bool ok, const char* what) {
 static std::vector<double> gaps(bool relu, bool normalize, int64_t depth) {
     const int64_t width = 128, batch = 8;
     Generator gen(13);
-    Tensor h = raw::add(raw::randn({batch, width}, gen, kFloat64), raw::mul(raw::randn({1, width}, gen, kFloat64), 5.0));
+    // Two draws from one generator, in two statements: as arguments of one
+    // call their order would be the compiler's choice (g++ and clang differ).
+    Tensor shared = raw::randn({1, width}, gen, kFloat64);
+    Tensor h = raw::add(raw::randn({batch, width}, gen, kFloat64), raw::mul(shared, 5.0));
     std::vector<double> out;
     for (int64_t l = 0; l <= depth; ++l) {
         out.push_back(diag::isometry_gap(h));

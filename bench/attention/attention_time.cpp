@@ -43,10 +43,10 @@ int main(int argc, char** argv) {
     std::vector<double> forward, backward;
     for (int i = 0; i < 30; ++i) {
         double start = now();
-        cpu_backend().attention(q, k, v, /*causal=*/true, scale, out, lse);
+        cpu_backend().attention.forward(q, k, v, /*causal=*/true, scale, out, lse);
         forward.push_back(now() - start);
         start = now();
-        cpu_backend().attention_backward(dout, q, k, v, out, lse, /*causal=*/true, scale, dq, dk, dv);
+        cpu_backend().attention.backward(dout, q, k, v, out, lse, /*causal=*/true, scale, dq, dk, dv);
         backward.push_back(now() - start);
     }
     double product = 2.0 * (double)N * (double)T * (double)T * (double)D / 2;  // one causal T x T x D product

@@ -25,12 +25,9 @@ const Backend& cpu_backend() {
         cpu::add_reductions(t);
         cpu::add_indexing(t);
         cpu::add_matmul(t);
-        cpu::add_norms(t);
-        cpu::add_dyt(t);
-        cpu::add_cross_entropy(t);
-        cpu::add_geodesic_update(t);
-        cpu::add_attention(t);
-        cpu::add_adamw(t);
+#define NC_FUSED_OP(name, Kernels) cpu::add_##name(t);  // every fused op (tensor/ops/ops.def)
+#include "tensor/ops/ops.def"
+#undef NC_FUSED_OP
         require_complete(t);
         return t;
     }();

@@ -14,13 +14,11 @@ void add_elementwise(Backend& table);      // tensor/cpu/elementwise.cpp: fill, 
 void add_reductions(Backend& table);       // tensor/cpu/reduce.cpp: reduce_rows, sum_columns, softmax_rows
 void add_indexing(Backend& table);         // tensor/cpu/index.cpp: index_select, index_add, gather, scatter_add
 void add_matmul(Backend& table);           // tensor/cpu/matmul.cpp (the GEMM: gemm.h)
-// The fused ops, each beside its raw op in tensor/ops/:
-void add_norms(Backend& table);            // norms.cpp: layer_norm, rms_norm (+ backward)
-void add_dyt(Backend& table);              // dyt.cpp
-void add_cross_entropy(Backend& table);    // cross_entropy.cpp
-void add_geodesic_update(Backend& table);  // geodesic_update.cpp
-void add_attention(Backend& table);        // attention.cpp (tiled)
-void add_adamw(Backend& table);            // adamw.cpp
+// The fused ops, each beside its raw op in tensor/ops/<op>.cpp: one
+// add_<name> per line of tensor/ops/ops.def (add_layer_norm, add_dyt, ...).
+#define NC_FUSED_OP(name, Kernels) void add_##name(Backend& table);
+#include "tensor/ops/ops.def"
+#undef NC_FUSED_OP
 
 // The tiled attention kernel's tile: queries and keys per tile (attention.cpp
 // says why 128; chapter 9's picture of the tiling reads them from here).

@@ -1,4 +1,4 @@
-// adamw.cpp — the AdamW update, fused: the raw op (checks, then one backend
+// adamw.cpp — the AdamW update, fused (declared in adamw.h): the raw op (checks, then one backend
 // call, used by optim/optimizer.cpp) and the CPU kernel, one loop over every
 // parameter. The CUDA kernel is in cuda/adamw.cu.
 //
@@ -16,8 +16,9 @@
 #include <cmath>
 
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/ops/adamw.h"
 #include "tensor/profile.h"
-#include "tensor/raw_optim.h"
+#include "tensor/raw_ops.h"
 
 namespace nc {
 
@@ -46,7 +47,7 @@ void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& 
     }
     if (n == 0) return;
     ProfileScope scope(OpKind::Optimizer);
-    backend_for(params[0].device()).adamw_update(params, contiguous_grads, m, v, weight_decay, step);
+    backend_for(params[0].device()).adamw.update(params, contiguous_grads, m, v, weight_decay, step);
 }
 
 }  // namespace raw
@@ -99,7 +100,7 @@ static void adamw_update(const std::vector<Tensor>& params, const std::vector<Te
     else adamw_typed<double>(params, grads, m, v, weight_decay, step);
 }
 
-void add_adamw(Backend& table) { table.adamw_update = adamw_update; }
+void add_adamw(Backend& table) { table.adamw = {adamw_update}; }
 
 }  // namespace cpu
 }  // namespace nc

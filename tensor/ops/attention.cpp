@@ -1,6 +1,7 @@
-// attention.cpp — scaled dot-product attention, fused: the raw ops (checks,
-// then one backend call) and the CPU kernels, forward beside backward.
-// Called by autograd/ops_nn.cpp; the CUDA kernels are in cuda/attention.cu.
+// attention.cpp — scaled dot-product attention, fused (declared in
+// attention.h): the raw ops (checks, then one backend call), the
+// differentiable op, and the CPU kernels, forward beside backward. The CUDA
+// kernels are in cuda/attention.cu.
 //
 // q: [..., T, D], k: [..., S, D], v: [..., S, Dv] with the same leading dims
 // (N when flattened). P = softmax(scale q k^T) over S, keys j > i masked when
@@ -32,7 +33,8 @@
 //
 // Every product of two tiles (Q K^T, P V, and the five of backward) is a
 // small GEMM on the calling thread (gemm_single_thread, gemm.cpp): the same
-// packed AVX-512 micro-kernel as the big matrix multiplies. Threads split
+// packed micro-kernel as the big matrix multiplies (the best the CPU has:
+// AVX-512, AVX2 or NEON, chosen at run time). Threads split
 // the (batch x head, query block) pairs forward and the batch x heads backward.
 //
 // Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
@@ -41,6 +43,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/node.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
@@ -79,7 +82,7 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
     Tensor out = empty({N, T, vb.size(2)}, q.dtype(), q.device());
     Tensor logsumexp = empty({N, T}, q.dtype(), q.device());
     ProfileScope scope(OpKind::Attention);
-    backend_for(q.device()).attention(qb, kb, vb, causal, scale, out, logsumexp);
+    backend_for(q.device()).attention.forward(qb, kb, vb, causal, scale, out, logsumexp);
     Shape out_shape = lead_q;
     out_shape.insert(out_shape.end(), {T, vb.size(2)});
     return {view(out, out_shape), logsumexp};
@@ -94,12 +97,30 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
     AttentionBackward grads{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
                         empty(vb.shape(), q.dtype(), q.device())};
     ProfileScope scope(OpKind::Attention);
-    backend_for(q.device()).attention_backward(as_batch(dout), qb, kb, vb, as_batch(saved.out), saved.logsumexp,
+    backend_for(q.device()).attention.backward(as_batch(dout), qb, kb, vb, as_batch(saved.out), saved.logsumexp,
                                                causal, scale, grads.dq, grads.dk, grads.dv);
     return {view(grads.dq, q.shape()), view(grads.dk, k.shape()), view(grads.dv, v.shape())};
 }
 
 }  // namespace raw
+
+// ---- the differentiable op: the forward, recorded with its backward ----------------
+
+using Grads = std::vector<Tensor>;
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+    if (q.dim() < 2) fail("attention", "q needs at least 2 dims [..., T, D], got " + shape_str(q.shape()));
+    if (scale <= 0) scale = 1.0 / std::sqrt((double)q.size(-1));
+    raw::AttentionForward f = raw::attention(q, k, v, causal, scale);
+    // Saved for backward: the inputs, the output (a detached header: no cycle
+    // through the node) and one log-sum-exp per query; no T x S matrix.
+    raw::AttentionForward saved{f.out.detach(), f.logsumexp};
+    // dV = P^T dO; dZ = P (dP - rowsum(dP P)) with dP = dO V^T; dQ = s dZ K; dK = s dZ^T Q.
+    return record("Attention", f.out, {q, k, v}, [q, k, v, saved, causal, scale](const Tensor& g) {
+        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, saved, causal, scale);
+        return Grads{d.dq, d.dk, d.dv};
+    });
+}
 
 // ---- the CPU kernels --------------------------------------------------------------
 
@@ -274,8 +295,7 @@ static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor
 }
 
 void add_attention(Backend& table) {
-    table.attention = attention;
-    table.attention_backward = attention_backward;
+    table.attention = {attention, attention_backward};
 }
 
 }  // namespace cpu

@@ -1,6 +1,6 @@
-// cross_entropy.cpp — softmax + cross-entropy, fused: the raw ops and their
-// CPU kernels, forward beside backward. Called by autograd/ops_nn.cpp; the
-// CUDA kernels are in cuda/cross_entropy.cu.
+// cross_entropy.cpp — softmax + cross-entropy, fused (declared in
+// cross_entropy.h): the raw ops, the differentiable loss, and the CPU
+// kernels, forward beside backward. The CUDA kernels are in cuda/cross_entropy.cu.
 //
 // Per row n of logits [N, V]: loss_n = logsumexp(logits_n) - logits_n[target_n],
 // or 0 when target_n == ignore_index. logsumexp is computed as
@@ -17,6 +17,7 @@
 
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
+#include "autograd/node.h"
 #include "tensor/raw_nn.h"
 
 namespace nc {
@@ -53,7 +54,7 @@ CrossEntropyForward cross_entropy(const Tensor& logits, const Tensor& targets, i
     CrossEntropyForward f{empty({rows.size(0)}, logits.dtype(), logits.device()),
                           empty({rows.size(0)}, logits.dtype(), logits.device())};
     ProfileScope scope(OpKind::Loss);
-    backend_for(logits.device()).cross_entropy(rows, reshape(contiguous(targets), {rows.size(0)}), ignore_index,
+    backend_for(logits.device()).cross_entropy.forward(rows, reshape(contiguous(targets), {rows.size(0)}), ignore_index,
                                                f.losses, f.logsumexp);
     return f;
 }
@@ -66,13 +67,37 @@ Tensor cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const
                                            std::to_string(rows.size(0)) + " rows");
     Tensor dlogits = empty(logits.shape(), logits.dtype(), logits.device());
     ProfileScope scope(OpKind::Loss);
-    backend_for(logits.device()).cross_entropy_backward(reshape(contiguous(dlosses), {rows.size(0)}), rows,
+    backend_for(logits.device()).cross_entropy.backward(reshape(contiguous(dlosses), {rows.size(0)}), rows,
                                                         reshape(contiguous(targets), {rows.size(0)}), saved.logsumexp,
                                                         ignore_index, view(dlogits, rows.shape()));
     return dlogits;
 }
 
 }  // namespace raw
+
+// ---- the differentiable op: the forward, recorded with its backward ----------------
+
+using Grads = std::vector<Tensor>;
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+    raw::CrossEntropyForward f = raw::cross_entropy(logits, targets, ignore_index);
+    // The mean runs over the rows that count (target != ignore_index); the
+    // others contribute 0. Their number is counted where the targets live,
+    // as a tensor: on a GPU, reading the targets on the host would make
+    // every forward wait for the GPU. scale = 1 / max(counted, 1): with no
+    // row counting, the sum is 0 and so is the loss.
+    DType dtype = logits.dtype();
+    Tensor ignored = raw::scalar((double)ignore_index, dtype, logits.device());
+    Tensor one = raw::scalar(1.0, dtype, logits.device());
+    Tensor counted = raw::sum(raw::ne(raw::to_dtype(targets, dtype), ignored));
+    Tensor scale = raw::div(one, raw::maximum(counted, one));
+    Tensor loss = raw::mul(raw::sum(f.losses), scale);
+    // dL/dlogits_n = (g / counted) (softmax(logits_n) - onehot(t_n)); 0 for ignored rows.
+    return record("CrossEntropy", loss, {logits}, [logits, targets, f, scale, ignore_index](const Tensor& g) {
+        Tensor dlosses = raw::expand(raw::mul(g, scale), f.losses.shape());
+        return Grads{raw::cross_entropy_backward(dlosses, logits, targets, f, ignore_index)};
+    });
+}
 
 // ---- the CPU kernels, forward beside backward ------------------------------------
 
@@ -132,8 +157,7 @@ static void cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, 
 }
 
 void add_cross_entropy(Backend& table) {
-    table.cross_entropy = cross_entropy;
-    table.cross_entropy_backward = cross_entropy_backward;
+    table.cross_entropy = {cross_entropy, cross_entropy_backward};
 }
 
 }  // namespace cpu

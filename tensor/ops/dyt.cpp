@@ -1,6 +1,6 @@
-// dyt.cpp — Dynamic Tanh (Zhu et al. 2025), fused: the raw ops and their CPU
-// kernels, forward beside backward. Called by autograd/ops_nn.cpp; the CUDA
-// kernels are in cuda/dyt.cu.
+// dyt.cpp — Dynamic Tanh (Zhu et al. 2025), fused (declared in dyt.h): the
+// raw ops, the differentiable op, and the CPU kernels, forward beside
+// backward. The CUDA kernels are in cuda/dyt.cu.
 //
 // y = weight * tanh(alpha x) + bias over the last dim of x, in one pass
 // (weight, bias: [C], bias optional; alpha: one element). Backward
@@ -17,6 +17,7 @@
 #include "tensor/cpu/fast_math.h"
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
+#include "autograd/node.h"
 #include "tensor/raw_nn.h"
 
 namespace nc {
@@ -40,7 +41,7 @@ Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Ten
     check_dyt(x, alpha, weight, bias, "dyt");
     Tensor out = empty(x.shape(), x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).dyt(rows, contiguous(alpha), contiguous(weight),
+    backend_for(x.device()).dyt.forward(rows, contiguous(alpha), contiguous(weight),
                                 bias.defined() ? contiguous(bias) : Tensor(), view(out, rows.shape()));
     return out;
 }
@@ -55,7 +56,7 @@ DyTBackward dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha,
     Tensor dy_t = empty(rows.shape(), x.dtype(), x.device());  // dy tanh(alpha x), summed into dweight below
     Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).dyt_backward(dy_rows, rows, contiguous(alpha), contiguous(weight),
+    backend_for(x.device()).dyt.backward(dy_rows, rows, contiguous(alpha), contiguous(weight),
                                          view(grads.dx, rows.shape()), dy_t, dalpha_rows);
     grads.dalpha = reshape(sum(dalpha_rows), alpha.shape());
     grads.dweight = sum(dy_t, {0});
@@ -64,6 +65,23 @@ DyTBackward dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha,
 }
 
 }  // namespace raw
+
+// ---- the differentiable op: the forward, recorded with its backward ----------------
+
+using Grads = std::vector<Tensor>;
+
+Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
+    bool has_bias = bias.defined();
+    std::vector<Tensor> inputs = {x, alpha, weight};
+    if (has_bias) inputs.push_back(bias);
+    // One backward kernel gives dx, dalpha, dweight and dbias (formulas in tensor/ops/dyt.cpp).
+    return record("DyT", raw::dyt(x, alpha, weight, bias), inputs, [x, alpha, weight, has_bias](const Tensor& g) {
+        raw::DyTBackward d = raw::dyt_backward(raw::contiguous(g), x, alpha, weight, has_bias);
+        Grads grads{d.dx, d.dalpha, d.dweight};
+        if (has_bias) grads.push_back(d.dbias);
+        return grads;
+    });
+}
 
 // ---- the CPU kernels, forward beside backward ------------------------------------
 
@@ -122,8 +140,7 @@ static void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha,
 }
 
 void add_dyt(Backend& table) {
-    table.dyt = dyt;
-    table.dyt_backward = dyt_backward;
+    table.dyt = {dyt, dyt_backward};
 }
 
 }  // namespace cpu

@@ -1,7 +1,7 @@
-// geodesic_update.cpp — GeoNorm's update on the sphere, fused: the raw ops
-// and their CPU kernels, forward beside backward. Called by
-// autograd/ops_nn.cpp; the CUDA kernels are in cuda/geodesic_update.cu; the
-// derivation of the backward is tutorial 8's.
+// geodesic_update.cpp — GeoNorm's update on the sphere, fused (declared in
+// geodesic_update.h): the raw ops, the differentiable op, and the CPU
+// kernels, forward beside backward. The CUDA kernels are in
+// cuda/geodesic_update.cu; the derivation of the backward is tutorial 8's.
 //
 // Per row, with s = <x,x>, c = <u,x>/s, v = u - c x (the part of u tangent to
 // the sphere through x), w = alpha v, q = <w,w>/s (the angle squared):
@@ -17,6 +17,7 @@
 
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
+#include "autograd/node.h"
 #include "tensor/raw_nn.h"
 #include "tensor/sphere.h"
 
@@ -39,7 +40,7 @@ Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
     Tensor rows = as_rows(x, "geodesic_update");
     Tensor out = empty(x.shape(), x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).geodesic_update(rows, as_rows(u, "geodesic_update"), contiguous(alpha),
+    backend_for(x.device()).geodesic_update.forward(rows, as_rows(u, "geodesic_update"), contiguous(alpha),
                                             view(out, rows.shape()));
     return out;
 }
@@ -51,7 +52,7 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
     GeodesicBackward grads{empty(x.shape(), x.dtype(), x.device()), empty(x.shape(), x.dtype(), x.device()), Tensor()};
     Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).geodesic_update_backward(as_rows(dy, "geodesic_update_backward"), rows,
+    backend_for(x.device()).geodesic_update.backward(as_rows(dy, "geodesic_update_backward"), rows,
                                                      as_rows(u, "geodesic_update_backward"), contiguous(alpha),
                                                      view(grads.dx, rows.shape()), view(grads.du, rows.shape()), dalpha_rows);
     grads.dalpha = sum(dalpha_rows);
@@ -59,6 +60,18 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
 }
 
 }  // namespace raw
+
+// ---- the differentiable op: the forward, recorded with its backward ----------------
+
+using Grads = std::vector<Tensor>;
+
+Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
+    // Derivation: tutorials/08-geonorm.md. One backward kernel gives all three.
+    return record("GeodesicUpdate", raw::geodesic_update(x, u, alpha), {x, u, alpha}, [x, u, alpha](const Tensor& g) {
+        raw::GeodesicBackward d = raw::geodesic_update_backward(raw::contiguous(g), x, u, alpha);
+        return Grads{d.dx, d.du, raw::reshape(d.dalpha, alpha.shape())};
+    });
+}
 
 // ---- the CPU kernels, forward beside backward ------------------------------------
 
@@ -157,8 +170,7 @@ static void geodesic_update_backward(const Tensor& dy, const Tensor& x, const Te
 }
 
 void add_geodesic_update(Backend& table) {
-    table.geodesic_update = geodesic_update;
-    table.geodesic_update_backward = geodesic_update_backward;
+    table.geodesic_update = {geodesic_update, geodesic_update_backward};
 }
 
 }  // namespace cpu

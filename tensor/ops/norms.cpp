@@ -1,7 +1,8 @@
-// norms.cpp — LayerNorm and RMSNorm, fused: the raw ops (argument checks,
-// then one backend call) and their CPU kernels, each forward beside its
-// backward. Called by the autograd nodes in autograd/ops_nn.cpp; the CUDA
-// kernels are in cuda/norms.cu. Derivations: tutorial 3.
+// norms.cpp — LayerNorm and RMSNorm, fused (declared in norms.h): the raw
+// ops (argument checks, then one backend call), the differentiable ops
+// (each forward recorded with its backward), and the CPU kernels, each
+// forward beside its backward. The CUDA kernels are in cuda/norms.cu.
+// Derivations: tutorial 3.
 //
 // Per row x in R^C (the last dim; leading dims are rows), incoming gradient dy:
 //
@@ -20,6 +21,7 @@
 
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
+#include "autograd/node.h"
 #include "tensor/raw_nn.h"
 
 namespace nc {
@@ -35,7 +37,7 @@ NormForward layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
     NormForward f{empty(x.shape(), x.dtype(), x.device()), empty({rows.size(0)}, x.dtype(), x.device()),
                   empty({rows.size(0)}, x.dtype(), x.device())};
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).layer_norm(rows, gamma, beta, eps, view(f.out, rows.shape()), f.mean, f.rstd);
+    backend_for(x.device()).layer_norm.forward(rows, gamma, beta, eps, view(f.out, rows.shape()), f.mean, f.rstd);
     return f;
 }
 
@@ -48,7 +50,7 @@ NormBackward layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor
     if (gamma.defined()) grads.dgamma = empty(gamma.shape(), x.dtype(), x.device());
     if (beta.defined()) grads.dbeta = empty(beta.shape(), x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).layer_norm_backward(as_rows(dy, "layer_norm_backward"), rows, gamma, saved.mean,
+    backend_for(x.device()).layer_norm.backward(as_rows(dy, "layer_norm_backward"), rows, gamma, saved.mean,
                                                 saved.rstd, view(grads.dx, rows.shape()), grads.dgamma, grads.dbeta);
     return grads;
 }
@@ -58,7 +60,7 @@ NormForward rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
     check_feature_param(gamma, x, "gamma", "rms_norm");
     NormForward f{empty(x.shape(), x.dtype(), x.device()), Tensor(), empty({rows.size(0)}, x.dtype(), x.device())};
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).rms_norm(rows, gamma, eps, view(f.out, rows.shape()), f.rstd);
+    backend_for(x.device()).rms_norm.forward(rows, gamma, eps, view(f.out, rows.shape()), f.rstd);
     return f;
 }
 
@@ -69,12 +71,38 @@ NormBackward rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& 
     grads.dx = empty(x.shape(), x.dtype(), x.device());
     if (gamma.defined()) grads.dgamma = empty(gamma.shape(), x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).rms_norm_backward(as_rows(dy, "rms_norm_backward"), rows, gamma, saved.rstd,
+    backend_for(x.device()).rms_norm.backward(as_rows(dy, "rms_norm_backward"), rows, gamma, saved.rstd,
                                               view(grads.dx, rows.shape()), grads.dgamma);
     return grads;
 }
 
 }  // namespace raw
+
+// ---- the differentiable op: the forward, recorded with its backward ----------------
+
+using Grads = std::vector<Tensor>;
+
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+    raw::NormForward f = raw::layer_norm(x, gamma, beta, eps);
+    // The backward needs the statistics, not the output: capturing the output
+    // would make it own its own node (a reference cycle that never frees).
+    raw::NormForward saved{Tensor(), f.mean, f.rstd};
+    // One backward kernel: dx = rstd (gh - mean(gh) - xh mean(gh xh)), gh = dy gamma.
+    return record("LayerNorm", f.out, {x, gamma, beta}, [x, gamma, beta, saved](const Tensor& g) {
+        raw::NormBackward d = raw::layer_norm_backward(raw::contiguous(g), x, gamma, beta, saved);
+        return Grads{d.dx, d.dgamma, d.dbeta};
+    });
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
+    raw::NormForward f = raw::rms_norm(x, gamma, eps);
+    raw::NormForward saved{Tensor(), Tensor(), f.rstd};  // not the output: see layer_norm
+    // One backward kernel: dx = rstd (gh - xh mean(gh xh)), gh = dy gamma.
+    return record("RmsNorm", f.out, {x, gamma}, [x, gamma, saved](const Tensor& g) {
+        raw::NormBackward d = raw::rms_norm_backward(raw::contiguous(g), x, gamma, saved);
+        return Grads{d.dx, d.dgamma};
+    });
+}
 
 // ---- the CPU kernels, forward beside backward ------------------------------------
 
@@ -202,12 +230,8 @@ static void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& g
     else rms_norm_backward_typed<double>(dy, x, gamma, rstd, dx, dgamma);
 }
 
-void add_norms(Backend& table) {
-    table.layer_norm = layer_norm;
-    table.layer_norm_backward = layer_norm_backward;
-    table.rms_norm = rms_norm;
-    table.rms_norm_backward = rms_norm_backward;
-}
+void add_layer_norm(Backend& table) { table.layer_norm = {layer_norm, layer_norm_backward}; }
+void add_rms_norm(Backend& table) { table.rms_norm = {rms_norm, rms_norm_backward}; }
 
 }  // namespace cpu
 }  // namespace nc

@@ -1,7 +1,7 @@
 // rows.h — what the fused ops of tensor/ops/ share: their inputs as
 // contiguous [rows, C] matrices (C the last dim, leading dims flattened),
 // the argument checks with their messages, and the CPU kernels' helpers.
-// Internal to tensor/ops/; callers include tensor/raw_nn.h.
+// Internal to tensor/ops/; callers include the op's header (or tensor/raw_nn.h).
 #pragma once
 
 #include <algorithm>

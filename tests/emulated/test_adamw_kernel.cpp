@@ -52,7 +52,7 @@ void check_adamw(DType dtype, unsigned most_blocks, Schedule schedule) {
         g.clear();
         for (const Shape& s : shapes) g.push_back(raw::randn(s, gen, dtype));
         AdamWStep h{lr, beta1, beta2, eps, 1 - std::pow(beta1, t), 1 - std::pow(beta2, t)};
-        cpu_backend().adamw_update(p_cpu, g, m_cpu, v_cpu, decay, h);
+        cpu_backend().adamw.update(p_cpu, g, m_cpu, v_cpu, decay, h);
         std::vector<ParamChunk> chunks = adamw_chunks(p, g, m, v, decay, lr);
         unsigned blocks = std::min<unsigned>((unsigned)chunks.size(), most_blocks);
         if (dtype == kFloat32)

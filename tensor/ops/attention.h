@@ -1,0 +1,47 @@
+// attention.h — scaled dot-product attention as a fused op: the kernels
+// every backend supplies (tensor/backend.h's Backend::attention), the raw
+// ops, and the differentiable op. All defined in attention.cpp (the CUDA
+// kernels: cuda/attention.cu).
+//
+// q: [..., T, D], k: [..., S, D], v: [..., S, Dv] with the same leading dims.
+// P = softmax(scale q k^T) over S, with keys j > i masked when causal;
+// out = P v: [..., T, Dv]. P itself is never stored (tiled kernels):
+// backward rebuilds it from logsumexp [N, T], N the leading dims flattened.
+#pragma once
+
+#include "tensor/tensor.h"
+
+namespace nc {
+
+// q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous -> out [N, T, Dv],
+// and logsumexp [N, T] = log of each softmax row's denominator (in units of
+// the scaled scores), all backward needs to rebuild the probabilities tile
+// by tile.
+struct AttentionKernels {
+    void (*forward)(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
+                    const Tensor& logsumexp);
+    void (*backward)(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                     const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
+                     const Tensor& dv);
+};
+
+namespace raw {
+
+struct AttentionForward {
+    Tensor out, logsumexp;
+};
+AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale);
+struct AttentionBackward {
+    Tensor dq, dk, dv;
+};
+AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const AttentionForward& saved, bool causal, double scale);
+
+}  // namespace raw
+
+// Differentiable: softmax(scale q k^T + causal mask) v; scale <= 0 means
+// 1/sqrt(D). One fused kernel each way.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                    double scale = 0);
+
+}  // namespace nc
