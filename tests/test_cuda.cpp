@@ -215,6 +215,7 @@ TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
     same_with_gradients([](const V& v) { return geodesic_update(v[0], v[1], v[2]); }, {x, u, alpha});
     same_with_gradients([](const V& v) { return dyt(v[0], v[1], v[2], v[3]); }, {x, alpha, g, b});
     same_with_gradients([](const V& v) { return dyt(v[0], v[1], v[2], Tensor()); }, {x, alpha, g});
+    same_with_gradients([](const V& v) { return scale_shift(v[0], v[1], v[2]); }, {x, g, b});
     for (bool causal : {true, false}) {
         INFO("causal " << causal);
         Tensor q = randn({2, 3, 70, 16}, 15), k = randn({2, 3, 70, 16}, 16), vv = randn({2, 3, 70, 8}, 17);

@@ -8,3 +8,4 @@
 #include "tensor/ops/dyt.h"
 #include "tensor/ops/geodesic_update.h"
 #include "tensor/ops/norms.h"
+#include "tensor/ops/scale_shift.h"
