@@ -1,5 +1,6 @@
 // dyt_kernels.cuh — Dynamic Tanh kernels, forward and backward
-// (cuda/dyt.cu launches them; the math is tensor/ops/dyt.cpp's). Forward:
+// (cuda/dyt.cu launches them; the formulas are tensor/ops/dyt.h's, the very
+// functions the CPU loops call). Forward:
 // one thread per element. Backward: one block per row, which also sums the
 // row's share of dalpha. In a header of their own so that the CPU emulator
 // (tests/cuda_emulator) runs these very kernels in CI.
@@ -13,6 +14,7 @@
 #include <cstdint>
 
 #include "cuda/block_reduce.cuh"
+#include "tensor/ops/dyt.h"  // the formulas, shared with the CPU
 
 namespace nc {
 namespace cuda {
@@ -23,7 +25,7 @@ __global__ void dyt_kernel(const T* x, const T* alpha_ptr, const T* w, const T* 
     int64_t n = rows * C;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % C;
-        y[e] = w[i] * tanh(alpha * x[e]) + (b ? b[i] : T(0));
+        y[e] = dyt_value<T>(tanh(alpha * x[e]), w[i], b ? b[i] : T(0));
     }
 }
 
@@ -36,7 +38,7 @@ __global__ void dyt_backward_kernel(const T* dy, const T* x, const T* alpha_ptr,
         for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
             int64_t e = r * C + i;
             T t = tanh(alpha * x[e]);
-            T dz = dy[e] * w[i] * (T(1) - t * t);
+            T dz = dyt_dz<T>(dy[e], w[i], t);
             dx[e] = alpha * dz;
             dy_t[e] = dy[e] * t;
             part += (double)dz * x[e];

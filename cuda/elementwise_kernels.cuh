@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "cuda/strided_indexer.cuh"
+#include "tensor/activations.h"  // the formulas, shared with the CPU
 #include "tensor/backend.h"
 #include "tensor/philox.h"
 
@@ -22,30 +23,26 @@ namespace nc {
 namespace cuda {
 
 // ---- the scalar functions ------------------------------------------------------
-// The same formulas as the CPU backend (tensor/cpu/elementwise.cpp), with
-// CUDA's accurate expf/tanhf/erff (not the __expf intrinsics).
+// The formulas are tensor/activations.h's, the very functions the CPU loops
+// call, here with CUDA's accurate exp/tanh/erf (not the __expf intrinsics).
 
 template <typename T>
-__device__ T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+__device__ T sigmoid(T x) { return act::sigmoid_from_exp<T>(exp(-x)); }
 
 template <typename T>
-__device__ T silu_deriv(T x) {
-    T s = sigmoid(x);
-    return s * (T(1) + x * (T(1) - s));
-}
+__device__ T silu_deriv(T x) { return act::silu_deriv<T>(x, sigmoid(x)); }
 
 template <typename T>
-__device__ T gelu_deriv(T x) {
-    const T inv_sqrt_2pi = T(0.3989422804014327);
-    return T(0.5) * (T(1) + erf(x * T(0.7071067811865476))) + x * inv_sqrt_2pi * exp(T(-0.5) * x * x);
-}
+__device__ T gelu(T x) { return act::gelu<T>(x, erf(act::gelu_erf_arg(x))); }
 
 template <typename T>
-__device__ T gelu_tanh_deriv(T x) {
-    const T k = T(0.7978845608028654);
-    T t = tanh(k * (x + T(0.044715) * x * x * x));
-    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
-}
+__device__ T gelu_deriv(T x) { return act::gelu_deriv<T>(x, erf(act::gelu_erf_arg(x)), exp(act::gelu_exp_arg(x))); }
+
+template <typename T>
+__device__ T gelu_tanh(T x) { return act::gelu_tanh<T>(x, tanh(act::gelu_tanh_arg(x))); }
+
+template <typename T>
+__device__ T gelu_tanh_deriv(T x) { return act::gelu_tanh_deriv<T>(x, tanh(act::gelu_tanh_arg(x))); }
 
 template <typename T>
 __device__ T apply_unary(UnaryOp op, T x) {
@@ -64,11 +61,8 @@ __device__ T apply_unary(UnaryOp op, T x) {
         case UnaryOp::Relu: return x > 0 ? x : T(0);
         case UnaryOp::Sigmoid: return sigmoid(x);
         case UnaryOp::Silu: return x * sigmoid(x);
-        case UnaryOp::Gelu: return T(0.5) * x * (T(1) + erf(x * T(0.7071067811865476)));
-        case UnaryOp::GeluTanh: {
-            const T k = T(0.7978845608028654);
-            return T(0.5) * x * (T(1) + tanh(k * (x + T(0.044715) * x * x * x)));
-        }
+        case UnaryOp::Gelu: return gelu(x);
+        case UnaryOp::GeluTanh: return gelu_tanh(x);
     }
     return x;
 }

@@ -1,7 +1,8 @@
 // geodesic_kernels.cuh — GeoNorm's update on the sphere, forward and
-// backward kernels (cuda/geodesic_update.cu launches them; the math is
-// tensor/ops/geodesic_update.cpp's, derived in tutorial 8; the coefficients
-// C, S, S' are tensor/sphere.h's, shared with the CPU). One block per row.
+// backward kernels (cuda/geodesic_update.cu launches them). One block per
+// row: the kernels sum over the row with block reductions and call the
+// formulas of tensor/ops/geodesic_update.h for everything else, the very
+// functions the CPU loops call (derived in tutorial 8).
 // In a header of their own so that the CPU emulator (tests/cuda_emulator)
 // runs these very kernels in CI.
 //
@@ -14,7 +15,7 @@
 #include <cstdint>
 
 #include "cuda/block_reduce.cuh"
-#include "tensor/sphere.h"
+#include "tensor/ops/geodesic_update.h"  // the formulas, shared with the CPU
 
 namespace nc {
 namespace cuda {
@@ -43,14 +44,14 @@ __global__ void geodesic_kernel(const T* x, const T* u, const T* alpha_ptr, T* y
             for (int64_t i = threadIdx.x; i < C; i += blockDim.x) y[r * C + i] = xr[i] + ur[i];
             continue;
         }
-        double c = ux / s, ww = 0;  // v = u - c x is u's tangent part; w = alpha v
+        double c = ux / s, ww = 0;
         for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-            double w = alpha * (ur[i] - c * xr[i]);
+            double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
         }
         SphereCoefficients k = sphere_coefficients(block_sum(ww) / s);
         for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
-            y[r * C + i] = (T)(k.C * xr[i] + k.S * alpha * (ur[i] - c * xr[i]));
+            y[r * C + i] = (T)geodesic_output(k, alpha, xr[i], geodesic_tangent(ur[i], xr[i], c));
     }
 }
 
@@ -68,10 +69,10 @@ __global__ void geodesic_backward_kernel(const T* dy, const T* x, const T* u, co
             continue;
         }
         double c = ux / s;
-        // Pass 1: q and the projections a = <dy, x>, b = <dy, w>.
+        // Pass 1: ww = <w,w>, a = <dy,x>, b = <dy,w>.
         double ww = 0, a = 0, b = 0;
         for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-            double w = alpha * (ur[i] - c * xr[i]);
+            double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
             a += (double)dyr[i] * xr[i];
             b += (double)dyr[i] * w;
@@ -79,27 +80,24 @@ __global__ void geodesic_backward_kernel(const T* dy, const T* x, const T* u, co
         ww = block_sum(ww);
         a = block_sum(a);
         b = block_sum(b);
-        double q = ww / s;
-        SphereCoefficients k = sphere_coefficients(q);
-        double gam = -(k.S / 2) * a + k.dS * b;  // dL/dq
-        // Pass 2: h = dL/dw = S dy + (2 gam / s) w; dL/dalpha = <h, v>; kvec = alpha h.
+        GeodesicRowGrad g = geodesic_row_grad(alpha, s, c, ww, a, b);
+        // Pass 2: dL/dalpha = <h, v> and kx = <alpha h, x>.
         double h_dot_v = 0, kx = 0;
         for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-            double v = ur[i] - c * xr[i];
-            double h = k.S * dyr[i] + (2 * gam / s) * alpha * v;
+            double v = geodesic_tangent(ur[i], xr[i], c);
+            double h = geodesic_h(g, dyr[i], v);
             h_dot_v += h * v;
             kx += alpha * h * xr[i];
         }
         h_dot_v = block_sum(h_dot_v);
         kx = block_sum(kx);
         if (threadIdx.x == 0) dalpha[r] = (T)h_dot_v;
-        // Pass 3: du = P_x(kvec); dx through C, S, q and through v(x).
+        // Pass 3: du and dx, element by element.
         for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-            double v = ur[i] - c * xr[i];
-            double kv = alpha * (k.S * dyr[i] + (2 * gam / s) * alpha * v);
-            du[r * C + i] = (T)(kv - (kx / s) * xr[i]);
-            dx[r * C + i] =
-                (T)(k.C * dyr[i] - (2 * gam * q / s) * xr[i] - (kx / s) * ur[i] + (2 * c * kx / s) * xr[i] - c * kv);
+            double dxi, dui;
+            geodesic_input_grads(g, kx, dyr[i], xr[i], ur[i], &dxi, &dui);
+            dx[r * C + i] = (T)dxi;
+            du[r * C + i] = (T)dui;
         }
     }
 }

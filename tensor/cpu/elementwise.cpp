@@ -8,6 +8,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "tensor/activations.h"
 #include "tensor/backend.h"
 #include "tensor/cpu/fast_math.h"
 #include "tensor/cpu/cpu_kernels.h"
@@ -93,40 +94,23 @@ static void copy_from(const Tensor& in, const Tensor& out) {
 }
 
 // ---- activations and their derivatives ------------------------------------------
-// exp and tanh come from fast_math.h: vectorizable in float32, libm in float64.
+// The formulas are tensor/activations.h's, shared with the CUDA kernels; the
+// transcendentals come from fast_math.h: vectorizable in float32, libm in float64.
 
 template <typename T>
-[[gnu::always_inline]] inline T sigmoid(T x) { return T(1) / (T(1) + exp_fast(-x)); }
-
-// silu(x) = x s(x)  =>  silu'(x) = s(x) (1 + x (1 - s(x)))
+[[gnu::always_inline]] inline T sigmoid(T x) { return act::sigmoid_from_exp(exp_fast(-x)); }
 template <typename T>
-[[gnu::always_inline]] inline T silu_deriv(T x) {
-    T s = sigmoid(x);
-    return s * (T(1) + x * (T(1) - s));
-}
-
-// Exact GELU: x Phi(x), Phi the standard normal CDF  =>  GELU'(x) = Phi(x) + x phi(x).
+[[gnu::always_inline]] inline T silu_deriv(T x) { return act::silu_deriv(x, sigmoid(x)); }
 template <typename T>
-[[gnu::always_inline]] inline T gelu(T x) { return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))); }
+[[gnu::always_inline]] inline T gelu(T x) { return act::gelu(x, std::erf(act::gelu_erf_arg(x))); }
 template <typename T>
 [[gnu::always_inline]] inline T gelu_deriv(T x) {
-    const T inv_sqrt_2pi = T(0.3989422804014327);
-    return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) + x * inv_sqrt_2pi * std::exp(T(-0.5) * x * x);
-}
-
-// GPT-2's tanh approximation: 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi).
-// Derivative: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2).
-template <typename T>
-[[gnu::always_inline]] inline T gelu_tanh(T x) {
-    const T k = T(0.7978845608028654);
-    return T(0.5) * x * (T(1) + tanh_fast(k * (x + T(0.044715) * x * x * x)));
+    return act::gelu_deriv(x, std::erf(act::gelu_erf_arg(x)), std::exp(act::gelu_exp_arg(x)));
 }
 template <typename T>
-[[gnu::always_inline]] inline T gelu_tanh_deriv(T x) {
-    const T k = T(0.7978845608028654);
-    T t = tanh_fast(k * (x + T(0.044715) * x * x * x));
-    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
-}
+[[gnu::always_inline]] inline T gelu_tanh(T x) { return act::gelu_tanh(x, tanh_fast(act::gelu_tanh_arg(x))); }
+template <typename T>
+[[gnu::always_inline]] inline T gelu_tanh_deriv(T x) { return act::gelu_tanh_deriv(x, tanh_fast(act::gelu_tanh_arg(x))); }
 
 template <typename T>
 static void unary_math(UnaryOp op, const Tensor& in, const Tensor& out) {

@@ -4,11 +4,9 @@
 //
 // y = weight * tanh(alpha x) + bias over the last dim of x, in one pass
 // (weight, bias: [C], bias optional; alpha: one element). Backward
-// recomputes t = tanh(alpha x) from x, with dz = dy weight (1 - t^2):
-//   dx = alpha dz,  dalpha = sum of dz x,  dweight = sum over rows of dy t,
-//   dbias = sum over rows of dy.
-// tanh_fast is vectorizable in float32 (and std::tanh in float64), so the
-// forward is one streaming pass.
+// recomputes t = tanh(alpha x) from x. The formulas are dyt.h's (shared
+// with the CUDA kernels); tanh_fast is vectorizable in float32 (and
+// std::tanh in float64), so the forward is one streaming pass.
 //
 // Shapes: x, y, dy, dx [rows, C]; weight, bias [C]; alpha [1].
 
@@ -99,9 +97,9 @@ static void dyt_typed(const Tensor& x_t, const Tensor& alpha_t, const Tensor& we
         const T* xr = x + r * C;
         T* yr = y + r * C;
         if (b)
-            for (int64_t i = 0; i < C; ++i) yr[i] = w[i] * tanh_fast(alpha * xr[i]) + b[i];
+            for (int64_t i = 0; i < C; ++i) yr[i] = dyt_value(tanh_fast(alpha * xr[i]), w[i], b[i]);
         else
-            for (int64_t i = 0; i < C; ++i) yr[i] = w[i] * tanh_fast(alpha * xr[i]);
+            for (int64_t i = 0; i < C; ++i) yr[i] = dyt_value(tanh_fast(alpha * xr[i]), w[i], T(0));
     }
 }
 
@@ -119,7 +117,7 @@ static void dyt_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tens
         double dalpha_row = 0;
         for (int64_t i = 0; i < C; ++i) {
             T t = tanh_fast(alpha * xr[i]);
-            T dz = dyr[i] * w[i] * (T(1) - t * t);  // through tanh: 1 - t^2
+            T dz = dyt_dz(dyr[i], w[i], t);
             dxr[i] = alpha * dz;
             dy_tanh_r[i] = dyr[i] * t;
             dalpha_row += (double)dz * xr[i];

@@ -7,6 +7,7 @@
 // [C], bias may be undefined; alpha: one element).
 #pragma once
 
+#include "tensor/host_device.h"
 #include "tensor/tensor.h"
 
 namespace nc {
@@ -19,6 +20,21 @@ struct DyTKernels {
     void (*backward)(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
                      const Tensor& dy_t, const Tensor& dalpha_rows);
 };
+
+// The formulas, written once for the CPU loops and the CUDA kernels. t =
+// tanh(alpha x) comes from the caller: the CPU's vectorizable tanh_fast in
+// float32 (tensor/cpu/fast_math.h), the GPU's tanh.
+//   y = weight t + bias
+//   dz = dL/d(alpha x) = dy weight (1 - t^2);  dx = alpha dz,  dalpha = sum of dz x,
+//   dweight = sum over rows of dy t,  dbias = sum over rows of dy.
+template <typename T>
+NC_HOST_DEVICE inline T dyt_value(T t, T weight, T bias) {
+    return weight * t + bias;
+}
+template <typename T>
+NC_HOST_DEVICE inline T dyt_dz(T dy, T weight, T t) {
+    return dy * weight * (T(1) - t * t);  // through tanh: 1 - t^2
+}
 
 namespace raw {
 

@@ -3,23 +3,20 @@
 // kernels, forward beside backward. The CUDA kernels are in
 // cuda/geodesic_update.cu; the derivation of the backward is tutorial 8's.
 //
-// Per row, with s = <x,x>, c = <u,x>/s, v = u - c x (the part of u tangent to
-// the sphere through x), w = alpha v, q = <w,w>/s (the angle squared):
-//   y = C(q) x + S(q) w,   C(q) = cos(sqrt q),  S(q) = sin(sqrt q)/sqrt q.
-// y lies on the sphere of radius |x|. Rows with x = 0 fall back to y = x + u.
-// The coefficients C, S and S' = dS/dq (with their series for tiny q) are
-// in tensor/sphere.h, shared with CUDA.
+// The formulas, per row and per element, are geodesic_update.h's (shared
+// with the CUDA kernels); here are the loops that sum over a row and call them.
 //
 // Shapes: x, u, y, dy, dx, du [rows, C]; alpha [1]; the kernel's
 // dalpha_rows [rows].
 
 #include <cmath>
 
+#include "autograd/node.h"
+#include "tensor/cpu/strided_loop.h"  // kParallelMin
+#include "tensor/ops/geodesic_update.h"
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
-#include "autograd/node.h"
-#include "tensor/raw_nn.h"
-#include "tensor/sphere.h"
+#include "tensor/raw_ops.h"
 
 namespace nc {
 
@@ -83,7 +80,7 @@ static void geodesic_typed(const Tensor& x_t, const Tensor& u_t, const Tensor& a
     const T *x = ptr_or_null<T>(x_t), *u = ptr_or_null<T>(u_t);
     double alpha = *ptr_or_null<T>(alpha_t);
     T* y = mut_or_null<T>(out_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T *xr = x + r * C, *ur = u + r * C;
         T* yr = y + r * C;
@@ -96,13 +93,13 @@ static void geodesic_typed(const Tensor& x_t, const Tensor& u_t, const Tensor& a
             for (int64_t i = 0; i < C; ++i) yr[i] = xr[i] + ur[i];
             continue;
         }
-        double c = ux / s, ww = 0;  // v = u - c x is u's tangent part; w = alpha v
+        double c = ux / s, ww = 0;
         for (int64_t i = 0; i < C; ++i) {
-            double w = alpha * (ur[i] - c * xr[i]);
+            double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
         }
         SphereCoefficients k = sphere_coefficients(ww / s);
-        for (int64_t i = 0; i < C; ++i) yr[i] = (T)(k.C * xr[i] + k.S * alpha * (ur[i] - c * xr[i]));
+        for (int64_t i = 0; i < C; ++i) yr[i] = (T)geodesic_output(k, alpha, xr[i], geodesic_tangent(ur[i], xr[i], c));
     }
 }
 
@@ -113,7 +110,7 @@ static void geodesic_backward_typed(const Tensor& dy_t, const Tensor& x_t, const
     const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *u = ptr_or_null<T>(u_t);
     double alpha = *ptr_or_null<T>(alpha_t);
     T *dx = mut_or_null<T>(dx_t), *du = mut_or_null<T>(du_t), *dalpha = mut_or_null<T>(dalpha_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T *dyr = dy + r * C, *xr = x + r * C, *ur = u + r * C;
         T *dxr = dx + r * C, *dur = du + r * C;
@@ -128,32 +125,30 @@ static void geodesic_backward_typed(const Tensor& dy_t, const Tensor& x_t, const
             continue;
         }
         double c = ux / s;
-        // Pass 1: q and the two projections of the incoming gradient, a = <dy,x>, b = <dy,w>.
+        // Pass 1: ww = <w,w>, a = <dy,x>, b = <dy,w>.
         double ww = 0, a = 0, b = 0;
         for (int64_t i = 0; i < C; ++i) {
-            double w = alpha * (ur[i] - c * xr[i]);
+            double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
             a += (double)dyr[i] * xr[i];
             b += (double)dyr[i] * w;
         }
-        double q = ww / s;
-        SphereCoefficients k = sphere_coefficients(q);
-        double gam = -(k.S / 2) * a + k.dS * b;  // dL/dq
-        // Pass 2: h = dL/dw = S dy + (2 gam / s) w; dL/dalpha = <h, v>; kvec = alpha h = dL/dv.
+        GeodesicRowGrad g = geodesic_row_grad(alpha, s, c, ww, a, b);
+        // Pass 2: dL/dalpha = <h, v> and kx = <alpha h, x>.
         double h_dot_v = 0, kx = 0;
         for (int64_t i = 0; i < C; ++i) {
-            double v = ur[i] - c * xr[i];
-            double h = k.S * dyr[i] + (2 * gam / s) * alpha * v;
+            double v = geodesic_tangent(ur[i], xr[i], c);
+            double h = geodesic_h(g, dyr[i], v);
             h_dot_v += h * v;
             kx += alpha * h * xr[i];
         }
         dalpha[r] = (T)h_dot_v;
-        // Pass 3: du = P_x(kvec); dx = through C, S, q (w fixed) + through the projection v(x).
+        // Pass 3: du and dx, element by element.
         for (int64_t i = 0; i < C; ++i) {
-            double v = ur[i] - c * xr[i];
-            double kv = alpha * (k.S * dyr[i] + (2 * gam / s) * alpha * v);
-            dur[i] = (T)(kv - (kx / s) * xr[i]);
-            dxr[i] = (T)(k.C * dyr[i] - (2 * gam * q / s) * xr[i] - (kx / s) * ur[i] + (2 * c * kx / s) * xr[i] - c * kv);
+            double dxi, dui;
+            geodesic_input_grads(g, kx, dyr[i], xr[i], ur[i], &dxi, &dui);
+            dxr[i] = (T)dxi;
+            dur[i] = (T)dui;
         }
     }
 }

@@ -2,13 +2,17 @@
 // (cuda/elementwise_kernels.cuh: every unary and binary op, where, casts,
 // fill, random numbers) and its strided indexer, run on the CPU by the
 // CUDA emulator (tests/cuda_emulator) on non-contiguous and broadcast
-// views, against the CPU backend's entries for the same views. The CPU
-// backend is the one checked against PyTorch and finite differences; the
-// GPU's formulas are a second, separate copy, so this compares the two.
+// views, against the CPU backend's entries for the same views: the two
+// share the activations' formulas (tensor/activations.h) but not their
+// loops, indexing or math libraries. The shared formulas themselves are
+// checked here against definitions written out in long double, derivatives
+// by central differences, so an error in them cannot hide behind the
+// agreement of two backends that call them.
 #include <cuda_runtime.h>  // the emulator's, found first (-Itests/cuda_emulator)
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "cuda/device_common.cuh"
@@ -186,4 +190,59 @@ TEST_CASE("emulated GPU: where, casts, fill and random numbers equal the CPU bac
                               (const float*)data<float>(b), data<float>(got), ix, n);
         check_same("sub (64-bit indexing)", got, want, 0);
     }
+}
+
+TEST_CASE("emulated GPU: the activations and their backward ops equal their definitions in long double",
+          "[cuda-emulated][elementwise]") {
+    using L = long double;
+    const L k = std::sqrt(2.0L / 3.14159265358979323846264338327950288L);
+    auto sigmoid = [](L x) { return 1 / (1 + std::exp(-x)); };
+    struct Activation {
+        UnaryOp forward;
+        BinaryOp backward;
+        std::function<L(L)> f;
+    };
+    const Activation activations[] = {
+        {UnaryOp::Sigmoid, BinaryOp::SiluBackward /* unused */, sigmoid},
+        {UnaryOp::Silu, BinaryOp::SiluBackward, [&](L x) { return x * sigmoid(x); }},
+        {UnaryOp::Gelu, BinaryOp::GeluBackward, [](L x) { return x / 2 * (1 + std::erf(x / std::sqrt(2.0L))); }},
+        {UnaryOp::GeluTanh, BinaryOp::GeluTanhBackward,
+         [&](L x) { return x / 2 * (1 + std::tanh(k * (x + 0.044715L * x * x * x))); }},
+        {UnaryOp::Relu, BinaryOp::ReluBackward, [](L x) { return x > 0 ? x : 0; }},
+    };
+    // x from -6 to 6 (0 excluded, where relu has no derivative); g = 1.5 everywhere.
+    std::vector<double> xs;
+    for (int i = -60; i <= 60; ++i)
+        if (i != 0) xs.push_back(i / 10.0 + 0.013);
+    const int64_t n = (int64_t)xs.size();
+    Tensor x = raw::from_vector(xs, {n}), g = raw::full({n}, 1.5, kFloat64);
+    for (const Activation& a : activations) {
+        Tensor y = raw::zeros({n}, kFloat64), dx = raw::zeros({n}, kFloat64);
+        StridedIndexer<2> ix2 = make_indexer<2>(x.shape(), {&x, &y});
+        StridedIndexer<3> ix3 = make_indexer<3>(x.shape(), {&x, &g, &dx});
+        cuda_emulator::launch(dim3(1), dim3(32), Schedule::FirstThreadFirst, unary_kernel<double>, a.forward,
+                              (const double*)data<double>(x), data<double>(y), ix2, n);
+        cuda_emulator::launch(dim3(1), dim3(32), Schedule::FirstThreadFirst, binary_kernel<double>, a.backward,
+                              (const double*)data<double>(x), (const double*)data<double>(g), data<double>(dx), ix3, n);
+        std::vector<double> got = y.to_vector(), got_dx = dx.to_vector();
+        double worst = 0, worst_dx = 0;
+        for (int64_t e = 0; e < n; ++e) {
+            L xe = xs[e], h = 1e-6L;
+            worst = std::max(worst, (double)std::fabs(got[e] - a.f(xe)));
+            L derivative = (a.f(xe + h) - a.f(xe - h)) / (2 * h);
+            worst_dx = std::max(worst_dx, (double)std::fabs(got_dx[e] - 1.5L * derivative));
+        }
+        INFO(unary_op_name(a.forward) << ": worst error " << worst << ", of its backward " << worst_dx);
+        CHECK(worst < 1e-13);
+        if (a.forward != UnaryOp::Sigmoid) CHECK(worst_dx < 1e-8);
+    }
+    // SwiGLU(a, b) = silu(a) b.
+    Tensor up = raw::full({n}, -0.75, kFloat64), out = raw::zeros({n}, kFloat64);
+    StridedIndexer<3> ix_up = make_indexer<3>(x.shape(), {&x, &up, &out});
+    cuda_emulator::launch(dim3(1), dim3(32), Schedule::FirstThreadFirst, binary_kernel<double>, BinaryOp::SwiGLU,
+                          (const double*)data<double>(x), (const double*)data<double>(up), data<double>(out), ix_up, n);
+    std::vector<double> got = out.to_vector();
+    double worst = 0;
+    for (int64_t e = 0; e < n; ++e) worst = std::max(worst, std::fabs(got[e] - (double)(-0.75L * xs[e] * sigmoid(xs[e]))));
+    CHECK(worst < 1e-13);
 }

@@ -1,0 +1,63 @@
+// activations.h — the activations' formulas and their derivatives, written
+// once for the CPU loops (tensor/cpu/elementwise.cpp) and the CUDA kernels
+// (cuda/elementwise_kernels.cuh). Each takes the transcendental it needs
+// (exp, tanh, erf) already computed, so that each backend uses its own:
+// the CPU its vectorizable exp_fast/tanh_fast in float32
+// (tensor/cpu/fast_math.h), the GPU CUDA's accurate expf/tanhf/erff.
+#pragma once
+
+#include "tensor/host_device.h"
+
+namespace nc {
+namespace act {
+
+// sigmoid(x) = 1 / (1 + exp(-x)), from e = exp(-x).
+template <typename T>
+NC_HOST_DEVICE inline T sigmoid_from_exp(T e) {
+    return T(1) / (T(1) + e);
+}
+
+// silu(x) = x s(x)  =>  silu'(x) = s (1 + x (1 - s)), from s = sigmoid(x).
+template <typename T>
+NC_HOST_DEVICE inline T silu_deriv(T x, T s) {
+    return s * (T(1) + x * (T(1) - s));
+}
+
+// Exact GELU: x Phi(x), Phi the standard normal CDF = (1 + erf(x / sqrt 2)) / 2,
+// so GELU'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+// Both from e = erf(x / sqrt 2); the derivative also from g = exp(-x^2 / 2).
+template <typename T>
+NC_HOST_DEVICE inline T gelu_erf_arg(T x) {
+    return x * T(0.7071067811865476);  // x / sqrt 2
+}
+template <typename T>
+NC_HOST_DEVICE inline T gelu_exp_arg(T x) {
+    return T(-0.5) * x * x;
+}
+template <typename T>
+NC_HOST_DEVICE inline T gelu(T x, T e) {
+    return T(0.5) * x * (T(1) + e);
+}
+template <typename T>
+NC_HOST_DEVICE inline T gelu_deriv(T x, T e, T g) {
+    return T(0.5) * (T(1) + e) + x * T(0.3989422804014327) * g;  // 1 / sqrt(2 pi)
+}
+
+// GPT-2's tanh approximation: 0.5 x (1 + tanh(k (x + 0.044715 x^3))),
+// k = sqrt(2/pi); derivative 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2).
+// Both from t = tanh(gelu_tanh_arg(x)).
+template <typename T>
+NC_HOST_DEVICE inline T gelu_tanh_arg(T x) {
+    return T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+}
+template <typename T>
+NC_HOST_DEVICE inline T gelu_tanh(T x, T t) {
+    return T(0.5) * x * (T(1) + t);
+}
+template <typename T>
+NC_HOST_DEVICE inline T gelu_tanh_deriv(T x, T t) {
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
+}
+
+}  // namespace act
+}  // namespace nc
