@@ -17,6 +17,7 @@
 #include "cuda/strided_indexer.cuh"
 #include "tensor/activations.h"  // the formulas, shared with the CPU
 #include "tensor/backend.h"
+#include "tensor/casts.h"
 #include "tensor/philox.h"
 
 namespace nc {
@@ -127,7 +128,7 @@ __global__ void cast_kernel(const In* in, Out* out, StridedIndexer<2> ix, int64_
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
         ix.offsets(e, off);
-        out[off[1]] = (Out)in[off[0]];
+        out[off[1]] = convert<Out>(in[off[0]]);  // tensor/casts.h, shared with the CPU
     }
 }
 

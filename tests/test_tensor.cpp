@@ -125,6 +125,17 @@ TEST_CASE("dtype conversion and copies", "[tensor]") {
     raw::copy_(dst, raw::from_vector(std::vector<float>{7, 8}, {2}));  // broadcast along rows
     check_values(dst, {7, 8, 7, 8});
     check_error([&] { raw::copy_(a, raw::zeros({3})); }, {"copy_", "[3]", "[2]"});
+    // Float to int64 truncates toward zero; NaN gives 0 and values beyond
+    // int64's range its nearest end (C++ leaves both undefined: tensor/casts.h).
+    for (DType from : {kFloat32, kFloat64}) {
+        Tensor odd = raw::to_dtype(raw::from_vector(std::vector<double>{NAN, INFINITY, -INFINITY, 1e30, -1e30, 2.7, -2.7},
+                                                    {7}),
+                                   from);
+        Tensor ints = raw::to_dtype(odd, kInt64);
+        const int64_t* got = static_cast<const int64_t*>(ints.raw_data());
+        std::vector<int64_t> want = {0, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 2, -2};
+        CHECK(std::vector<int64_t>(got, got + 7) == want);
+    }
 }
 
 TEST_CASE("the generator is reproducible and thread-count independent", "[tensor][random]") {

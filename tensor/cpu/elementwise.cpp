@@ -10,6 +10,7 @@
 
 #include "tensor/activations.h"
 #include "tensor/backend.h"
+#include "tensor/casts.h"
 #include "tensor/cpu/fast_math.h"
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/strided_loop.h"
@@ -87,9 +88,9 @@ static void fill(const Tensor& out, double value) {
 template <typename In>
 static void copy_from(const Tensor& in, const Tensor& out) {
     switch (out.dtype()) {
-        case DType::Float32: unary_loop<In, float>(in, out, [](In v) { return (float)v; }); break;
-        case DType::Float64: unary_loop<In, double>(in, out, [](In v) { return (double)v; }); break;
-        case DType::Int64: unary_loop<In, int64_t>(in, out, [](In v) { return (int64_t)v; }); break;
+        case DType::Float32: unary_loop<In, float>(in, out, [](In v) { return convert<float>(v); }); break;
+        case DType::Float64: unary_loop<In, double>(in, out, [](In v) { return convert<double>(v); }); break;
+        case DType::Int64: unary_loop<In, int64_t>(in, out, [](In v) { return convert<int64_t>(v); }); break;
     }
 }
 
