@@ -101,7 +101,8 @@ std::vector<std::pair<std::string, nn::DyT*>> dyt_layers(nn::Module& model, cons
 // The DyT study measures saturation this way, on sequences no step trains
 // on, at the calibration step and at the end.
 std::vector<double> held_out_saturation(const std::vector<std::pair<std::string, nn::DyT*>>& layers, int64_t batches,
-                                        const std::function<void(int64_t)>& forward, double threshold = 2.0);
+                                        const std::function<void(int64_t)>& forward,
+                                        double threshold = nn::kDytSaturationThreshold);
 
 // L2 norm of the gradients of each block's parameters, block i being every
 // parameter whose dotted name has the integer i as a component ("h.3.",

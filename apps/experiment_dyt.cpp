@@ -79,8 +79,6 @@ DytScale dyt_scale(const std::string& scale) {
             128, 3, {1e-4, 3e-4, 1e-3}, 200000, 39};
 }
 
-// The screening rule's threshold (the study's fitted midpoint 0.4295).
-const double kScreeningThreshold = 0.43;
 // HTSR alpha is fitted to a matrix's eigenvalue tail: a small matrix has too
 // few eigenvalues for the fit to mean much. Block matrices at least this
 // many rows and columns (the quick scale's are 64 x 64 and up).

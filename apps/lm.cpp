@@ -47,11 +47,13 @@ std::vector<FlagSpec> model_flags() {
 
 TransformerConfig config_from_flags(const Flags& flags) {
     std::string model = flags.str("model");
-    TransformerConfig cfg;
-    if (model == "gpt2") cfg = gpt2_config();
-    else if (model == "llama") cfg = llama_config();
-    else if (model == "vit") cfg = vit_config();
-    else throw Error("flag --model: unknown model '" + model + "' (choose gpt2, llama or vit)");
+    Family family;
+    try {
+        family = parse_family(model);
+    } catch (const Error&) {
+        throw Error("flag --model: unknown model '" + model + "' (choose gpt2, llama or vit)");
+    }
+    TransformerConfig cfg = default_config(family);
     if (!flags.str("norm").empty()) cfg.norm = parse_norm(flags.str("norm"));
     cfg.placement = parse_placement(flags.str("placement"));
     cfg.decay = parse_decay(flags.str("decay"));
@@ -128,7 +130,7 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text) {
 // missing weights). Each given flag is read the way config_from_flags reads
 // it and compared with the loaded value.
 static void check_flags_agree(const Flags& flags, const TransformerConfig& loaded, const std::string& source) {
-    const char* family = loaded.family == Family::GPT2 ? "gpt2" : loaded.family == Family::Llama ? "llama" : "vit";
+    std::string family = to_string(loaded.family);
     auto number = [](double v) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%g", v);
@@ -190,8 +192,7 @@ TransformerConfig resolve_config(const Flags& flags) {
 }
 
 std::string describe(const TransformerConfig& c) {
-    const char* fam = c.family == Family::GPT2 ? "gpt2" : c.family == Family::Llama ? "llama" : "vit";
-    return std::string(fam) + " L=" + std::to_string(c.n_layer) + " C=" + std::to_string(c.n_embd) +
+    return to_string(c.family) + " L=" + std::to_string(c.n_layer) + " C=" + std::to_string(c.n_embd) +
            " H=" + std::to_string(c.n_head) + " norm=" + to_string(c.norm) + " placement=" + to_string(c.placement) +
            (c.placement == Placement::GeoNorm ? " decay=" + to_string(c.decay) : "") +
            " attention=" + to_string(c.attention) + " mlp=" + to_string(c.mlp) + " positions=" + to_string(c.positions);

@@ -63,7 +63,7 @@ private:
 
 struct DiagnosticsSettings {
     int64_t spike_window = 50;
-    double spike_factor = 1.5, saturation_threshold = 2.0;
+    double spike_factor = 1.5, saturation_threshold = nn::kDytSaturationThreshold;
     int64_t calibration_step = 1;  // held-out saturation after this step and at the end
 };
 

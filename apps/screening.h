@@ -15,6 +15,10 @@
 namespace nc {
 namespace app {
 
+// The screening rule's threshold: the DyT study's fitted midpoint 0.4295,
+// rounded (DyT helps iff the held-out saturation is at least this).
+constexpr double kScreeningThreshold = 0.43;
+
 struct ScreeningCase {
     double saturation = 0;  // at the calibration step (or the end)
     bool helped = false;    // DyT's validation loss below the vanilla model's
@@ -23,7 +27,7 @@ struct ScreeningCase {
 
 // Predicts "helped" iff (saturation >= threshold) == helps_above.
 struct ThresholdRule {
-    double threshold = 0.43;
+    double threshold = kScreeningThreshold;
     bool helps_above = true;  // the paper's direction
 };
 bool predict(const ThresholdRule& rule, double saturation);

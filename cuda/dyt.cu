@@ -28,17 +28,17 @@ void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tenso
 }
 
 void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
-                  const Tensor& dy_t, const Tensor& dalpha_rows) {
+                  const Tensor& dy_tanh, const Tensor& dalpha_rows) {
     int64_t rows = x.size(0), C = x.size(1);
     if (rows == 0) return;
     if (x.dtype() == kFloat32)
         dyt_backward_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(
             ptr_or_null<float>(dy), ptr_or_null<float>(x), ptr_or_null<float>(alpha), ptr_or_null<float>(weight),
-            ptr_or_null<float>(dx), ptr_or_null<float>(dy_t), ptr_or_null<float>(dalpha_rows), rows, C);
+            ptr_or_null<float>(dx), ptr_or_null<float>(dy_tanh), ptr_or_null<float>(dalpha_rows), rows, C);
     else
         dyt_backward_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(
             ptr_or_null<double>(dy), ptr_or_null<double>(x), ptr_or_null<double>(alpha), ptr_or_null<double>(weight),
-            ptr_or_null<double>(dx), ptr_or_null<double>(dy_t), ptr_or_null<double>(dalpha_rows), rows, C);
+            ptr_or_null<double>(dx), ptr_or_null<double>(dy_tanh), ptr_or_null<double>(dalpha_rows), rows, C);
     check_launch("dyt_backward_kernel");
 }
 }  // namespace

@@ -30,7 +30,7 @@ __global__ void dyt_kernel(const T* x, const T* alpha_ptr, const T* w, const T* 
 }
 
 template <typename T>
-__global__ void dyt_backward_kernel(const T* dy, const T* x, const T* alpha_ptr, const T* w, T* dx, T* dy_t,
+__global__ void dyt_backward_kernel(const T* dy, const T* x, const T* alpha_ptr, const T* w, T* dx, T* dy_tanh,
                                     T* dalpha_rows, int64_t rows, int64_t C) {
     T alpha = *alpha_ptr;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -40,7 +40,7 @@ __global__ void dyt_backward_kernel(const T* dy, const T* x, const T* alpha_ptr,
             T t = tanh(alpha * x[e]);
             T dz = dyt_dz<T>(dy[e], w[i], t);
             dx[e] = alpha * dz;
-            dy_t[e] = dy[e] * t;
+            dy_tanh[e] = dy[e] * t;
             part += (double)dz * x[e];
         }
         double total = block_sum(part);

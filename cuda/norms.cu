@@ -15,15 +15,16 @@ namespace cuda {
 
 namespace {
 
+// Both norms through the same two kernels; an undefined `mean` means RMSNorm.
 template <typename T>
-void layer_norm_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
-                      const Tensor& mean, const Tensor& rstd) {
+void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
+                        const Tensor& mean, const Tensor& rstd) {
     int64_t rows = x.size(0), C = x.size(1);
     if (rows == 0) return;
-    layer_norm_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(ptr_or_null<T>(x), ptr_or_null<T>(gamma),
-                                                                   ptr_or_null<T>(beta), eps, ptr_or_null<T>(out),
-                                                                   ptr_or_null<T>(mean), ptr_or_null<T>(rstd), rows, C);
-    check_launch("layer_norm_kernel");
+    norm_forward_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(ptr_or_null<T>(x), ptr_or_null<T>(gamma),
+                                                                     ptr_or_null<T>(beta), eps, ptr_or_null<T>(out),
+                                                                     ptr_or_null<T>(mean), ptr_or_null<T>(rstd), rows, C);
+    check_launch("norm_forward_kernel");
 }
 
 template <typename T>
@@ -33,21 +34,19 @@ void norm_backward_typed(const Tensor& dy, const Tensor& x, const Tensor& gamma,
     if (rows == 0 || C == 0) return;
     norm_backward_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(
         ptr_or_null<T>(dy), ptr_or_null<T>(x), ptr_or_null<T>(gamma), ptr_or_null<T>(mean), ptr_or_null<T>(rstd),
-        ptr_or_null<T>(dx), rows, C, mean.defined());
+        ptr_or_null<T>(dx), rows, C);
     check_launch("norm_backward_kernel");
-    if (dgamma.defined() || dbeta.defined()) {
-        if (dgamma.defined())
-            column_sums(NormGammaTerm<T>{ptr_or_null<T>(dy), ptr_or_null<T>(x), ptr_or_null<T>(mean), ptr_or_null<T>(rstd), C},
-                        ptr_or_null<T>(dgamma), rows, C, "norm_param_grads (dgamma)");
-        if (dbeta.defined()) column_sums(MatrixEntry<T>{ptr_or_null<T>(dy), C}, ptr_or_null<T>(dbeta), rows, C, "norm_param_grads (dbeta)");
-    }
+    if (dgamma.defined())
+        column_sums(NormGammaTerm<T>{ptr_or_null<T>(dy), ptr_or_null<T>(x), ptr_or_null<T>(mean), ptr_or_null<T>(rstd), C},
+                    ptr_or_null<T>(dgamma), rows, C, "norm_param_grads (dgamma)");
+    if (dbeta.defined())
+        column_sums(MatrixEntry<T>{ptr_or_null<T>(dy), C}, ptr_or_null<T>(dbeta), rows, C, "norm_param_grads (dbeta)");
 }
-
 
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
                 const Tensor& mean, const Tensor& rstd) {
-    if (x.dtype() == kFloat32) layer_norm_typed<float>(x, gamma, beta, eps, out, mean, rstd);
-    else layer_norm_typed<double>(x, gamma, beta, eps, out, mean, rstd);
+    if (x.dtype() == kFloat32) norm_forward_typed<float>(x, gamma, beta, eps, out, mean, rstd);
+    else norm_forward_typed<double>(x, gamma, beta, eps, out, mean, rstd);
 }
 
 void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
@@ -56,23 +55,14 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
     else norm_backward_typed<double>(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
 }
 
+// RMSNorm: the same kernels with no mean (and no beta).
 void rms_norm(const Tensor& x, const Tensor& gamma, double eps, const Tensor& out, const Tensor& rstd) {
-    int64_t rows = x.size(0), C = x.size(1);
-    if (rows == 0) return;
-    if (x.dtype() == kFloat32)
-        rms_norm_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(ptr_or_null<float>(x), ptr_or_null<float>(gamma),
-                                                                     eps, ptr_or_null<float>(out), ptr_or_null<float>(rstd), rows, C);
-    else
-        rms_norm_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(ptr_or_null<double>(x), ptr_or_null<double>(gamma),
-                                                                     eps, ptr_or_null<double>(out), ptr_or_null<double>(rstd), rows, C);
-    check_launch("rms_norm_kernel");
+    layer_norm(x, gamma, Tensor(), eps, out, Tensor(), rstd);
 }
 
 void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd, const Tensor& dx,
                        const Tensor& dgamma) {
-    // RMSNorm is LayerNorm without the mean: an undefined `mean` says so.
-    if (x.dtype() == kFloat32) norm_backward_typed<float>(dy, x, gamma, Tensor(), rstd, dx, dgamma, Tensor());
-    else norm_backward_typed<double>(dy, x, gamma, Tensor(), rstd, dx, dgamma, Tensor());
+    layer_norm_backward(dy, x, gamma, Tensor(), rstd, dx, dgamma, Tensor());
 }
 }  // namespace
 

@@ -31,6 +31,15 @@ TransformerConfig vit_config() {
     return c;
 }
 
+TransformerConfig default_config(Family family) {
+    switch (family) {
+        case Family::GPT2: return gpt2_config();
+        case Family::Llama: return llama_config();
+        case Family::ViT: return vit_config();
+    }
+    return gpt2_config();
+}
+
 void TransformerConfig::validate() const {
     auto bad = [](const std::string& msg) { fail("model config", msg); };
     if (n_layer <= 0 || n_embd <= 0 || n_head <= 0) bad("layers, width and heads must be positive");
@@ -85,6 +94,7 @@ static std::string spell(E v, const Spelling<E> (&table)[N]) {
     return "?";
 }
 
+static const Spelling<Family> kFamilies[] = {{Family::GPT2, "gpt2"}, {Family::Llama, "llama"}, {Family::ViT, "vit"}};
 static const Spelling<NormKind> kNorms[] = {
     {NormKind::LayerNorm, "layernorm"}, {NormKind::RMSNorm, "rmsnorm"}, {NormKind::DyT, "dyt"}, {NormKind::None, "none"}};
 static const Spelling<Placement> kPlacements[] = {{Placement::Pre, "pre"},
@@ -101,12 +111,14 @@ static const Spelling<MlpKind> kMlps[] = {{MlpKind::Gelu, "gelu"}, {MlpKind::Swi
 static const Spelling<Positions> kPositions[] = {
     {Positions::Learned, "learned"}, {Positions::Rope, "rope"}, {Positions::None, "none"}};
 
+Family parse_family(const std::string& s) { return parse(s, kFamilies, "model"); }
 NormKind parse_norm(const std::string& s) { return parse(s, kNorms, "norm"); }
 Placement parse_placement(const std::string& s) { return parse(s, kPlacements, "placement"); }
 Decay parse_decay(const std::string& s) { return parse(s, kDecays, "decay"); }
 AttentionKind parse_attention(const std::string& s) { return parse(s, kAttentions, "attention"); }
 MlpKind parse_mlp(const std::string& s) { return parse(s, kMlps, "mlp"); }
 Positions parse_positions(const std::string& s) { return parse(s, kPositions, "positions"); }
+std::string to_string(Family v) { return spell(v, kFamilies); }
 std::string to_string(NormKind v) { return spell(v, kNorms); }
 std::string to_string(Placement v) { return spell(v, kPlacements); }
 std::string to_string(Decay v) { return spell(v, kDecays); }

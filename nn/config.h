@@ -80,13 +80,16 @@ struct TransformerConfig {
 TransformerConfig gpt2_config();
 TransformerConfig llama_config();
 TransformerConfig vit_config();
+TransformerConfig default_config(Family family);  // one of the three above
 
+Family parse_family(const std::string& s);  // "gpt2", "llama", "vit"
 NormKind parse_norm(const std::string& s);
 Placement parse_placement(const std::string& s);
 Decay parse_decay(const std::string& s);
 AttentionKind parse_attention(const std::string& s);
 MlpKind parse_mlp(const std::string& s);
 Positions parse_positions(const std::string& s);
+std::string to_string(Family v);
 std::string to_string(NormKind v);
 std::string to_string(Placement v);
 std::string to_string(Decay v);

@@ -50,6 +50,10 @@ public:
     double eps, momentum;
 };
 
+// Where tanh is "flat": |alpha x| > 2 (tanh(2) = 0.964), the DyT study's
+// saturation threshold, used by every saturation measurement by default.
+constexpr double kDytSaturationThreshold = 2.0;
+
 // Dynamic Tanh (Zhu et al. 2025): y = weight * tanh(alpha * x) + bias, with one
 // learnable scalar alpha (initialised to alpha0) and per-channel weight, bias.
 class DyT : public NormLayer {
@@ -62,19 +66,18 @@ public:
     // analysis/diagnostics.h and train --diagnostics): while on, every
     // forward records the fraction of its pre-activations z = alpha x with
     // |z| > threshold, the flat part of tanh (dyt_saturation below).
-    void track_saturation(bool on, double threshold = 2.0);
+    void track_saturation(bool on, double threshold = kDytSaturationThreshold);
     double last_saturation() const { return last_saturation_; }  // NaN until a tracked forward ran
 
 private:
     bool track_ = false;
-    double threshold_ = 2.0;
+    double threshold_ = kDytSaturationThreshold;
     mutable double last_saturation_ = NAN;
 };
 
 // DyT saturation: the fraction of pre-activation values z = alpha x with
-// |z| > threshold (2.0 in the DyT study: tanh(2) = 0.964, the flat part),
-// computed on z's own device; only the one number comes back.
-double dyt_saturation(const Tensor& pre_activation, double threshold = 2.0);
+// |z| > threshold, computed on z's own device; only the one number comes back.
+double dyt_saturation(const Tensor& pre_activation, double threshold = kDytSaturationThreshold);
 
 }  // namespace nn
 }  // namespace nc

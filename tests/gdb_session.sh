@@ -7,19 +7,20 @@ bin=build/debug/tutorials/02_autograd
 lambda="'nc::tanh(nc::Tensor const&)::{lambda(nc::Tensor const&)#1}::operator()(nc::Tensor const&) const'"
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
-out=$(cd "$workdir" && gdb -q -batch \
+out=$(cd "$workdir" && gdb -q -batch -x "$OLDPWD/tools/gdb/normcore.py" \
   -ex "break nc::call_node_backward" -ex "run" \
   -ex "print node.name" -ex "print node.output_shape" \
-  -ex "continue" -ex "print node.name" -ex "print node.inputs[0].shape()" -ex "bt" \
-  -ex "break $lambda" -ex "delete 1" -ex "continue" -ex "print g.shape()" \
+  -ex "continue" -ex "print node.name" -ex "print node.inputs[0]" -ex "bt" \
+  -ex "break $lambda" -ex "delete 1" -ex "continue" -ex "print g" \
   "$OLDPWD/$bin" 2>&1)
 if echo "$out" | grep -q "ptrace: Operation not permitted"; then
   echo "gdb session: SKIPPED (this machine does not allow ptrace)"; exit 0
 fi
 status=0
 for expected in '$1 = "MeanBackward"' '$2 = std::vector of length 0' '$3 = "MulBackward"' \
-                '$4 = std::vector of length 2, capacity 2 = {4, 2}' '(root=..., grad=..., retain_graph=false, on_leaf_ready=...) at autograd/engine.cpp' \
-                'in main (argc=1' 'at autograd/ops_elementwise.cpp' '$5 = std::vector of length 2, capacity 2 = {4, 2}'; do
+                '$4 = Tensor [4, 2] float32 cpu, requires grad, grad_fn TanhBackward' \
+                '(root=Tensor [] float32 cpu, requires grad, grad_fn MeanBackward, grad=Tensor (undefined), retain_graph=false, on_leaf_ready=...) at autograd/engine.cpp' \
+                'in main (argc=1' 'at autograd/ops_elementwise.cpp' '$5 = Tensor [4, 2] float32 cpu'; do
   if ! grep -qF -- "$expected" <<<"$out"; then echo "gdb session: missing '$expected'"; status=1; fi
 done
 # Every "at FILE:LINE" the chapter quotes must be a place where gdb stops,

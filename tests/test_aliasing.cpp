@@ -76,7 +76,7 @@ Tensor input_for(const TransformerConfig& c, int64_t B, int64_t T, uint64_t seed
 std::vector<std::pair<std::string, TransformerConfig>> variants() {
     std::vector<std::pair<std::string, TransformerConfig>> out;
     for (Family f : {Family::GPT2, Family::Llama, Family::ViT}) {
-        const char* fname = f == Family::GPT2 ? "gpt2" : f == Family::Llama ? "llama" : "vit";
+        std::string fname = to_string(f);
         for (Placement p : {Placement::Pre, Placement::Post, Placement::Sandwich, Placement::DeepNorm,
                             Placement::GeoNorm}) {
             TransformerConfig c = small(f);

@@ -259,7 +259,7 @@ TEST_CASE("gradcheck: every model x placement x norm", "[models][gradcheck][slow
                 c.placement = p;
                 c.norm = n;
                 if (p == Placement::GeoNorm) c.geo_learnable_step = true;
-                const char* fam = family == Family::GPT2 ? "gpt2" : family == Family::Llama ? "llama" : "vit";
+                std::string fam = to_string(family);
                 check_model_gradients(c, std::string(fam) + " " + to_string(p) + " " + to_string(n));
             }
 }
@@ -269,7 +269,7 @@ TEST_CASE("gradcheck: differential attention, GQA, SwiGLU/GELU swaps, geonorm de
         TransformerConfig c = tiny(family);
         c.attention = AttentionKind::Differential;
         c.n_embd = 16;  // head size 8: sub-heads of 4 (RoPE needs an even sub-head)
-        const char* fam = family == Family::GPT2 ? "gpt2" : family == Family::Llama ? "llama" : "vit";
+        std::string fam = to_string(family);
         check_model_gradients(c, std::string(fam) + " differential attention (rope for llama)");
         c.attention = AttentionKind::DifferentialRegime;
         check_model_gradients(c, std::string(fam) + " differential-regime attention");
@@ -593,7 +593,7 @@ TEST_CASE("GPT-2, Llama and ViT initialize as their reference code does", "[mode
         auto model = build(c, gen);
         std::map<std::string, Tensor> p;
         for (auto& [name, t] : model->named_parameters()) p[name] = t;
-        INFO((family == Family::GPT2 ? "gpt2" : family == Family::Llama ? "llama" : "vit"));
+        INFO(to_string(family));
         if (family == Family::GPT2) {
             // GPT-2 (and nanoGPT): N(0, 0.02) everywhere, N(0, 0.02/sqrt(2L))
             // on the two projections that write into the residual stream.
@@ -638,6 +638,11 @@ TEST_CASE("bad configurations are refused with a clear message", "[models][error
     check_error([&] { ViT m(v, gen); }, {"image size 10", "patch size 4"});
     check_error([] { parse_placement("middle"); }, {"unknown placement 'middle'", "geonorm"});
     check_error([] { parse_norm("groupnorm"); }, {"unknown norm 'groupnorm'"});
+    check_error([] { parse_family("bert"); }, {"unknown model 'bert'", "gpt2, llama, vit"});
+    for (Family f : {Family::GPT2, Family::Llama, Family::ViT}) {
+        CHECK(parse_family(to_string(f)) == f);
+        CHECK(default_config(f).family == f);
+    }
     TransformerConfig k = tiny(Family::Llama);
     k.n_kv_head = 3;
     check_error([&] { Llama m(k, gen); }, {"--kv-heads 3"});

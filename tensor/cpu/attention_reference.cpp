@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/cpu/parallel.h"
 
 namespace nc {
 namespace cpu {
@@ -27,7 +28,7 @@ template <typename T>
 static void softmax_rows_masked(const Tensor& scores, bool causal, double scale) {
     int64_t N = scores.size(0), rows = scores.size(1), S = scores.size(2);
     T* z = static_cast<T*>(scores.raw_data());
-#pragma omp parallel for schedule(static) if (N * rows * S >= 32768)
+#pragma omp parallel for schedule(static) if (N * rows * S >= kParallelMin)
     for (int64_t r = 0; r < N * rows; ++r) {
         int64_t i = r % rows;                 // query position
         int64_t allowed = causal ? i + 1 : S;  // keys 0..allowed-1 are visible
@@ -58,7 +59,7 @@ static void softmax_backward_rows(const Tensor& probs, const Tensor& dprobs, dou
     int64_t rows = probs.size(0) * probs.size(1), S = probs.size(2);
     const T* p = static_cast<const T*>(probs.raw_data());
     T* d = static_cast<T*>(dprobs.raw_data());
-#pragma omp parallel for schedule(static) if (rows * S >= 32768)
+#pragma omp parallel for schedule(static) if (rows * S >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T* pr = p + r * S;
         T* dr = d + r * S;

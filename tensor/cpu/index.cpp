@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/cpu/parallel.h"
 
 namespace nc {
 namespace cpu {
@@ -20,7 +21,7 @@ static void index_select_typed(const Tensor& in, const Tensor& index, const Tens
     const T* x = static_cast<const T*>(in.raw_data());
     const int64_t* idx = index.data<int64_t>();
     T* y = static_cast<T*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (outer * L * inner >= 32768)
+#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
     for (int64_t ol = 0; ol < outer * L; ++ol) {
         int64_t o = ol / L, l = ol % L;
         const T* src = x + (o * D + idx[l]) * inner;
@@ -40,7 +41,7 @@ static void index_add_typed(const Tensor& out, const Tensor& index, const Tensor
     // per element is fixed, so results are reproducible.
     const int64_t block = 256;
     int64_t blocks = (inner + block - 1) / block;
-#pragma omp parallel for schedule(static) if (outer * L * inner >= 32768)
+#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
     for (int64_t b = 0; b < blocks; ++b) {
         int64_t begin = b * block, end = std::min(inner, begin + block);
         for (int64_t o = 0; o < outer; ++o)
@@ -58,7 +59,7 @@ static void gather_typed(const Tensor& in, const Tensor& index, const Tensor& ou
     const T* x = static_cast<const T*>(in.raw_data());
     const int64_t* idx = index.data<int64_t>();
     T* y = static_cast<T*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (outer * L * inner >= 32768)
+#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t l = 0; l < L; ++l)
             for (int64_t i = 0; i < inner; ++i) {
@@ -74,7 +75,7 @@ static void scatter_add_typed(const Tensor& out, const Tensor& index, const Tens
     const T* s = static_cast<const T*>(src.raw_data());
     T* y = static_cast<T*>(out.raw_data());
     // Each `o` owns a disjoint block of `out`, so splitting over o is race-free.
-#pragma omp parallel for schedule(static) if (outer * L * inner >= 32768)
+#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t l = 0; l < L; ++l)
             for (int64_t i = 0; i < inner; ++i) {

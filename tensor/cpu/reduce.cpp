@@ -8,8 +8,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tensor/cpu/fast_math.h"
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/cpu/fast_math.h"
+#include "tensor/cpu/parallel.h"
 
 namespace nc {
 namespace cpu {
@@ -18,7 +19,7 @@ template <typename T>
 static void reduce_typed(ReduceOp op, const Tensor& in, const Tensor& out) {
     int64_t rows = in.shape()[0], n = in.shape()[1];
     const T* x = static_cast<const T*>(in.raw_data());
-#pragma omp parallel for schedule(static) if (rows * n >= 32768)
+#pragma omp parallel for schedule(static) if (rows * n >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T* row = x + r * n;
         if (op == ReduceOp::Sum) {
@@ -53,7 +54,7 @@ static void sum_columns_typed(const Tensor& in, const Tensor& out) {
     const T* x = static_cast<const T*>(in.raw_data());
     T* y = static_cast<T*>(out.raw_data());
     const int64_t block = 128;
-#pragma omp parallel for schedule(static) if (n * cols >= 32768)
+#pragma omp parallel for schedule(static) if (n * cols >= kParallelMin)
     for (int64_t c0 = 0; c0 < cols; c0 += block) {
         int64_t width = std::min(block, cols - c0);
         double total[block] = {};
@@ -78,7 +79,7 @@ static void softmax_typed(const Tensor& in, const Tensor& out, bool log) {
     int64_t rows = in.shape()[0], n = in.shape()[1];
     const T* x = static_cast<const T*>(in.raw_data());
     T* y = static_cast<T*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (rows * n >= 32768)
+#pragma omp parallel for schedule(static) if (rows * n >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T* xr = x + r * n;
         T* yr = y + r * n;

@@ -18,16 +18,16 @@
 #include <array>
 #include <cstdint>
 
+#include "tensor/cpu/parallel.h"
 #include "tensor/merged_dims.h"
 #include "tensor/shape.h"
 
 namespace nc {
 namespace cpu {
 
-// Runs shorter than this are not split further; loops with fewer elements
-// than kParallelMin run on one thread (starting threads would cost more).
+// Runs shorter than this are not split further (loops with fewer elements
+// than kParallelMin, parallel.h, run on one thread).
 constexpr int64_t kRunChunk = 16384;
-constexpr int64_t kParallelMin = 32768;
 
 template <int N, typename Body>
 void for_each_run(const Shape& shape, const std::array<const Shape*, N>& strides, Body body) {

@@ -48,6 +48,7 @@
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
 #include "tensor/cpu/gemm.h"
+#include "tensor/cpu/parallel.h"
 #include "tensor/profile.h"
 #include "tensor/raw_nn.h"
 
@@ -153,28 +154,29 @@ void tile_scores(const T* q, int64_t i0, int64_t br, const T* k, int64_t j0, int
 }
 
 template <typename T>
-void attention_typed(const Tensor& q_t, const Tensor& k_t, const Tensor& v_t, bool causal, double scale_d,
-                     const Tensor& out_t, const Tensor& lse_t) {
-    const int64_t N = q_t.size(0), T_ = q_t.size(1), S = k_t.size(1), D = q_t.size(2), Dv = v_t.size(2);
-    const T* q_all = static_cast<const T*>(q_t.raw_data());
-    const T* k_all = static_cast<const T*>(k_t.raw_data());
-    const T* v_all = static_cast<const T*>(v_t.raw_data());
-    T* out_all = static_cast<T*>(out_t.raw_data());
-    T* lse_all = static_cast<T*>(lse_t.raw_data());
+void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor, bool causal,
+                     double scale_d, const Tensor& out_tensor, const Tensor& lse_tensor) {
+    const int64_t N = q_tensor.size(0), Tq = q_tensor.size(1), S = k_tensor.size(1), D = q_tensor.size(2),
+                  Dv = v_tensor.size(2);
+    const T* q_all = static_cast<const T*>(q_tensor.raw_data());
+    const T* k_all = static_cast<const T*>(k_tensor.raw_data());
+    const T* v_all = static_cast<const T*>(v_tensor.raw_data());
+    T* out_all = static_cast<T*>(out_tensor.raw_data());
+    T* lse_all = static_cast<T*>(lse_tensor.raw_data());
     const T scale = (T)scale_d;
-    const int64_t q_blocks = (T_ + kBlockQ - 1) / kBlockQ;
+    const int64_t q_blocks = (Tq + kBlockQ - 1) / kBlockQ;
 
-#pragma omp parallel if (N * T_ * S * D >= 32768)
+#pragma omp parallel if (N * Tq * S * D >= kParallelMin)
     {
         ScratchBuffer<T> scores(kBlockQ * kBlockK), acc(kBlockQ * Dv);
         ScratchBuffer<T> row_max(kBlockQ), row_sum(kBlockQ);
 #pragma omp for schedule(dynamic) collapse(2)
         for (int64_t n = 0; n < N; ++n)
             for (int64_t qb = 0; qb < q_blocks; ++qb) {
-                const T* q = q_all + n * T_ * D;
+                const T* q = q_all + n * Tq * D;
                 const T* k = k_all + n * S * D;
                 const T* v = v_all + n * S * Dv;
-                const int64_t i0 = qb * kBlockQ, i1 = std::min(T_, i0 + kBlockQ), br = i1 - i0;
+                const int64_t i0 = qb * kBlockQ, i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
                 std::fill(acc.data(), acc.data() + br * Dv, T(0));
                 std::fill(row_max.data(), row_max.data() + br, -INFINITY);
                 std::fill(row_sum.data(), row_sum.data() + br, T(0));
@@ -202,48 +204,50 @@ void attention_typed(const Tensor& q_t, const Tensor& k_t, const Tensor& v_t, bo
                                        /*accumulate=*/true);
                 }
                 for (int64_t r = 0; r < br; ++r) {
-                    T* o = out_all + (n * T_ + i0 + r) * Dv;
+                    T* o = out_all + (n * Tq + i0 + r) * Dv;
                     const T* a = acc.data() + r * Dv;
                     // l = 0 only when a row sees no key at all (S = 0): out = 0.
                     T inv = row_sum[r] > 0 ? T(1) / row_sum[r] : T(0);
                     for (int64_t e = 0; e < Dv; ++e) o[e] = a[e] * inv;
-                    lse_all[n * T_ + i0 + r] = row_max[r] + std::log(row_sum[r]);
+                    lse_all[n * Tq + i0 + r] = row_max[r] + std::log(row_sum[r]);
                 }
             }
     }
 }
 
 template <typename T>
-void attention_backward_typed(const Tensor& dout_t, const Tensor& q_t, const Tensor& k_t, const Tensor& v_t,
-                              const Tensor& out_t, const Tensor& lse_t, bool causal, double scale_d,
-                              const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t) {
-    const int64_t N = q_t.size(0), T_ = q_t.size(1), S = k_t.size(1), D = q_t.size(2), Dv = v_t.size(2);
-    const T* dout_all = static_cast<const T*>(dout_t.raw_data());
-    const T* q_all = static_cast<const T*>(q_t.raw_data());
-    const T* k_all = static_cast<const T*>(k_t.raw_data());
-    const T* v_all = static_cast<const T*>(v_t.raw_data());
-    const T* out_all = static_cast<const T*>(out_t.raw_data());
-    const T* lse_all = static_cast<const T*>(lse_t.raw_data());
-    T* dq_all = static_cast<T*>(dq_t.raw_data());
-    T* dk_all = static_cast<T*>(dk_t.raw_data());
-    T* dv_all = static_cast<T*>(dv_t.raw_data());
+void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor, const Tensor& k_tensor,
+                              const Tensor& v_tensor, const Tensor& out_tensor, const Tensor& lse_tensor, bool causal,
+                              double scale_d, const Tensor& dq_tensor, const Tensor& dk_tensor,
+                              const Tensor& dv_tensor) {
+    const int64_t N = q_tensor.size(0), Tq = q_tensor.size(1), S = k_tensor.size(1), D = q_tensor.size(2),
+                  Dv = v_tensor.size(2);
+    const T* dout_all = static_cast<const T*>(dout_tensor.raw_data());
+    const T* q_all = static_cast<const T*>(q_tensor.raw_data());
+    const T* k_all = static_cast<const T*>(k_tensor.raw_data());
+    const T* v_all = static_cast<const T*>(v_tensor.raw_data());
+    const T* out_all = static_cast<const T*>(out_tensor.raw_data());
+    const T* lse_all = static_cast<const T*>(lse_tensor.raw_data());
+    T* dq_all = static_cast<T*>(dq_tensor.raw_data());
+    T* dk_all = static_cast<T*>(dk_tensor.raw_data());
+    T* dv_all = static_cast<T*>(dv_tensor.raw_data());
     const T scale = (T)scale_d;
 
     // One thread per (batch, head): dk and dv of a head collect contributions
     // from all its query blocks, so no two threads ever write the same row.
-#pragma omp parallel if (N * T_ * S * D >= 32768)
+#pragma omp parallel if (N * Tq * S * D >= kParallelMin)
     {
         ScratchBuffer<T> p(kBlockQ * kBlockK), dp(kBlockQ * kBlockK), delta(kBlockQ);
 #pragma omp for schedule(dynamic)
         for (int64_t n = 0; n < N; ++n) {
-            const T *q = q_all + n * T_ * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
-            const T *dout = dout_all + n * T_ * Dv, *out = out_all + n * T_ * Dv, *lse = lse_all + n * T_;
-            T *dq = dq_all + n * T_ * D, *dk = dk_all + n * S * D, *dv = dv_all + n * S * Dv;
-            std::fill(dq, dq + T_ * D, T(0));
+            const T *q = q_all + n * Tq * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
+            const T *dout = dout_all + n * Tq * Dv, *out = out_all + n * Tq * Dv, *lse = lse_all + n * Tq;
+            T *dq = dq_all + n * Tq * D, *dk = dk_all + n * S * D, *dv = dv_all + n * S * Dv;
+            std::fill(dq, dq + Tq * D, T(0));
             std::fill(dk, dk + S * D, T(0));
             std::fill(dv, dv + S * Dv, T(0));
-            for (int64_t i0 = 0; i0 < T_; i0 += kBlockQ) {
-                const int64_t i1 = std::min(T_, i0 + kBlockQ), br = i1 - i0;
+            for (int64_t i0 = 0; i0 < Tq; i0 += kBlockQ) {
+                const int64_t i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
                 for (int64_t r = 0; r < br; ++r) {
                     T d = 0;
                     for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * Dv + e] * out[(i0 + r) * Dv + e];

@@ -104,13 +104,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
 namespace cpu {
 
 template <typename T>
-static void cross_entropy_typed(const Tensor& logits_t, const Tensor& targets_t, int64_t ignore_index,
-                                const Tensor& losses_t, const Tensor& lse_t) {
-    int64_t N = logits_t.size(0), V = logits_t.size(1);
-    const T* logits = ptr_or_null<T>(logits_t);
-    const int64_t* targets = targets_t.data<int64_t>();
-    T *losses = mut_or_null<T>(losses_t), *lse = mut_or_null<T>(lse_t);
-#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= 32768)
+static void cross_entropy_typed(const Tensor& logits_tensor, const Tensor& targets_tensor, int64_t ignore_index,
+                                const Tensor& losses_tensor, const Tensor& lse_tensor) {
+    int64_t N = logits_tensor.size(0), V = logits_tensor.size(1);
+    const T* logits = ptr_or_null<T>(logits_tensor);
+    const int64_t* targets = targets_tensor.data<int64_t>();
+    T *losses = mut_or_null<T>(losses_tensor), *lse = mut_or_null<T>(lse_tensor);
+#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
         const T* row = logits + n * V;
         double m = -INFINITY, total = 0;
@@ -123,13 +123,15 @@ static void cross_entropy_typed(const Tensor& logits_t, const Tensor& targets_t,
 }
 
 template <typename T>
-static void cross_entropy_backward_typed(const Tensor& dlosses_t, const Tensor& logits_t, const Tensor& targets_t,
-                                         const Tensor& lse_t, int64_t ignore_index, const Tensor& dlogits_t) {
-    int64_t N = logits_t.size(0), V = logits_t.size(1);
-    const T *dlosses = ptr_or_null<T>(dlosses_t), *logits = ptr_or_null<T>(logits_t), *lse = ptr_or_null<T>(lse_t);
-    const int64_t* targets = targets_t.data<int64_t>();
-    T* dlogits = mut_or_null<T>(dlogits_t);
-#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= 32768)
+static void cross_entropy_backward_typed(const Tensor& dlosses_tensor, const Tensor& logits_tensor,
+                                         const Tensor& targets_tensor, const Tensor& lse_tensor, int64_t ignore_index,
+                                         const Tensor& dlogits_tensor) {
+    int64_t N = logits_tensor.size(0), V = logits_tensor.size(1);
+    const T *dlosses = ptr_or_null<T>(dlosses_tensor), *logits = ptr_or_null<T>(logits_tensor),
+            *lse = ptr_or_null<T>(lse_tensor);
+    const int64_t* targets = targets_tensor.data<int64_t>();
+    T* dlogits = mut_or_null<T>(dlogits_tensor);
+#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
         T* drow = dlogits + n * V;
         if (targets[n] == ignore_index) {

@@ -31,7 +31,8 @@ static void check_dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight
     check_feature_param(bias, x, "bias", op);
     if (!alpha.defined() || alpha.numel() != 1 || alpha.dtype() != x.dtype() || alpha.device() != x.device())
         fail(op, "alpha must be one " + std::string(dtype_name(x.dtype())) + " value on " + x.device().str() +
-                     ", got " + (alpha.defined() ? shape_str(alpha.shape()) + " " + dtype_name(alpha.dtype()) : "none"));
+                     ", got " +
+                     (alpha.defined() ? shape_str(alpha.shape()) + " " + dtype_name(alpha.dtype()) : "none"));
 }
 
 Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
@@ -51,13 +52,13 @@ DyTBackward dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha,
     Tensor dy_rows = as_rows(dy, "dyt_backward");
     DyTBackward grads;
     grads.dx = empty(x.shape(), x.dtype(), x.device());
-    Tensor dy_t = empty(rows.shape(), x.dtype(), x.device());  // dy tanh(alpha x), summed into dweight below
+    Tensor dy_tanh = empty(rows.shape(), x.dtype(), x.device());  // dy tanh(alpha x), summed into dweight below
     Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
     backend_for(x.device()).dyt.backward(dy_rows, rows, contiguous(alpha), contiguous(weight),
-                                         view(grads.dx, rows.shape()), dy_t, dalpha_rows);
+                                         view(grads.dx, rows.shape()), dy_tanh, dalpha_rows);
     grads.dalpha = reshape(sum(dalpha_rows), alpha.shape());
-    grads.dweight = sum(dy_t, {0});
+    grads.dweight = sum(dy_tanh, {0});
     if (has_bias) grads.dbias = sum(dy_rows, {0});
     return grads;
 }
@@ -86,13 +87,13 @@ Tensor dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Ten
 namespace cpu {
 
 template <typename T>
-static void dyt_typed(const Tensor& x_t, const Tensor& alpha_t, const Tensor& weight_t, const Tensor& bias_t,
-                      const Tensor& out_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t), *b = ptr_or_null<T>(bias_t);
-    const T alpha = *ptr_or_null<T>(alpha_t);
-    T* y = mut_or_null<T>(out_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+static void dyt_typed(const Tensor& x_tensor, const Tensor& alpha_tensor, const Tensor& weight_tensor,
+                      const Tensor& bias_tensor, const Tensor& out_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *x = ptr_or_null<T>(x_tensor), *w = ptr_or_null<T>(weight_tensor), *b = ptr_or_null<T>(bias_tensor);
+    const T alpha = *ptr_or_null<T>(alpha_tensor);
+    T* y = mut_or_null<T>(out_tensor);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T* xr = x + r * C;
         T* yr = y + r * C;
@@ -104,22 +105,24 @@ static void dyt_typed(const Tensor& x_t, const Tensor& alpha_t, const Tensor& we
 }
 
 template <typename T>
-static void dyt_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& alpha_t, const Tensor& weight_t,
-                               const Tensor& dx_t, const Tensor& dyt_t, const Tensor& dalpha_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *w = ptr_or_null<T>(weight_t);
-    const T alpha = *ptr_or_null<T>(alpha_t);
-    T *dx = mut_or_null<T>(dx_t), *dy_tanh = mut_or_null<T>(dyt_t), *dalpha = mut_or_null<T>(dalpha_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+static void dyt_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, const Tensor& alpha_tensor,
+                               const Tensor& weight_tensor, const Tensor& dx_tensor, const Tensor& dy_tanh_tensor,
+                               const Tensor& dalpha_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *w = ptr_or_null<T>(weight_tensor);
+    const T alpha = *ptr_or_null<T>(alpha_tensor);
+    T *dx = mut_or_null<T>(dx_tensor), *dy_tanh_out = mut_or_null<T>(dy_tanh_tensor),
+      *dalpha = mut_or_null<T>(dalpha_tensor);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T *dyr = dy + r * C, *xr = x + r * C;
-        T *dxr = dx + r * C, *dy_tanh_r = dy_tanh + r * C;
+        T *dxr = dx + r * C, *dy_tanh_row = dy_tanh_out + r * C;
         double dalpha_row = 0;
         for (int64_t i = 0; i < C; ++i) {
             T t = tanh_fast(alpha * xr[i]);
             T dz = dyt_dz(dyr[i], w[i], t);
             dxr[i] = alpha * dz;
-            dy_tanh_r[i] = dyr[i] * t;
+            dy_tanh_row[i] = dyr[i] * t;
             dalpha_row += (double)dz * xr[i];
         }
         dalpha[r] = (T)dalpha_row;
@@ -132,9 +135,9 @@ static void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, cons
 }
 
 static void dyt_backward(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
-                  const Tensor& dy_t, const Tensor& dalpha_rows) {
-    if (x.dtype() == kFloat32) dyt_backward_typed<float>(dy, x, alpha, weight, dx, dy_t, dalpha_rows);
-    else dyt_backward_typed<double>(dy, x, alpha, weight, dx, dy_t, dalpha_rows);
+                  const Tensor& dy_tanh, const Tensor& dalpha_rows) {
+    if (x.dtype() == kFloat32) dyt_backward_typed<float>(dy, x, alpha, weight, dx, dy_tanh, dalpha_rows);
+    else dyt_backward_typed<double>(dy, x, alpha, weight, dx, dy_tanh, dalpha_rows);
 }
 
 void add_dyt(Backend& table) {

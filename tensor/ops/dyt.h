@@ -12,13 +12,13 @@
 
 namespace nc {
 
-// x, out, dy, dx and dy_t = dy tanh(alpha x): contiguous [rows, C]; alpha:
+// x, out, dy, dx and dy_tanh = dy tanh(alpha x): contiguous [rows, C]; alpha:
 // one element; weight: [C]; bias: [C] or undefined; dalpha_rows: [rows],
-// each row's sum of dz x (the raw op sums dy_t and dalpha_rows over rows).
+// each row's sum of dz x (the raw op sums dy_tanh and dalpha_rows over rows).
 struct DyTKernels {
     void (*forward)(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out);
     void (*backward)(const Tensor& dy, const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& dx,
-                     const Tensor& dy_t, const Tensor& dalpha_rows);
+                     const Tensor& dy_tanh, const Tensor& dalpha_rows);
 };
 
 // The formulas, written once for the CPU loops and the CUDA kernels. t =

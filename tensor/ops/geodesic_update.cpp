@@ -12,7 +12,6 @@
 #include <cmath>
 
 #include "autograd/node.h"
-#include "tensor/cpu/strided_loop.h"  // kParallelMin
 #include "tensor/ops/geodesic_update.h"
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
@@ -49,9 +48,10 @@ GeodesicBackward geodesic_update_backward(const Tensor& dy, const Tensor& x, con
     GeodesicBackward grads{empty(x.shape(), x.dtype(), x.device()), empty(x.shape(), x.dtype(), x.device()), Tensor()};
     Tensor dalpha_rows = empty({rows.size(0)}, x.dtype(), x.device());
     ProfileScope scope(OpKind::Norm);
-    backend_for(x.device()).geodesic_update.backward(as_rows(dy, "geodesic_update_backward"), rows,
-                                                     as_rows(u, "geodesic_update_backward"), contiguous(alpha),
-                                                     view(grads.dx, rows.shape()), view(grads.du, rows.shape()), dalpha_rows);
+    backend_for(x.device())
+        .geodesic_update.backward(as_rows(dy, "geodesic_update_backward"), rows, as_rows(u, "geodesic_update_backward"),
+                                  contiguous(alpha), view(grads.dx, rows.shape()), view(grads.du, rows.shape()),
+                                  dalpha_rows);
     grads.dalpha = sum(dalpha_rows);
     return grads;
 }
@@ -75,11 +75,12 @@ Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
 namespace cpu {
 
 template <typename T>
-static void geodesic_typed(const Tensor& x_t, const Tensor& u_t, const Tensor& alpha_t, const Tensor& out_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *x = ptr_or_null<T>(x_t), *u = ptr_or_null<T>(u_t);
-    double alpha = *ptr_or_null<T>(alpha_t);
-    T* y = mut_or_null<T>(out_t);
+static void geodesic_typed(const Tensor& x_tensor, const Tensor& u_tensor, const Tensor& alpha_tensor,
+                           const Tensor& out_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *x = ptr_or_null<T>(x_tensor), *u = ptr_or_null<T>(u_tensor);
+    double alpha = *ptr_or_null<T>(alpha_tensor);
+    T* y = mut_or_null<T>(out_tensor);
 #pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T *xr = x + r * C, *ur = u + r * C;
@@ -104,12 +105,13 @@ static void geodesic_typed(const Tensor& x_t, const Tensor& u_t, const Tensor& a
 }
 
 template <typename T>
-static void geodesic_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& u_t, const Tensor& alpha_t,
-                                    const Tensor& dx_t, const Tensor& du_t, const Tensor& dalpha_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *u = ptr_or_null<T>(u_t);
-    double alpha = *ptr_or_null<T>(alpha_t);
-    T *dx = mut_or_null<T>(dx_t), *du = mut_or_null<T>(du_t), *dalpha = mut_or_null<T>(dalpha_t);
+static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, const Tensor& u_tensor,
+                                    const Tensor& alpha_tensor, const Tensor& dx_tensor, const Tensor& du_tensor,
+                                    const Tensor& dalpha_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *u = ptr_or_null<T>(u_tensor);
+    double alpha = *ptr_or_null<T>(alpha_tensor);
+    T *dx = mut_or_null<T>(dx_tensor), *du = mut_or_null<T>(du_tensor), *dalpha = mut_or_null<T>(dalpha_tensor);
 #pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T *dyr = dy + r * C, *xr = x + r * C, *ur = u + r * C;

@@ -4,25 +4,19 @@
 // forward beside its backward. The CUDA kernels are in cuda/norms.cu.
 // Derivations: tutorial 3.
 //
-// Per row x in R^C (the last dim; leading dims are rows), incoming gradient dy:
-//
-// LayerNorm: mu = mean(x), var = mean((x - mu)^2), rstd = 1/sqrt(var + eps),
-//   xh = (x - mu) rstd, y = gamma xh + beta (gamma, beta optional).
-//   Backward, gh = dy gamma:  dx = rstd (gh - mean(gh) - xh mean(gh xh)),
-//   dgamma = sum over rows of dy xh,  dbeta = sum over rows of dy.
-//
-// RMSNorm: rstd = 1/sqrt(mean(x^2) + eps), xh = x rstd, y = gamma xh.
-//   Backward:  dx = rstd (gh - xh mean(gh xh)),  dgamma = sum over rows of dy xh.
+// The formulas per row and per element are norms.h's, shared with the CUDA
+// kernels; RMSNorm runs through the same kernels with mean mu = 0.
 //
 // Shapes: x, y, dy, dx [rows, C] (rows = B T, every leading dim); gamma,
 // beta [C]; mean, rstd [rows].
 
 #include <cmath>
 
+#include "autograd/node.h"
+#include "tensor/ops/norms.h"
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
-#include "autograd/node.h"
-#include "tensor/raw_nn.h"
+#include "tensor/raw_ops.h"
 
 namespace nc {
 
@@ -108,126 +102,78 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 
 namespace cpu {
 
+// One forward and one backward for both norms: `mean` is null for RMSNorm
+// (mu = 0, the formulas of norms.h).
 template <typename T>
-static void layer_norm_typed(const Tensor& x_t, const Tensor& gamma_t, const Tensor& beta_t, double eps,
-                             const Tensor& out_t, const Tensor& mean_t, const Tensor& rstd_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *x = ptr_or_null<T>(x_t), *gamma = ptr_or_null<T>(gamma_t), *beta = ptr_or_null<T>(beta_t);
-    T *y = mut_or_null<T>(out_t), *mean = mut_or_null<T>(mean_t), *rstd = mut_or_null<T>(rstd_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+static void norm_forward_typed(const Tensor& x_tensor, const Tensor& gamma_tensor, const Tensor& beta_tensor,
+                               double eps, const Tensor& out_tensor, const Tensor& mean_tensor,
+                               const Tensor& rstd_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor), *beta = ptr_or_null<T>(beta_tensor);
+    T *y = mut_or_null<T>(out_tensor), *mean = mut_or_null<T>(mean_tensor), *rstd = mut_or_null<T>(rstd_tensor);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T* xr = x + r * C;
-        double mu = 0, var = 0;
-        for (int64_t c = 0; c < C; ++c) mu += xr[c];
-        mu /= (double)C;
-        for (int64_t c = 0; c < C; ++c) var += ((double)xr[c] - mu) * ((double)xr[c] - mu);
-        double rs = 1.0 / std::sqrt(var / (double)C + eps);
-        mean[r] = (T)mu;
-        rstd[r] = (T)rs;
-        T* yr = y + r * C;
-        for (int64_t c = 0; c < C; ++c) {
-            T xh = (T)((xr[c] - mu) * rs);
-            yr[c] = (gamma ? gamma[c] * xh : xh) + (beta ? beta[c] : T(0));
+        double mu = 0, sq = 0;
+        if (mean) {
+            for (int64_t c = 0; c < C; ++c) mu += xr[c];
+            mu /= (double)C;
         }
+        for (int64_t c = 0; c < C; ++c) sq += ((double)xr[c] - mu) * ((double)xr[c] - mu);
+        double rs = norm_rstd(sq, C, eps);
+        if (mean) mean[r] = (T)mu;
+        rstd[r] = (T)rs;
+        for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu, rs), gamma, beta, c);
     }
 }
 
 template <typename T>
-static void layer_norm_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& gamma_t,
-                                      const Tensor& mean_t, const Tensor& rstd_t, const Tensor& dx_t,
-                                      const Tensor& dgamma_t, const Tensor& dbeta_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *gamma = ptr_or_null<T>(gamma_t);
-    const T *mean = ptr_or_null<T>(mean_t), *rstd = ptr_or_null<T>(rstd_t);
-    T* dx = mut_or_null<T>(dx_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
+static void norm_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, const Tensor& gamma_tensor,
+                                const Tensor& mean_tensor, const Tensor& rstd_tensor, const Tensor& dx_tensor,
+                                const Tensor& dgamma_tensor, const Tensor& dbeta_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor);
+    const T *mean = ptr_or_null<T>(mean_tensor), *rstd = ptr_or_null<T>(rstd_tensor);
+    T* dx = mut_or_null<T>(dx_tensor);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const T *xr = x + r * C, *dyr = dy + r * C;
-        double mu = mean[r], rs = rstd[r];
-        // gh = dy * gamma; we need mean(gh) and mean(gh * xh).
+        double mu = mean ? (double)mean[r] : 0.0, rs = rstd[r];
         double sum_gh = 0, sum_gh_xh = 0;
         for (int64_t c = 0; c < C; ++c) {
-            double gh = gamma ? (double)dyr[c] * gamma[c] : (double)dyr[c];
+            double gh = norm_gh(dyr[c], gamma, c);
             sum_gh += gh;
-            sum_gh_xh += gh * (xr[c] - mu) * rs;
+            sum_gh_xh += norm_gh_xh(gh, xr[c], mu, rs);
         }
-        double mean_gh = sum_gh / (double)C, mean_gh_xh = sum_gh_xh / (double)C;
-        for (int64_t c = 0; c < C; ++c) {
-            double gh = gamma ? (double)dyr[c] * gamma[c] : (double)dyr[c];
-            double xh = (xr[c] - mu) * rs;
-            dx[r * C + c] = (T)(rs * (gh - mean_gh - xh * mean_gh_xh));
-        }
+        double mean_gh = mean ? sum_gh / (double)C : 0.0, mean_gh_xh = sum_gh_xh / (double)C;
+        for (int64_t c = 0; c < C; ++c)
+            dx[r * C + c] = (T)norm_dx(rs, norm_gh(dyr[c], gamma, c), mean_gh, norm_xh(xr[c], mu, rs), mean_gh_xh);
     }
-    affine_param_grads<T>(rows, C, dy, mut_or_null<T>(dgamma_t), mut_or_null<T>(dbeta_t),
-                          [&](int64_t r, int64_t c) { return ((double)x[r * C + c] - mean[r]) * rstd[r]; });
+    // dgamma = sum over rows of dy xh, dbeta = sum over rows of dy.
+    affine_param_grads<T>(rows, C, dy, mut_or_null<T>(dgamma_tensor), mut_or_null<T>(dbeta_tensor),
+                          [&](int64_t r, int64_t c) { return norm_xh(x[r * C + c], mean ? (double)mean[r] : 0.0, rstd[r]); });
 }
 
 static void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const Tensor& out,
-                const Tensor& mean, const Tensor& rstd) {
-    if (x.dtype() == kFloat32) layer_norm_typed<float>(x, gamma, beta, eps, out, mean, rstd);
-    else layer_norm_typed<double>(x, gamma, beta, eps, out, mean, rstd);
+                       const Tensor& mean, const Tensor& rstd) {
+    if (x.dtype() == kFloat32) norm_forward_typed<float>(x, gamma, beta, eps, out, mean, rstd);
+    else norm_forward_typed<double>(x, gamma, beta, eps, out, mean, rstd);
 }
 
 static void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
-    if (x.dtype() == kFloat32) layer_norm_backward_typed<float>(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
-    else layer_norm_backward_typed<double>(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+                                const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+    if (x.dtype() == kFloat32) norm_backward_typed<float>(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+    else norm_backward_typed<double>(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
 }
 
-template <typename T>
-static void rms_norm_typed(const Tensor& x_t, const Tensor& gamma_t, double eps, const Tensor& out_t,
-                           const Tensor& rstd_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *x = ptr_or_null<T>(x_t), *gamma = ptr_or_null<T>(gamma_t);
-    T *y = mut_or_null<T>(out_t), *rstd = mut_or_null<T>(rstd_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
-    for (int64_t r = 0; r < rows; ++r) {
-        const T* xr = x + r * C;
-        double ms = 0;
-        for (int64_t c = 0; c < C; ++c) ms += (double)xr[c] * xr[c];
-        double rs = 1.0 / std::sqrt(ms / (double)C + eps);
-        rstd[r] = (T)rs;
-        for (int64_t c = 0; c < C; ++c) {
-            T xh = (T)(xr[c] * rs);
-            y[r * C + c] = gamma ? gamma[c] * xh : xh;
-        }
-    }
-}
-
-template <typename T>
-static void rms_norm_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& gamma_t,
-                                    const Tensor& rstd_t, const Tensor& dx_t, const Tensor& dgamma_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *gamma = ptr_or_null<T>(gamma_t);
-    const T* rstd = ptr_or_null<T>(rstd_t);
-    T* dx = mut_or_null<T>(dx_t);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= 32768)
-    for (int64_t r = 0; r < rows; ++r) {
-        const T *xr = x + r * C, *dyr = dy + r * C;
-        double rs = rstd[r], sum_gh_xh = 0;
-        for (int64_t c = 0; c < C; ++c) {
-            double gh = gamma ? (double)dyr[c] * gamma[c] : (double)dyr[c];
-            sum_gh_xh += gh * xr[c] * rs;
-        }
-        double mean_gh_xh = sum_gh_xh / (double)C;
-        for (int64_t c = 0; c < C; ++c) {
-            double gh = gamma ? (double)dyr[c] * gamma[c] : (double)dyr[c];
-            dx[r * C + c] = (T)(rs * (gh - xr[c] * rs * mean_gh_xh));
-        }
-    }
-    affine_param_grads<T>(rows, C, dy, mut_or_null<T>(dgamma_t), nullptr,
-                          [&](int64_t r, int64_t c) { return (double)x[r * C + c] * rstd[r]; });
-}
-
+// RMSNorm: the same kernels with no mean (and no beta).
 static void rms_norm(const Tensor& x, const Tensor& gamma, double eps, const Tensor& out, const Tensor& rstd) {
-    if (x.dtype() == kFloat32) rms_norm_typed<float>(x, gamma, eps, out, rstd);
-    else rms_norm_typed<double>(x, gamma, eps, out, rstd);
+    layer_norm(x, gamma, Tensor(), eps, out, Tensor(), rstd);
 }
 
-static void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd, const Tensor& dx,
-                       const Tensor& dgamma) {
-    if (x.dtype() == kFloat32) rms_norm_backward_typed<float>(dy, x, gamma, rstd, dx, dgamma);
-    else rms_norm_backward_typed<double>(dy, x, gamma, rstd, dx, dgamma);
+static void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
+                              const Tensor& dx, const Tensor& dgamma) {
+    layer_norm_backward(dy, x, gamma, Tensor(), rstd, dx, dgamma, Tensor());
 }
 
 void add_layer_norm(Backend& table) { table.layer_norm = {layer_norm, layer_norm_backward}; }

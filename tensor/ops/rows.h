@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tensor/backend.h"
+#include "tensor/cpu/parallel.h"
 #include "tensor/raw_ops.h"
 
 namespace nc {
@@ -43,9 +44,8 @@ inline void check_same(const Tensor& a, const Tensor& b, const char* what, const
 namespace cpu {
 
 // Rows are independent, so the CPU kernels split them across threads (with
-// fewer rows than this, or little work, one thread); per-row sums
-// accumulate in double.
-constexpr int64_t kParallelRows = 4;
+// fewer than kParallelRows rows, or little work, one thread: parallel.h);
+// per-row sums accumulate in double.
 
 template <typename T>
 const T* ptr_or_null(const Tensor& t) { return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr; }
@@ -59,7 +59,7 @@ template <typename T, typename Normalized>
 void affine_param_grads(int64_t rows, int64_t C, const T* dy, T* dgamma, T* dbeta, Normalized normalized) {
     if (!dgamma && !dbeta) return;
     const int64_t block = 64;
-#pragma omp parallel for schedule(static) if (rows * C >= 32768)
+#pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
     for (int64_t c0 = 0; c0 < C; c0 += block) {
         int64_t c1 = std::min(C, c0 + block);
         double g[block] = {}, b[block] = {};

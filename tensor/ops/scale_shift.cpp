@@ -7,7 +7,6 @@
 // Shapes: x, y, dy, dx [rows, C]; scale, shift [C].
 
 #include "autograd/node.h"
-#include "tensor/cpu/strided_loop.h"  // kParallelMin
 #include "tensor/ops/rows.h"
 #include "tensor/ops/scale_shift.h"
 #include "tensor/profile.h"
@@ -68,21 +67,22 @@ Tensor scale_shift(const Tensor& x, const Tensor& scale, const Tensor& shift) {
 namespace cpu {
 
 template <typename T>
-static void scale_shift_typed(const Tensor& x_t, const Tensor& scale_t, const Tensor& shift_t, const Tensor& out_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *x = ptr_or_null<T>(x_t), *scale = ptr_or_null<T>(scale_t), *shift = ptr_or_null<T>(shift_t);
-    T* y = mut_or_null<T>(out_t);
+static void scale_shift_typed(const Tensor& x_tensor, const Tensor& scale_tensor, const Tensor& shift_tensor,
+                              const Tensor& out_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *x = ptr_or_null<T>(x_tensor), *scale = ptr_or_null<T>(scale_tensor), *shift = ptr_or_null<T>(shift_tensor);
+    T* y = mut_or_null<T>(out_tensor);
 #pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t i = 0; i < C; ++i) y[r * C + i] = (T)scale_shift_value(x[r * C + i], scale[i], shift[i]);
 }
 
 template <typename T>
-static void scale_shift_backward_typed(const Tensor& dy_t, const Tensor& x_t, const Tensor& scale_t,
-                                       const Tensor& dx_t, const Tensor& dy_x_t) {
-    int64_t rows = x_t.size(0), C = x_t.size(1);
-    const T *dy = ptr_or_null<T>(dy_t), *x = ptr_or_null<T>(x_t), *scale = ptr_or_null<T>(scale_t);
-    T *dx = mut_or_null<T>(dx_t), *dy_x = mut_or_null<T>(dy_x_t);
+static void scale_shift_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, const Tensor& scale_tensor,
+                                       const Tensor& dx_tensor, const Tensor& dy_x_tensor) {
+    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *scale = ptr_or_null<T>(scale_tensor);
+    T *dx = mut_or_null<T>(dx_tensor), *dy_x = mut_or_null<T>(dy_x_tensor);
 #pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t i = 0; i < C; ++i) {

@@ -60,16 +60,14 @@ void check_norm(int64_t rows, int64_t C, bool centered, bool affine, bool bias, 
     const T* b = bias ? beta.data() : nullptr;
 
     std::vector<T> y(rows * C, (T)NAN), mean(rows, (T)NAN), rstd(rows, (T)NAN);
-    if (centered)
-        cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, layer_norm_kernel<T>, (const T*)x.data(), g, b, eps,
-                              y.data(), mean.data(), rstd.data(), rows, C);
-    else
-        cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, rms_norm_kernel<T>, (const T*)x.data(), g, eps,
-                              y.data(), rstd.data(), rows, C);
+    // norms.cu: no mean (and no beta) says RMSNorm.
+    T* mean_out = centered ? mean.data() : nullptr;
+    cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, norm_forward_kernel<T>, (const T*)x.data(), g,
+                          centered ? b : (const T*)nullptr, eps, y.data(), mean_out, rstd.data(), rows, C);
     std::vector<T> dx(rows * C, (T)NAN), dgamma(C, (T)NAN), dbeta(C, (T)NAN);
-    const T* mean_or_null = centered ? mean.data() : nullptr;  // norms.cu: no mean says RMSNorm
+    const T* mean_or_null = mean_out;
     cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, norm_backward_kernel<T>, (const T*)dy.data(),
-                          (const T*)x.data(), g, mean_or_null, (const T*)rstd.data(), dx.data(), rows, C, centered);
+                          (const T*)x.data(), g, mean_or_null, (const T*)rstd.data(), dx.data(), rows, C);
     if (affine)
         nc_test::emulated_column_sums(NormGammaTerm<T>{dy.data(), x.data(), mean_or_null, rstd.data(), C}, dgamma.data(),
                                       rows, C, schedule);
