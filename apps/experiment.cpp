@@ -273,39 +273,40 @@ std::string render_plot(const std::string& out_dir, const std::string& name) {
 
 // ---- the command -----------------------------------------------------------------------
 
+// Every study, one line each (the order of the usage line).
+static const std::vector<Study>& studies() {
+    static const std::vector<Study> all = {norms_study(), dyt_study(), isometry_study()};
+    return all;
+}
+
 int experiment_command(int argc, char** argv) {
-    const char* usage =
-        "usage: normcore experiment <name> [--smoke | --quick | --full] [--out DIR] [flags]\n"
-        "experiments: norms, dyt, isometry (normcore experiment <name> --help lists its flags)\n";
+    std::string names;
+    for (const Study& s : studies()) names += (names.empty() ? "" : ", ") + s.name;
+    const std::string usage = "usage: normcore experiment <name> [--smoke | --quick | --full] [--out DIR] [flags]\n"
+                              "experiments: " + names + " (normcore experiment <name> --help lists its flags)\n";
     if (argc < 3 || argv[2][0] == '-') {
-        std::fputs(usage, argc < 3 ? stderr : stdout);
+        std::fputs(usage.c_str(), argc < 3 ? stderr : stdout);
         return argc < 3 ? 2 : 0;
     }
     std::string name = argv[2];
-    if (name != "norms" && name != "dyt" && name != "isometry")
-        throw Error("experiment: unknown experiment '" + name + "' (available: norms, dyt, isometry)");
+    auto found = std::find_if(studies().begin(), studies().end(), [&](const Study& s) { return s.name == name; });
+    if (found == studies().end())
+        throw Error("experiment: unknown experiment '" + name + "' (available: " + names + ")");
+    const Study& study = *found;
     std::vector<FlagSpec> specs = {
         {"smoke", "false", "a seconds-long run (the test suite's)", true},
         {"quick", "false", "the default scale: minutes on 2 CPU cores", true},
         {"full", "false", "the larger scale, meant for a GPU", true},
         {"out", "", "results directory (default runs/experiment-<name>)"},
     };
-    if (name == "isometry") {
-        specs.push_back({"depth", "0", "override the depth of the scale"});
-        specs.push_back({"width", "0", "override the width of the scale"});
-    } else {
+    if (study.trains) {
         specs.push_back({"device", "cpu", "cpu | cuda: where the training runs go"});
         specs.push_back({"jobs", "0", "training runs at once (0: one per core on the CPU, 1 on a GPU)"});
         specs.push_back({"steps", "0", "override the scale's optimizer steps per run"});
         specs.push_back({"seeds", "0", "override the scale's number of seeds"});
         specs.push_back({"reuse", "false", "keep the runs of OUT/runs that finished under the same command (go on after an interruption)", true});
-        if (name == "norms") specs.push_back({"model", "gpt2", "gpt2 | llama"});
-        if (name == "norms") specs.push_back({"part", "placement", "placement (claims 1-3) | ablations (GeoNorm's choices) | long (claim 4, T = 1024)"});
-        if (name != "isometry") specs.push_back({"data", data::kStudyCorpus, "the studies' corpus (make corpus)"});
-        if (name == "dyt") specs.push_back({"models", "gpt2,llama,vit", "which models, comma-separated (llama brings its GELU ablation)"});
-        if (name == "dyt")
-            specs.push_back({"diffattn", "regime", "regime (the DyT regime study's differential attention) | official (Diff-Transformer's)"});
     }
+    specs.insert(specs.end(), study.flags.begin(), study.flags.end());
     Flags flags("experiment " + name, specs);
     flags.parse(argc, argv, 3);
     if (flags.help_requested()) {
@@ -316,25 +317,22 @@ int experiment_command(int argc, char** argv) {
     if (chosen > 1) throw Error("experiment: choose one of --smoke, --quick, --full");
     StudyOptions options;
     options.scale = flags.on("smoke") ? "smoke" : flags.on("full") ? "full" : "quick";
-    std::string part = name == "norms" && flags.str("part") != "placement" ? "-" + flags.str("part") : "";
-    options.out_dir = flags.str("out").empty() ? "runs/experiment-" + name + part : flags.str("out");
+    std::string suffix = study.out_suffix ? study.out_suffix(flags) : "";
+    options.out_dir = flags.str("out").empty() ? "runs/experiment-" + name + suffix : flags.str("out");
     options.flags = &flags;
-    if (name == "isometry") {
-        if (flags.given("depth") && flags.integer("depth") < 1) throw Error("flag --depth: needs at least 1 layer");
-        if (flags.given("width") && flags.integer("width") < 2) throw Error("flag --width: needs at least 2");
-        return isometry_experiment(options);
+    if (study.trains) {
+        std::string device = flags.str("device");
+        parse_device(device);  // a clear error now rather than one per training run
+        int64_t jobs = flags.integer("jobs");
+        if (jobs < 0) throw Error("flag --jobs: must be 0 (automatic) or more");
+        options.reuse = flags.on("reuse");
+        options.jobs = jobs > 0 ? (int)jobs : device == "cpu" ? (int)std::max(1u, std::thread::hardware_concurrency()) : 1;
+        if (flags.integer("steps") < 0) throw Error("flag --steps: must be positive");
+        if (flags.integer("seeds") < 0) throw Error("flag --seeds: must be positive");
+        fs::create_directories(options.out_dir);
+        fs::remove(options.out_dir + "/commands.txt");  // run_cells appends each phase's commands
     }
-    std::string device = flags.str("device");
-    parse_device(device);  // a clear error now rather than one per training run
-    int64_t jobs = flags.integer("jobs");
-    if (jobs < 0) throw Error("flag --jobs: must be 0 (automatic) or more");
-    options.reuse = flags.on("reuse");
-    options.jobs = jobs > 0 ? (int)jobs : device == "cpu" ? (int)std::max(1u, std::thread::hardware_concurrency()) : 1;
-    if (flags.integer("steps") < 0) throw Error("flag --steps: must be positive");
-    if (flags.integer("seeds") < 0) throw Error("flag --seeds: must be positive");
-    fs::create_directories(options.out_dir);
-    fs::remove(options.out_dir + "/commands.txt");  // run_cells appends each phase's commands
-    return name == "norms" ? norms_experiment(options) : dyt_experiment(options);
+    return study.run(options);
 }
 
 }  // namespace app

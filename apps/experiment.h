@@ -26,9 +26,25 @@ struct StudyOptions {
     const Flags* flags = nullptr;
 };
 
-int isometry_experiment(const StudyOptions& options);  // apps/experiment_isometry.cpp
-int norms_experiment(const StudyOptions& options);     // apps/experiment_norms.cpp
-int dyt_experiment(const StudyOptions& options);       // apps/experiment_dyt.cpp
+// A study of `normcore experiment <name>`: its flags beyond the common ones
+// (--smoke/--quick/--full, --out) and how it runs. A new study is one file
+// that defines its run function and its Study, and one line in the list of
+// studies (experiment.cpp).
+struct Study {
+    std::string name;
+    // Whether it trains (a grid of `normcore train` cells): then it also
+    // takes --device, --jobs, --steps, --seeds and --reuse.
+    bool trains = false;
+    std::vector<FlagSpec> flags;  // its own flags, in the order --help lists them
+    // What to add to the default results directory runs/experiment-<name>
+    // (the norms study's --part), or null for nothing.
+    std::string (*out_suffix)(const Flags& flags) = nullptr;
+    int (*run)(const StudyOptions& options) = nullptr;
+};
+
+Study isometry_study();  // apps/experiment_isometry.cpp
+Study norms_study();     // apps/experiment_norms.cpp
+Study dyt_study();       // apps/experiment_dyt.cpp
 
 // ---- running cells -------------------------------------------------------------------
 

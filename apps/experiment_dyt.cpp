@@ -183,7 +183,7 @@ std::vector<double> minus(const std::vector<double>& a, const std::vector<double
 
 }  // namespace
 
-int dyt_experiment(const StudyOptions& options) {
+static int dyt_experiment(const StudyOptions& options) {
     const Flags& flags = *options.flags;
     DytScale s = dyt_scale(options.scale);
     if (flags.integer("steps") > 0) s.text.steps = s.vit.steps = flags.integer("steps");
@@ -531,6 +531,17 @@ int dyt_experiment(const StudyOptions& options) {
     std::printf("results in %s: results.csv, delta.csv, saturation.csv, tuning.csv, chosen.csv, table.md, %s\n",
                 options.out_dir.c_str(), notes.c_str());
     return 0;
+}
+
+Study dyt_study() {
+    Study s;
+    s.name = "dyt";
+    s.trains = true;
+    s.flags = {{"data", data::kStudyCorpus, "the studies' corpus (make corpus)"},
+               {"models", "gpt2,llama,vit", "which models, comma-separated (llama brings its GELU ablation)"},
+               {"diffattn", "regime", "regime (the DyT regime study's differential attention) | official (Diff-Transformer's)"}};
+    s.run = dyt_experiment;
+    return s;
 }
 
 }  // namespace app

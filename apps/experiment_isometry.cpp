@@ -273,8 +273,10 @@ std::string curves_plot(const std::string& out_dir, const std::string& name, con
 
 }  // namespace
 
-int isometry_experiment(const StudyOptions& options) {
+static int isometry_experiment(const StudyOptions& options) {
     const Flags& flags = *options.flags;
+    if (flags.given("depth") && flags.integer("depth") < 1) throw Error("flag --depth: needs at least 1 layer");
+    if (flags.given("width") && flags.integer("width") < 2) throw Error("flag --width: needs at least 2");
     const std::string& scale_name = options.scale;
     const std::string& out_dir = options.out_dir;
     Scale s = scale_name == "smoke" ? Scale{64, 8, 8, 2} : scale_name == "quick" ? Scale{512, 100, 16, 3}
@@ -487,6 +489,14 @@ int isometry_experiment(const StudyOptions& options) {
     for (const std::string& n : notes) listing += ", " + n;
     std::printf("results in %s: isometry.csv, floor.csv, training.csv, table.md%s\n", out_dir.c_str(), listing.c_str());
     return 0;
+}
+
+Study isometry_study() {
+    Study s;
+    s.name = "isometry";
+    s.flags = {{"depth", "0", "override the depth of the scale"}, {"width", "0", "override the width of the scale"}};
+    s.run = isometry_experiment;
+    return s;
 }
 
 }  // namespace app

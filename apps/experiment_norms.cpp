@@ -213,7 +213,7 @@ std::string change_reading(const Interval& d) {
 
 }  // namespace
 
-int norms_experiment(const StudyOptions& options) {
+static int norms_experiment(const StudyOptions& options) {
     const Flags& flags = *options.flags;
     std::string part = flags.str("part");
     if (part != "placement" && part != "ablations" && part != "long")
@@ -514,6 +514,19 @@ int norms_experiment(const StudyOptions& options) {
                 "residual_profile.csv, turning.csv, change.csv%s, table.md%s\n",
                 options.out_dir.c_str(), part == "long" ? ", grid_spikes.csv" : "", listing.c_str());
     return 0;
+}
+
+Study norms_study() {
+    Study s;
+    s.name = "norms";
+    s.trains = true;
+    s.flags = {{"model", "gpt2", "gpt2 | llama"},
+               {"part", "placement", "placement (claims 1-3) | ablations (GeoNorm's choices) | long (claim 4, T = 1024)"},
+               {"data", data::kStudyCorpus, "the studies' corpus (make corpus)"}};
+    // Each part gets its own default directory: runs/experiment-norms-ablations.
+    s.out_suffix = [](const Flags& flags) { return flags.str("part") != "placement" ? "-" + flags.str("part") : std::string(); };
+    s.run = norms_experiment;
+    return s;
 }
 
 }  // namespace app

@@ -53,13 +53,20 @@ static bool has(const std::vector<std::string>& all, const std::string& name) {
     return std::find(all.begin(), all.end(), name) != all.end();
 }
 
-TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models][slow]") {
+// GPT-2 small as OpenAI released it: 12 layers of width 768, 12 heads,
+// 50,257 tokens, 1,024 positions.
+static TransformerConfig gpt2_124m() {
     TransformerConfig c = gpt2_config();
     c.n_layer = 12;
     c.n_embd = 768;
     c.n_head = 12;
     c.vocab_size = 50257;
     c.block_size = 1024;
+    return c;
+}
+
+TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models][slow]") {
+    TransformerConfig c = gpt2_124m();
     CHECK(count_parameters(c) == 124439808);
     Generator gen(0);
     GPT2 model(c, gen);
@@ -69,12 +76,7 @@ TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models][slow]") 
 TEST_CASE("training FLOPs per token: 6 N without the position table, plus 12 L T C", "[models][constants]") {
     // By hand, from the published parameter counts. GPT-2 124M: N = 124,439,808
     // less its 1024 x 768 position table = 123,653,376.
-    TransformerConfig g = gpt2_config();
-    g.n_layer = 12;
-    g.n_embd = 768;
-    g.n_head = 12;
-    g.vocab_size = 50257;
-    g.block_size = 1024;
+    TransformerConfig g = gpt2_124m();
     CHECK(training_flops_per_token(g, 1024) == 6.0 * 123653376 + 12.0 * 12 * 1024 * 768);  // 855,166,464
     CHECK(training_flops_per_token(g, 512) == 6.0 * 123653376 + 12.0 * 12 * 512 * 768);    // T, not block_size
     // With RoPE there is no position table: all N counts.
