@@ -319,8 +319,10 @@ test:
 	bench/generate/generate_speed.sh tests/data/reference/gpt2_pre 8 1 $(BUILD)/normcore
 	$(TEST_BIN)
 
+# The same under ASan + UBSan, less the two studies' smoke runs in
+# cli_test.sh (five minutes under ASan; the release pass runs them).
 test-asan:
-	@$(MAKE) --no-print-directory MODE=asan BUILD=build/asan test
+	@NORMCORE_CLI_SKIP_STUDIES=1 $(MAKE) --no-print-directory MODE=asan BUILD=build/asan test
 
 # The chapters' output blocks rewritten from their programs' output
 # (tools/chapter_outputs.sh; `make test` checks that they agree).
