@@ -119,10 +119,10 @@ ifeq ($(CUDA),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -lrt
 endif
 
-# Data-parallel training over MPI (apps/distributed.h, chapter 14): built
+# Data-parallel training over MPI (train/distributed.h, chapter 14): built
 # with Open MPI when mpicxx is found (make setup installs it), in release
 # and debug builds; MPI=0 builds without it, MPI=1 insists. Only
-# apps/distributed.cpp includes mpi.h.
+# train/distributed.cpp includes mpi.h.
 MPICXX ?= $(shell command -v mpicxx 2>/dev/null)
 ifeq ($(origin MPI),undefined)
   ifeq ($(if $(MPICXX),yes,no)$(filter asan fuzz,$(MODE))$(STATIC_RUNTIME),yes)
@@ -175,7 +175,9 @@ LADDER_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(wildcard tutori
 # two small odd sizes, for the edge cases).
 LADDER_SIZES ?= 512 1024 1000
 
-APP_SRCS := $(wildcard apps/*.cpp)
+# The `normcore` program: its commands (cli/), the training runtime the
+# commands and the studies call (train/), and the studies (studies/).
+APP_SRCS := $(wildcard cli/*.cpp train/*.cpp studies/*.cpp)
 
 # The hand-run benchmark tools of bench/, built and given a tiny run by
 # `make test` so they do not rot: attention_time, and gemm_ab's program with
@@ -246,9 +248,9 @@ $(LIB): $(call obj,$(LIB_SRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRCS))
 	@echo "$(strip $(LDFLAGS) $(LDLIBS))" > $(BUILD)/link-flags
 	@echo "$(CXX)" > $(BUILD)/compiler
 
-# The tests link the apps' code too (all but main), for the units that live
-# there (the studies' protocol, apps/protocol.h).
-$(TEST_BIN): $(call obj,$(TEST_SRCS)) $(call obj,$(filter-out apps/main.cpp,$(APP_SRCS))) $(LIB)
+# The tests link the program's code too (all but main), for the units that
+# live there (the training runtime, the studies' protocol).
+$(TEST_BIN): $(call obj,$(TEST_SRCS)) $(call obj,$(filter-out cli/main.cpp,$(APP_SRCS))) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
@@ -259,11 +261,11 @@ $(BUILD)/tutorials/%: $(BUILD)/obj/tutorials/%.o $(LIB)
 $(APP_BIN): $(call obj,$(APP_SRCS)) $(LIB)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-# MPI reaches only apps/distributed.cpp and the two programs that link it.
-$(BUILD)/obj/apps/distributed.o: CXXFLAGS += $(MPI_CFLAGS)
+# MPI reaches only train/distributed.cpp and the two programs that link it.
+$(BUILD)/obj/train/distributed.o: CXXFLAGS += $(MPI_CFLAGS)
 $(APP_BIN) $(TEST_BIN): LDLIBS += $(MPI_LIBS)
 ifeq ($(NCCL),1)
-$(BUILD)/obj/apps/distributed.o: CXXFLAGS += -DNORMCORE_NCCL
+$(BUILD)/obj/train/distributed.o: CXXFLAGS += -DNORMCORE_NCCL
 $(BUILD)/obj/cuda/multi_gpu.o: NVCCFLAGS += -DNORMCORE_NCCL -I$(NCCL_HOME)/include
 $(APP_BIN) $(TEST_BIN): LDLIBS += $(NCCL_LIBS)
 endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mpi_test.sh BUILD — data-parallel training (apps/distributed.h, chapter 14)
+# mpi_test.sh BUILD — data-parallel training (train/distributed.h, chapter 14)
 # under `mpirun -np 2` on this machine, 1 thread per rank, seconds:
 #   1. 2 ranks with --batch 4 train exactly the run of 1 process with
 #      --batch 8: the same loss at every step (to 1e-5 relative: the

@@ -5,7 +5,7 @@
 
 #include "data/safetensors.h"
 #include "helpers.h"
-#include "apps/checkpoint.h"
+#include "train/checkpoint.h"
 #include "nn/hf.h"
 
 using namespace nc;
@@ -265,7 +265,7 @@ TEST_CASE("config.json fields of the wrong type or out of range name the file an
     CHECK(nn::config_from_hf_json(R"({"model_type":"gpt2","n_layer":12.0})", "cfg.json").n_layer == 12);
 }
 
-// The guard on every write of weights (apps/checkpoint.h): a weight or an
+// The guard on every write of weights (train/checkpoint.h): a weight or an
 // optimizer moment holding NaN, +Inf or -Inf is refused with the file and the
 // tensor named, and the good files already there stay byte for byte.
 TEST_CASE("weights and checkpoints holding NaN or Inf are refused, and the old files are kept", "[checkpoint][errors]") {

@@ -1,4 +1,4 @@
-// The data-parallel gradient averager (apps/distributed.h) without MPI: its
+// The data-parallel gradient averager (train/distributed.h) without MPI: its
 // ranks are threads of this process, joined by a fake communicator that
 // sums each bucket over them as MPI_Allreduce would. Every rank must end
 // with the mean of the ranks' gradients, computed here from the gradients
@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "apps/distributed.h"
+#include "train/distributed.h"
 #include "helpers.h"
 
 using namespace nc;

@@ -1,11 +1,11 @@
-// test_protocol.cpp — the studies' protocol (apps/protocol.h): the grid and
+// test_protocol.cpp — the studies' protocol (studies/protocol.h): the grid and
 // its selection, the edge rule, Student t intervals, paired differences and
 // verdicts. The t quantiles are checked against the t distribution itself,
 // integrated numerically, not against the table they come from.
 #include <cmath>
 
-#include "apps/protocol.h"
-#include "apps/screening.h"
+#include "studies/protocol.h"
+#include "studies/screening.h"
 #include "helpers.h"
 
 using namespace nc;

@@ -2,7 +2,7 @@
 // zero on a tiny data set with AdamW (the pipeline can learn).
 #include "helpers.h"
 #include "nn/models.h"
-#include "apps/train_step.h"
+#include "train/train_step.h"
 #include "optim/optimizer.h"
 
 using namespace nc;
@@ -52,7 +52,7 @@ TEST_CASE("overfit: ViT memorizes the labels of a few images", "[training]") {
     CHECK(loss < 0.05);
 }
 
-// train's step (apps/train_step.h) against a hand-written step: the same
+// train's step (train/train_step.h) against a hand-written step: the same
 // weights after two micro-batches of one example each as after one step on
 // both examples (the gradient of the mean), the global norm clipped, and a
 // non-finite loss refused with nothing updated.

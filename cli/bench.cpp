@@ -1,0 +1,371 @@
+// bench.cpp — `normcore bench`: how fast normcore is on this machine, in one
+// run: the FMA peak of the CPU, GEMM throughput as a fraction of it, and the
+// training step of GPT-2 and Llama at two sizes, with the time split by kind
+// of op. `--json FILE` writes the same numbers for scripts
+// (bench/compare_pytorch.py measures PyTorch on the same steps).
+//
+// Throughput numbers are the best of several runs (other processes only
+// ever slow a run down); step times are the median of the timed steps.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "train/lm.h"
+#include "train/train_step.h"
+#include "autograd/engine.h"
+#include "autograd/ops_nn.h"
+#include "optim/optimizer.h"
+#include "tensor/cpu/allocator.h"
+#include "tensor/cpu/gemm_kernels.h"
+#include "tensor/profile.h"
+
+namespace nc {
+namespace app {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+// ---- the machine's peak ------------------------------------------------------------
+
+double fma_peak(cpu::SimdIsa isa, int threads) {
+    cpu::measure_fma_peak_gflops(isa, threads, 2000000);  // warm up the clocks and the thread pool
+    double best = 0;
+    for (int r = 0; r < 5; ++r) best = std::max(best, cpu::measure_fma_peak_gflops(isa, threads, 30000000));
+    return best;
+}
+
+// ---- GEMM --------------------------------------------------------------------------
+
+struct GemmShape {
+    int64_t M, K, N;
+    const char* layout;  // NN: A B, NT: A B^T (x W^T, a Linear forward), TN: A^T B (a weight gradient)
+    const char* label;
+};
+
+// Times every shape once per round, for `rounds` rounds, and returns each
+// shape's best rate (in GFLOP/s). Going round-robin (rather than all runs of
+// one shape, then the next) spreads each shape's runs over the whole
+// measurement, so a slow stretch on a shared machine costs every shape one
+// sample instead of costing one shape all of its samples. Each round also
+// takes a sample of the FMA peak and raises `peak` if it is higher: the
+// percentages then compare numbers from the same stretch of time, and the
+// peak can only be overestimated (which understates the percentages).
+std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds, cpu::SimdIsa isa, int threads,
+                                double& peak) {
+    Generator gen(1);
+    std::vector<std::pair<Tensor, Tensor>> operands;
+    for (const GemmShape& s : shapes) {
+        std::string layout = s.layout;
+        // Stored the way a training step stores them; the transposes are views.
+        Tensor a = layout == "TN" ? raw::transpose(raw::randn({s.K, s.M}, gen), 0, 1) : raw::randn({s.M, s.K}, gen);
+        Tensor b = layout == "NT" ? raw::transpose(raw::randn({s.N, s.K}, gen), 0, 1) : raw::randn({s.K, s.N}, gen);
+        raw::matmul(a, b);  // warm-up: the allocator's cache, the thread pool
+        operands.push_back({a, b});
+    }
+    std::vector<double> best(shapes.size(), 1e30);
+    for (int r = 0; r < rounds; ++r) {
+        peak = std::max(peak, cpu::measure_fma_peak_gflops(isa, threads, 5000000));
+        for (size_t i = 0; i < shapes.size(); ++i) {
+            // One untimed call first brings this shape's operands back into
+            // the caches the previous shape filled (as repeated calls of one
+            // shape, the usual way to time a GEMM, would find them).
+            raw::matmul(operands[i].first, operands[i].second);
+            auto start = Clock::now();
+            Tensor c = raw::matmul(operands[i].first, operands[i].second);
+            best[i] = std::min(best[i], seconds_since(start));
+        }
+    }
+    std::vector<double> gflops;
+    for (size_t i = 0; i < shapes.size(); ++i)
+        gflops.push_back(2.0 * (double)shapes[i].M * (double)shapes[i].N * (double)shapes[i].K / best[i] / 1e9);
+    return gflops;
+}
+
+// ---- training steps ----------------------------------------------------------------
+
+struct StepTiming {
+    std::string model, size;
+    int64_t params = 0, batch = 0, seq = 0;
+    double ms_per_step = 0, tokens_per_s = 0;
+    size_t peak_bytes = 0;
+    ProfileTotals profile;
+    double profiled_seconds = 0;  // wall time of the profiled steps
+    // Each GEMM shape's rate (GFLOP/s) in every timed step, from which the
+    // median is reported, as for the step time: on a shared machine one
+    // disturbed step can halve a shape's rate if only the totals are kept.
+    std::map<std::string, std::vector<double>> gemm_shape_rates;
+};
+
+// The configurations of the speed comparisons:
+// tiny  L=4 C=256 H=4 T=128 B=8;  small  L=6 C=384 H=6 T=256 B=8; vocab 256;
+// 124m  GPT-2 124M's shape, L=12 C=768 H=12 T=1024 B=8, vocab 50257 (for GPUs).
+nn::TransformerConfig bench_config(const std::string& model, const std::string& size, int64_t& batch) {
+    nn::TransformerConfig c = model == "gpt2" ? nn::gpt2_config() : nn::llama_config();
+    c.vocab_size = 256;
+    if (size == "tiny") {
+        c.n_layer = 4, c.n_embd = 256, c.n_head = 4, c.block_size = 128;
+    } else if (size == "small") {
+        c.n_layer = 6, c.n_embd = 384, c.n_head = 6, c.block_size = 256;
+    } else {
+        c.n_layer = 12, c.n_embd = 768, c.n_head = 12, c.block_size = 1024, c.vocab_size = 50257;
+    }
+    batch = 8;
+    return c;
+}
+
+StepTiming time_training_step(const std::string& model, const std::string& size, int steps, Device device) {
+    StepTiming r;
+    r.model = model;
+    r.size = size;
+    nn::TransformerConfig cfg = bench_config(model, size, r.batch);
+    r.seq = cfg.block_size;
+    Generator gen(1234);
+    LanguageModel lm = build_language_model(cfg, gen);
+    lm.module->to(device);
+    r.params = lm.module->num_parameters();
+    optim::AdamW opt(optim::decay_groups(*lm.module, 0.1), 3e-4);
+    // Random tokens: the speed of a step does not depend on the text.
+    std::vector<int64_t> tokens(r.batch * (r.seq + 1));
+    std::vector<double> uniform = raw::rand({(int64_t)tokens.size()}, gen, kFloat64).to_vector();
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = std::min<int64_t>(255, (int64_t)(uniform[i] * 256));
+    Tensor window = raw::from_indices(tokens, {r.batch, r.seq + 1});
+    Tensor ids = raw::to_device(raw::contiguous(raw::narrow(window, 1, 0, r.seq)), device);
+    Tensor targets = raw::to_device(raw::contiguous(raw::narrow(window, 1, 1, r.seq)), device);
+    // The training step of `train` (train/train_step.h) without clipping or
+    // checks, as PyTorch's and llm.c's steps are timed. It reads the loss
+    // last, which waits for the GPU's queue to finish (on the CPU the work is
+    // already done), so the timing covers the whole step.
+    TrainStep one_step;
+    one_step.loss = [&] { return cross_entropy(lm.forward(ids), targets); };
+    one_step.params = lm.module->parameters();
+    one_step.optimizer = &opt;
+    one_step.measure_grad_norm = false;
+    one_step.refuse_non_finite = false;
+    auto step = [&] { train_step(one_step); };
+    step();  // warm-up: the optimizer state, the allocator's cache, the thread pool
+    step();
+    backend_for(device).reset_peak_bytes();  // the memory of the device the step runs on
+    reset_profile();
+    set_profiling(true);
+    std::vector<double> times;
+    ProfileTotals before;  // the totals so far; a step's own share is the difference
+    for (int i = 0; i < steps; ++i) {
+        auto start = Clock::now();
+        step();
+        times.push_back(seconds_since(start));
+        ProfileTotals now = profile_totals();
+        for (const auto& [shape, t] : now.gemm_shapes) {
+            auto seen = before.gemm_shapes.find(shape);
+            GemmShapeTotals earlier = seen != before.gemm_shapes.end() ? seen->second : GemmShapeTotals{};
+            double seconds = t.seconds - earlier.seconds, flops = t.flops - earlier.flops;
+            if (seconds > 0) r.gemm_shape_rates[shape].push_back(flops / seconds / 1e9);
+        }
+        before = now;
+    }
+    set_profiling(false);
+    r.profile = profile_totals();
+    for (double t : times) r.profiled_seconds += t;
+    std::sort(times.begin(), times.end());
+    double median = times[times.size() / 2];
+    r.ms_per_step = median * 1e3;
+    r.tokens_per_s = (double)(r.batch * r.seq) / median;
+    r.peak_bytes = backend_for(device).allocator_stats().peak_bytes_in_use;
+    return r;
+}
+
+double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+// Every GEMM shape the timed steps ran, as a rate (its FLOPs over its time
+// in one step, the median over the steps) and a fraction of the peak: the
+// slowest three per model are printed, all of them go to the JSON file.
+void print_step_gemm_shapes(const std::vector<StepTiming>& results, double peak, json& out) {
+    std::printf(
+        "\nGEMM shapes inside the steps (M x K x N layout, batch x in front; median rate over the steps), the\n"
+        "slowest three per model:\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+        std::vector<std::pair<double, std::string>> by_rate;  // GFLOP/s, shape
+        for (const auto& [shape, t] : results[i].profile.gemm_shapes) {
+            std::vector<double> rates = results[i].gemm_shape_rates.count(shape)
+                                            ? results[i].gemm_shape_rates.at(shape)
+                                            : std::vector<double>{0.0};
+            std::sort(rates.begin(), rates.end());
+            double rate = rates[rates.size() / 2];
+            by_rate.push_back({rate, shape});
+            out["training"][i]["gemm_shapes"].push_back({{"shape", shape}, {"calls", t.calls}, {"gflops", rate},
+                                                         {"percent_of_peak", percent(rate, peak)}});
+        }
+        std::sort(by_rate.begin(), by_rate.end());
+        std::string name = results[i].model + " " + results[i].size;
+        std::printf("  %-12s %zu shapes, slowest:", name.c_str(), by_rate.size());
+        for (size_t k = 0; k < by_rate.size() && k < 3; ++k)
+            std::printf("%s %s %.0f GF/s (%.0f%%)", k ? ";" : "", by_rate[k].second.c_str(), by_rate[k].first,
+                        percent(by_rate[k].first, peak));
+        std::printf("\n");
+    }
+}
+
+}  // namespace
+
+int bench_command(int argc, char** argv) {
+    Flags flags("bench", {
+        {"models", "gpt2,llama", "models to time (gpt2, llama)"},
+        {"sizes", "tiny,small", "sizes to time: tiny (L4 C256 T128 B8), small (L6 C384 T256 B8)"},
+        {"steps", "10", "timed training steps per model (after 2 warm-up steps)"},
+        {"repeats", "20", "runs per GEMM shape (the best is reported)"},
+        {"threads", "0", "OpenMP threads (0: all cores)"},
+        {"device", "cpu", "cpu | cuda: where the training steps run (the peak and GEMM table are CPU only)"},
+        {"skip-gemm", "false", "skip the GEMM table", true},
+        {"skip-training", "false", "skip the training steps", true},
+        {"json", "", "also write the results to this JSON file"},
+    });
+    flags.parse(argc, argv, 2);
+    if (flags.help_requested()) {
+        std::fputs(flags.usage().c_str(), stdout);
+        return 0;
+    }
+    std::vector<std::string> models = split_list(flags.str("models")), sizes = split_list(flags.str("sizes"));
+    for (const std::string& m : models)
+        if (m != "gpt2" && m != "llama") throw Error("flag --models: unknown model '" + m + "' (choose gpt2, llama)");
+    for (const std::string& s : sizes)
+        if (s != "tiny" && s != "small" && s != "124m")
+            throw Error("flag --sizes: unknown size '" + s + "' (choose tiny, small, 124m)");
+    Device device = parse_device(flags.str("device"));
+    bool on_cpu = device == kCPU;
+    int64_t steps = flags.integer("steps"), repeats = flags.integer("repeats"), threads = flags.integer("threads");
+    if (steps < 1) throw Error("flag --steps: needs at least 1 timed step, got " + std::to_string(steps));
+    if (repeats < 1) throw Error("flag --repeats: needs at least 1, got " + std::to_string(repeats));
+    if (threads < 0) throw Error("flag --threads: must be 0 (all cores) or more, got " + std::to_string(threads));
+    if (threads > 0) omp_set_num_threads((int)threads);
+    const int nthreads = omp_get_max_threads();
+    const cpu::SimdIsa isa = cpu::best_simd_isa();
+    json out;
+
+    // 1. The machine.
+    double peak = on_cpu || !flags.on("skip-gemm") ? fma_peak(isa, nthreads) : 0;
+    std::printf("normcore bench: %d threads, %s micro-kernel\n", nthreads, cpu::simd_isa_name(isa));
+    std::printf("FMA peak (float32, %s, %d threads): %.1f GFLOP/s\n\n", cpu::simd_isa_name(isa), nthreads, peak);
+    out["machine"] = {{"threads", nthreads}, {"simd", cpu::simd_isa_name(isa)}, {"fma_peak_gflops", peak}};
+
+    // 2. GEMM on the shapes of the two configurations (M = B T tokens).
+    std::vector<std::pair<GemmShape, double>> gemm_rows;
+    if (!flags.on("skip-gemm")) {
+        const std::vector<GemmShape> shapes = {
+            {1024, 1024, 1024, "NN", "square"},
+            {1024, 768, 3072, "NN", "C=768 MLP up"},
+            {1024, 3072, 768, "NN", "C=768 MLP down"},
+            {1024, 256, 768, "NT", "tiny: x W^T, qkv"},
+            {1024, 256, 1024, "NT", "tiny: x W^T, MLP up"},
+            {1024, 1024, 256, "NN", "tiny: dy W, MLP up"},
+            {1024, 1024, 256, "TN", "tiny: dW, MLP up"},
+            {2048, 384, 1152, "NT", "small: x W^T, qkv"},
+            {2048, 1536, 384, "NT", "small: x W^T, MLP down"},
+            {2048, 1536, 384, "NN", "small: dy W, MLP up"},
+            {1536, 2048, 384, "TN", "small: dW, MLP up"},
+        };
+        std::vector<double> rates = gemm_gflops(shapes, (int)repeats, isa, nthreads, peak);
+        out["machine"]["fma_peak_gflops"] = peak;
+        std::printf("GEMM (float32, best of %lld runs, taken round-robin over the shapes; the FMA peak, sampled\n"
+                    "again in every round, is now %.1f GFLOP/s, and the percentages are of that)\n",
+                    (long long)repeats, peak);
+        std::printf("  %-20s %-6s %-24s %10s %8s\n", "M x K x N", "layout", "what", "GFLOP/s", "of peak");
+        for (size_t i = 0; i < shapes.size(); ++i) {
+            const GemmShape& s = shapes[i];
+            double g = rates[i];
+            gemm_rows.push_back({s, g});
+            char dims[64];
+            std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)s.M, (long long)s.K, (long long)s.N);
+            std::printf("  %-20s %-6s %-24s %10.1f %7.1f%%\n", dims, s.layout, s.label, g, percent(g, peak));
+            out["gemm"].push_back({{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"what", s.label},
+                                   {"gflops", g}, {"percent_of_peak", percent(g, peak)}});
+        }
+        std::printf("\n");
+    }
+
+    // 3. Training steps.
+    std::vector<StepTiming> results;
+    if (!flags.on("skip-training")) {
+        for (const std::string& size : sizes)
+            for (const std::string& model : models) {
+                std::printf("timing %s %s ...\n", model.c_str(), size.c_str());
+                std::fflush(stdout);
+                results.push_back(time_training_step(model, size, (int)steps, device));
+            }
+        std::printf("\nTraining step on %s (forward + backward + AdamW), median of %lld steps; time by kind of op:\n",
+                    device.str().c_str(), (long long)steps);
+        std::printf("  %-12s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
+                    "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
+                    "gemm GF/s");
+        for (const StepTiming& r : results) {
+            const ProfileTotals& p = r.profile;
+            double timed = 0;
+            for (double s : p.seconds) timed += s;
+            double other = std::max(0.0, r.profiled_seconds - timed);
+            double gemm_rate = p.seconds[(int)OpKind::Gemm] > 0 ? p.gemm_flops / p.seconds[(int)OpKind::Gemm] / 1e9 : 0;
+            std::string name = r.model + " " + r.size;
+            std::printf("  %-12s %7.2fM %10.1f %9.0f %9.1f", name.c_str(), (double)r.params / 1e6, r.ms_per_step,
+                        r.tokens_per_s, (double)r.peak_bytes / 1048576.0);
+            json split;
+            for (int k = 0; k < kOpKinds; ++k) {
+                std::printf(" %5.1f%%", percent(p.seconds[k], r.profiled_seconds));
+                split[op_kind_name((OpKind)k)] = percent(p.seconds[k], r.profiled_seconds);
+            }
+            split["other"] = percent(other, r.profiled_seconds);
+            std::printf(" %5.1f%% %11.1f\n", percent(other, r.profiled_seconds), gemm_rate);
+            out["training"].push_back({{"model", r.model}, {"size", r.size}, {"params", r.params},
+                                       {"batch", r.batch}, {"seq", r.seq}, {"ms_per_step", r.ms_per_step},
+                                       {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
+                                       {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
+        }
+        std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
+        if (on_cpu)
+            print_step_gemm_shapes(results, peak, out);
+        else
+            std::printf("  (on %s the split times kernel launches, not the GPU's work, which runs asynchronously;\n"
+                        "   peak MiB is device memory in tensors)\n",
+                        device.str().c_str());
+    }
+
+    // 4. The summary table.
+    std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, peak);
+    std::printf("%-34s %12s %10s\n", "what", "value", "of peak");
+    for (const auto& [s, g] : gemm_rows) {
+        char what[80];
+        std::snprintf(what, sizeof what, "gemm %lldx%lldx%lld %s", (long long)s.M, (long long)s.K, (long long)s.N,
+                      s.layout);
+        std::printf("%-34s %7.1f GF/s %9.1f%%\n", what, g, percent(g, peak));
+    }
+    for (const StepTiming& r : results) {
+        std::string what = r.model + " " + r.size + " step";
+        std::printf("%-34s %9.1f ms %10s\n", what.c_str(), r.ms_per_step, "");
+    }
+    if (!flags.str("json").empty()) {
+        std::ofstream f(flags.str("json"));
+        if (!f) throw Error("bench: cannot write --json file '" + flags.str("json") + "'");
+        f << out.dump(2) << "\n";
+        std::printf("results written to %s\n", flags.str("json").c_str());
+    }
+    return 0;
+}
+
+}  // namespace app
+}  // namespace nc

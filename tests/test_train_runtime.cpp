@@ -1,0 +1,179 @@
+// test_train_runtime.cpp — the training runtime as a library (train/train.h)
+// and the studies' cells that call it in-process (studies/study.h): the
+// result is what the run logged, a NaN stops a run as a result and not as an
+// error, result.json round-trips, and cells running side by side in one
+// process do not disturb each other.
+#include <omp.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "helpers.h"
+#include "studies/study.h"
+#include "train/train.h"
+
+using namespace nc;
+using namespace nc::app;
+using nc_test::temp_dir;
+
+namespace {
+
+// A small text corpus and the flags of a small, fast model trained on it.
+std::string tiny_corpus(const std::filesystem::path& dir) {
+    std::string path = (dir / "tiny.txt").string();
+    std::ofstream out(path);
+    for (int i = 0; i < 60; ++i) out << "the quick brown fox " << i << " jumps over the lazy dog. ";
+    return path;
+}
+
+std::vector<std::string> tiny_run(const std::string& data) {
+    return {"--data", data, "--layers", "1", "--width", "16", "--heads", "2", "--seq", "8", "--batch", "2",
+            "--eval-batches", "2", "--sample-tokens", "0"};
+}
+
+// `normcore train` flags parsed from a list, as the command parses argv.
+Flags parse_train_flags(std::vector<std::string> args) {
+    args.insert(args.begin(), {"normcore", "train"});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(&a[0]);
+    Flags flags("train", train_flags());
+    flags.parse((int)argv.size(), argv.data(), 2);
+    return flags;
+}
+
+// Runs with the run's words going to a scratch file instead of the test's output.
+TrainResult run_quietly(const std::vector<std::string>& args) {
+    Flags flags = parse_train_flags(args);
+    std::FILE* out = std::tmpfile();
+    REQUIRE(out != nullptr);
+    try {
+        TrainResult r = train_run(flags, Distributed{}, TrainOutput{out, 1});
+        std::fclose(out);
+        return r;
+    } catch (...) {
+        std::fclose(out);
+        throw;
+    }
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+}  // namespace
+
+TEST_CASE("training runtime: the result is the run's own log, and result.json keeps it", "[train]") {
+    std::filesystem::path dir = temp_dir("normcore_runtime_result");
+    std::string run_dir = (dir / "run").string();
+    TrainResult r = run_quietly(with(tiny_run(tiny_corpus(dir)), {"--steps", "6", "--eval-every", "3", "--run-dir", run_dir}));
+    CHECK(r.stop == StopReason::Finished);
+    CHECK(r.steps == 6);
+    CHECK(r.run_dir == run_dir);
+    REQUIRE(r.losses.size() == 6);
+    CHECK(r.train_loss == r.losses.back());
+    CHECK(r.ms_per_step > 0);
+    CHECK(r.tok_per_s > 0);
+    // train_log.csv, written by the same loop step by step, has the same
+    // losses (printed with 6 significant digits) and the last validation.
+    Csv log = read_csv(run_dir + "/train_log.csv");
+    REQUIRE(log.rows.size() == 6);
+    for (size_t i = 0; i < 6; ++i) CHECK(log.number(i, log.column("loss")) == Approx(r.losses[i]).epsilon(1e-5));
+    CHECK(log.number(5, log.column("val_loss")) == Approx(r.val_loss).epsilon(1e-5));
+    CHECK(std::isnan(log.number(4, log.column("val_loss"))));
+
+    TrainResult back = read_result(run_dir + "/result.json");
+    CHECK(back.stop == r.stop);
+    CHECK(back.steps == r.steps);
+    CHECK(back.losses == r.losses);  // every digit
+    CHECK(back.val_loss == r.val_loss);
+    CHECK(back.ms_per_step == r.ms_per_step);
+    CHECK(back.run_dir == r.run_dir);
+
+    // JSON has no NaN: null, read back as NaN; a file that is not a result is named.
+    TrainResult nan_result;
+    nan_result.losses = {1.5, NAN};
+    write_result(nan_result, run_dir + "/nan.json");
+    TrainResult nan_back = read_result(run_dir + "/nan.json");
+    CHECK(std::isnan(nan_back.val_loss));
+    REQUIRE(nan_back.losses.size() == 2);
+    CHECK(nan_back.losses[0] == 1.5);
+    CHECK(std::isnan(nan_back.losses[1]));
+    std::ofstream(run_dir + "/bad.json") << "{\"stop\": \"finished\"}";
+    nc_test::check_error([&] { read_result(run_dir + "/bad.json"); }, {"bad.json' is not a run's result.json"});
+    nc_test::check_error([&] { read_result(run_dir + "/missing.json"); }, {"cannot read '"});
+}
+
+TEST_CASE("training runtime: a NaN or Inf stops the run as a result; a bad flag is an error", "[train]") {
+    std::filesystem::path dir = temp_dir("normcore_runtime_stop");
+    std::string data = tiny_corpus(dir), run_dir = (dir / "run").string();
+    // Plain SGD at the largest learning rate the flag allows, unclipped:
+    // the weights blow up within a few steps.
+    TrainResult r = run_quietly(with(tiny_run(data), {"--steps", "30", "--optimizer", "sgd", "--lr", "1000", "--grad-clip", "0",
+                                                      "--warmup", "0", "--run-dir", run_dir}));
+    CHECK(r.stop == StopReason::NonFinite);
+    CHECK(r.steps < 30);
+    CHECK(r.steps == (int64_t)r.losses.size());
+    CHECK(r.message.find("step " + std::to_string(r.steps) + ": the ") == 0);
+    CHECK(r.message.find("Stopping with nothing saved") != std::string::npos);
+    CHECK(std::isnan(r.ms_per_step));  // a stopped run reports no throughput
+    CHECK(read_result(run_dir + "/result.json").stop == StopReason::NonFinite);
+
+    nc_test::check_error([&] { run_quietly(with(tiny_run(data), {"--steps", "2", "--optimizer", "lion", "--run-dir", run_dir})); },
+                         {"flag --optimizer: unknown optimizer 'lion'"});
+    nc_test::check_error([&] { run_quietly(with(tiny_run((dir / "nowhere.txt").string()), {"--steps", "2", "--run-dir", run_dir})); },
+                         {"nowhere.txt"});
+}
+
+TEST_CASE("study cells: side by side in one process, each runs as it would alone", "[train][protocol]") {
+    std::filesystem::path dir = temp_dir("normcore_runtime_cells");
+    std::string data = tiny_corpus(dir);
+    StudyOptions options;
+    options.out_dir = (dir / "study").string();
+    options.jobs = 2;
+    std::vector<Cell> cells = {
+        {"a", with(tiny_run(data), {"--steps", "5", "--seed", "1"})},
+        {"b", with(tiny_run(data), {"--steps", "5", "--seed", "2", "--placement", "geonorm"})},
+        {"broken", with(tiny_run((dir / "nowhere.txt").string()), {"--steps", "5"})},
+    };
+    // With failures allowed, the broken cell's error is its result and the others run.
+    std::vector<CellResult> side_by_side = run_cells(cells, options, /*allow_failures=*/true);
+    REQUIRE(side_by_side.size() == 3);
+    REQUIRE(side_by_side[0].ran());
+    REQUIRE(side_by_side[1].ran());
+    CHECK_FALSE(side_by_side[2].ran());
+    CHECK(side_by_side[2].error.find("nowhere.txt") != std::string::npos);
+    CHECK(std::isnan(side_by_side[2].val_loss()));
+    CHECK(side_by_side[0].val_loss() == side_by_side[0].train.val_loss);
+
+    // Cell a alone, in a thread with the same number of OpenMP threads the
+    // cells had (cores / jobs): the same losses, bit for bit, so nothing of
+    // cell b's run leaked into it (shared caches, generators, grad mode).
+    int threads = std::max(1, (int)std::max(1u, std::thread::hardware_concurrency()) / 2);
+    TrainResult alone;
+    std::thread t([&] {
+        omp_set_num_threads(threads);
+        alone = run_quietly(with(cells[0].args, {"--run-dir", (dir / "alone").string()}));
+    });
+    t.join();
+    CHECK(alone.losses == side_by_side[0].train.losses);
+    CHECK(alone.val_loss == side_by_side[0].train.val_loss);
+
+    // Without failures allowed, the broken cell is an error that names it.
+    nc_test::check_error([&] { run_cells({cells[2]}, options); }, {"1 training run(s) failed:\n  broken: "});
+
+    // --reuse: a cell that ended under the same command (threads included)
+    // has its result.json read back and is not run again.
+    options.reuse = true;
+    std::filesystem::remove(options.out_dir + "/runs/a/train_log.csv");
+    std::vector<CellResult> reused = run_cells(cells, options, true);
+    CHECK(reused[0].train.losses == side_by_side[0].train.losses);
+    CHECK(reused[1].train.losses == side_by_side[1].train.losses);
+    CHECK_FALSE(std::filesystem::exists(options.out_dir + "/runs/a/train_log.csv"));
+    // A changed command is run again.
+    std::vector<CellResult> changed = run_cells({{"a", with(cells[0].args, {"--lr", "1e-3"})}, cells[1], cells[2]}, options, true);
+    CHECK(std::filesystem::exists(options.out_dir + "/runs/a/train_log.csv"));
+    CHECK(changed[0].train.losses != side_by_side[0].train.losses);
+}
