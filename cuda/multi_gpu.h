@@ -23,7 +23,7 @@ namespace cuda {
 int select_device_for_rank(int local_rank);
 
 // The functions below exist only in a build with NCCL (NORMCORE_NCCL);
-// apps/distributed.cpp calls them only there.
+// train/distributed.cpp calls them only there.
 //
 // The id rank 0 makes for the group (NCCL's 128 opaque bytes).
 std::string nccl_make_id();
