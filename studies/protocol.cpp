@@ -183,10 +183,9 @@ static std::vector<ProtocolReport> reports_of(const ProtocolVariant& v) {
 }
 
 
-std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& variants, const ProtocolPlan& plan,
-                                         const StudyOptions& options) {
-    std::vector<VariantOutcome> out(variants.size());
-    // 1. The grid for every variant at once (one pool of runs keeps the cores busy).
+// 1. The grid for every variant at once (one pool of runs keeps the cores busy).
+static void tune_on_grid(std::vector<VariantOutcome>& out, const std::vector<ProtocolVariant>& variants,
+                         const ProtocolPlan& plan, const StudyOptions& options) {
     std::vector<Cell> cells;
     for (size_t i = 0; i < variants.size(); ++i) {
         out[i].name = variants[i].name;
@@ -203,12 +202,15 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
             out[i].tuning_runs.push_back(runs[j]);
             out[i].tuning_losses.push_back(runs[j].val_loss());
         }
+}
 
-    // 2. Past an edge: one more learning rate (at the best warm-up) and one
-    //    more warm-up (at the best learning rate), until the best is inside
-    //    the tried ranges or the extensions are used up.
+// 2. Past an edge: one more learning rate (at the best warm-up) and one more
+//    warm-up (at the best learning rate), until the best is inside the tried
+//    ranges or the extensions are used up.
+static void extend_past_edges(std::vector<VariantOutcome>& out, const std::vector<ProtocolVariant>& variants,
+                              const ProtocolPlan& plan, const StudyOptions& options) {
     for (int round = 0; round <= plan.max_extensions; ++round) {
-        cells.clear();
+        std::vector<Cell> cells;
         std::vector<size_t> owner;
         for (size_t i = 0; i < variants.size(); ++i) {
             out[i].choice = choose_setting(out[i].tried, out[i].tuning_losses);
@@ -228,7 +230,7 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
         }
         if (cells.empty()) break;
         std::printf("tuning: extending the grid past its edges by %zu run(s)\n", cells.size());
-        runs = run_cells(cells, options, true);
+        std::vector<CellResult> runs = run_cells(cells, options, true);
         for (size_t j = 0; j < cells.size(); ++j) {
             VariantOutcome& o = out[owner[j]];
             o.tuning_runs.push_back(runs[j]);
@@ -239,9 +241,14 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
         if (!o.choice.trained)
             throw Error("protocol: variant " + o.name + " diverged or failed at every setting of the grid (see " +
                         options.out_dir + "/runs/tune-" + o.name + "-*/train.log)");
+}
 
-    // 3. The seeds of every report at its variant's chosen setting, scored on the validation split.
-    cells.clear();
+// 3. The seeds of every report at its variant's chosen setting, scored on the
+//    validation split. A reported run may diverge (a result); any other
+//    failure is an error.
+static void report_seeds(std::vector<VariantOutcome>& out, const std::vector<ProtocolVariant>& variants,
+                         const ProtocolPlan& plan, const StudyOptions& options) {
+    std::vector<Cell> cells;
     size_t reported = 0;
     for (size_t i = 0; i < variants.size(); ++i) {
         std::vector<ProtocolReport> reports = reports_of(variants[i]);
@@ -257,8 +264,7 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
     }
     std::printf("reporting: %zu configurations x %lld seeds at their variants' chosen settings, scored on the validation split\n",
                 reported, (long long)plan.seeds);
-    runs = run_cells(cells, options, true);
-    // A reported run may diverge (a result); any other failure is an error.
+    std::vector<CellResult> runs = run_cells(cells, options, true);
     std::string failed;
     size_t next = 0;
     for (VariantOutcome& o : out) {
@@ -279,7 +285,10 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
         o.seed_runs = o.report_runs.front();
     }
     if (!failed.empty()) throw Error("protocol: reported runs failed (not by diverging):" + failed);
+}
 
+// OUT/tuning.csv (every tuning run) and OUT/chosen.csv (each report's setting and losses).
+static void write_protocol_csvs(const std::vector<VariantOutcome>& out, const ProtocolPlan& plan, const StudyOptions& options) {
     std::ofstream tuning(options.out_dir + "/tuning.csv");
     tuning << "variant,lr,warmup,tuning_loss,chosen\n";
     for (const VariantOutcome& o : out)
@@ -297,6 +306,16 @@ std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& var
             for (double v : o.report_validation[r]) chosen << "," << v;
             chosen << "\n";
         }
+}
+
+
+std::vector<VariantOutcome> run_protocol(const std::vector<ProtocolVariant>& variants, const ProtocolPlan& plan,
+                                         const StudyOptions& options) {
+    std::vector<VariantOutcome> out(variants.size());
+    tune_on_grid(out, variants, plan, options);
+    extend_past_edges(out, variants, plan, options);
+    report_seeds(out, variants, plan, options);
+    write_protocol_csvs(out, plan, options);
     return out;
 }
 
