@@ -226,8 +226,109 @@ void print_step_gemm_shapes(const std::vector<StepTiming>& results, double peak,
 
 }  // namespace
 
-int bench_command(int argc, char** argv) {
-    Flags flags("bench", {
+// 2. GEMM on the shapes of the two configurations (M = B T tokens); the
+// peak is sampled again in every round (gemm_gflops updates it).
+static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu::SimdIsa isa, int nthreads, double& peak,
+                                                            json& out) {
+    std::vector<std::pair<GemmShape, double>> gemm_rows;
+    const std::vector<GemmShape> shapes = {
+        {1024, 1024, 1024, "NN", "square"},
+        {1024, 768, 3072, "NN", "C=768 MLP up"},
+        {1024, 3072, 768, "NN", "C=768 MLP down"},
+        {1024, 256, 768, "NT", "tiny: x W^T, qkv"},
+        {1024, 256, 1024, "NT", "tiny: x W^T, MLP up"},
+        {1024, 1024, 256, "NN", "tiny: dy W, MLP up"},
+        {1024, 1024, 256, "TN", "tiny: dW, MLP up"},
+        {2048, 384, 1152, "NT", "small: x W^T, qkv"},
+        {2048, 1536, 384, "NT", "small: x W^T, MLP down"},
+        {2048, 1536, 384, "NN", "small: dy W, MLP up"},
+        {1536, 2048, 384, "TN", "small: dW, MLP up"},
+    };
+    std::vector<double> rates = gemm_gflops(shapes, (int)repeats, isa, nthreads, peak);
+    out["machine"]["fma_peak_gflops"] = peak;
+    std::printf("GEMM (float32, best of %lld runs, taken round-robin over the shapes; the FMA peak, sampled\n"
+                "again in every round, is now %.1f GFLOP/s, and the percentages are of that)\n",
+                (long long)repeats, peak);
+    std::printf("  %-20s %-6s %-24s %10s %8s\n", "M x K x N", "layout", "what", "GFLOP/s", "of peak");
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        const GemmShape& s = shapes[i];
+        double g = rates[i];
+        gemm_rows.push_back({s, g});
+        char dims[64];
+        std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)s.M, (long long)s.K, (long long)s.N);
+        std::printf("  %-20s %-6s %-24s %10.1f %7.1f%%\n", dims, s.layout, s.label, g, percent(g, peak));
+        out["gemm"].push_back({{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"what", s.label},
+                               {"gflops", g}, {"percent_of_peak", percent(g, peak)}});
+    }
+    std::printf("\n");
+    return gemm_rows;
+}
+
+// 3. Training steps, each timed and split by kind of op.
+static std::vector<StepTiming> bench_training(const std::vector<std::string>& models, const std::vector<std::string>& sizes,
+                                              int64_t steps, Device device, double peak, json& out) {
+    std::vector<StepTiming> results;
+    for (const std::string& size : sizes)
+        for (const std::string& model : models) {
+            std::printf("timing %s %s ...\n", model.c_str(), size.c_str());
+            std::fflush(stdout);
+            results.push_back(time_training_step(model, size, (int)steps, device));
+        }
+    std::printf("\nTraining step on %s (forward + backward + AdamW), median of %lld steps; time by kind of op:\n",
+                device.str().c_str(), (long long)steps);
+    std::printf("  %-12s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
+                "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
+                "gemm GF/s");
+    for (const StepTiming& r : results) {
+        const ProfileTotals& p = r.profile;
+        double timed = 0;
+        for (double s : p.seconds) timed += s;
+        double other = std::max(0.0, r.profiled_seconds - timed);
+        double gemm_rate = p.seconds[(int)OpKind::Gemm] > 0 ? p.gemm_flops / p.seconds[(int)OpKind::Gemm] / 1e9 : 0;
+        std::string name = r.model + " " + r.size;
+        std::printf("  %-12s %7.2fM %10.1f %9.0f %9.1f", name.c_str(), (double)r.params / 1e6, r.ms_per_step,
+                    r.tokens_per_s, (double)r.peak_bytes / 1048576.0);
+        json split;
+        for (int k = 0; k < kOpKinds; ++k) {
+            std::printf(" %5.1f%%", percent(p.seconds[k], r.profiled_seconds));
+            split[op_kind_name((OpKind)k)] = percent(p.seconds[k], r.profiled_seconds);
+        }
+        split["other"] = percent(other, r.profiled_seconds);
+        std::printf(" %5.1f%% %11.1f\n", percent(other, r.profiled_seconds), gemm_rate);
+        out["training"].push_back({{"model", r.model}, {"size", r.size}, {"params", r.params},
+                                   {"batch", r.batch}, {"seq", r.seq}, {"ms_per_step", r.ms_per_step},
+                                   {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
+                                   {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
+    }
+    std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
+    if (device == kCPU)
+        print_step_gemm_shapes(results, peak, out);
+    else
+        std::printf("  (on %s the split times kernel launches, not the GPU's work, which runs asynchronously;\n"
+                    "   peak MiB is device memory in tensors)\n",
+                    device.str().c_str());
+    return results;
+}
+
+// 4. The summary table.
+static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_rows, const std::vector<StepTiming>& results,
+                          int nthreads, double peak) {
+    std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, peak);
+    std::printf("%-34s %12s %10s\n", "what", "value", "of peak");
+    for (const auto& [s, g] : gemm_rows) {
+        char what[80];
+        std::snprintf(what, sizeof what, "gemm %lldx%lldx%lld %s", (long long)s.M, (long long)s.K, (long long)s.N,
+                      s.layout);
+        std::printf("%-34s %7.1f GF/s %9.1f%%\n", what, g, percent(g, peak));
+    }
+    for (const StepTiming& r : results) {
+        std::string what = r.model + " " + r.size + " step";
+        std::printf("%-34s %9.1f ms %10s\n", what.c_str(), r.ms_per_step, "");
+    }
+}
+
+static std::vector<FlagSpec> bench_flags() {
+    return {
         {"models", "gpt2,llama", "models to time (gpt2, llama)"},
         {"sizes", "tiny,small", "sizes to time: tiny (L4 C256 T128 B8), small (L6 C384 T256 B8)"},
         {"steps", "10", "timed training steps per model (after 2 warm-up steps)"},
@@ -237,7 +338,11 @@ int bench_command(int argc, char** argv) {
         {"skip-gemm", "false", "skip the GEMM table", true},
         {"skip-training", "false", "skip the training steps", true},
         {"json", "", "also write the results to this JSON file"},
-    });
+    };
+}
+
+int bench_command(int argc, char** argv) {
+    Flags flags("bench", bench_flags());
     flags.parse(argc, argv, 2);
     if (flags.help_requested()) {
         std::fputs(flags.usage().c_str(), stdout);
@@ -266,98 +371,11 @@ int bench_command(int argc, char** argv) {
     std::printf("FMA peak (float32, %s, %d threads): %.1f GFLOP/s\n\n", cpu::simd_isa_name(isa), nthreads, peak);
     out["machine"] = {{"threads", nthreads}, {"simd", cpu::simd_isa_name(isa)}, {"fma_peak_gflops", peak}};
 
-    // 2. GEMM on the shapes of the two configurations (M = B T tokens).
     std::vector<std::pair<GemmShape, double>> gemm_rows;
-    if (!flags.on("skip-gemm")) {
-        const std::vector<GemmShape> shapes = {
-            {1024, 1024, 1024, "NN", "square"},
-            {1024, 768, 3072, "NN", "C=768 MLP up"},
-            {1024, 3072, 768, "NN", "C=768 MLP down"},
-            {1024, 256, 768, "NT", "tiny: x W^T, qkv"},
-            {1024, 256, 1024, "NT", "tiny: x W^T, MLP up"},
-            {1024, 1024, 256, "NN", "tiny: dy W, MLP up"},
-            {1024, 1024, 256, "TN", "tiny: dW, MLP up"},
-            {2048, 384, 1152, "NT", "small: x W^T, qkv"},
-            {2048, 1536, 384, "NT", "small: x W^T, MLP down"},
-            {2048, 1536, 384, "NN", "small: dy W, MLP up"},
-            {1536, 2048, 384, "TN", "small: dW, MLP up"},
-        };
-        std::vector<double> rates = gemm_gflops(shapes, (int)repeats, isa, nthreads, peak);
-        out["machine"]["fma_peak_gflops"] = peak;
-        std::printf("GEMM (float32, best of %lld runs, taken round-robin over the shapes; the FMA peak, sampled\n"
-                    "again in every round, is now %.1f GFLOP/s, and the percentages are of that)\n",
-                    (long long)repeats, peak);
-        std::printf("  %-20s %-6s %-24s %10s %8s\n", "M x K x N", "layout", "what", "GFLOP/s", "of peak");
-        for (size_t i = 0; i < shapes.size(); ++i) {
-            const GemmShape& s = shapes[i];
-            double g = rates[i];
-            gemm_rows.push_back({s, g});
-            char dims[64];
-            std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)s.M, (long long)s.K, (long long)s.N);
-            std::printf("  %-20s %-6s %-24s %10.1f %7.1f%%\n", dims, s.layout, s.label, g, percent(g, peak));
-            out["gemm"].push_back({{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"what", s.label},
-                                   {"gflops", g}, {"percent_of_peak", percent(g, peak)}});
-        }
-        std::printf("\n");
-    }
-
-    // 3. Training steps.
+    if (!flags.on("skip-gemm")) gemm_rows = bench_gemm(repeats, isa, nthreads, peak, out);
     std::vector<StepTiming> results;
-    if (!flags.on("skip-training")) {
-        for (const std::string& size : sizes)
-            for (const std::string& model : models) {
-                std::printf("timing %s %s ...\n", model.c_str(), size.c_str());
-                std::fflush(stdout);
-                results.push_back(time_training_step(model, size, (int)steps, device));
-            }
-        std::printf("\nTraining step on %s (forward + backward + AdamW), median of %lld steps; time by kind of op:\n",
-                    device.str().c_str(), (long long)steps);
-        std::printf("  %-12s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
-                    "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
-                    "gemm GF/s");
-        for (const StepTiming& r : results) {
-            const ProfileTotals& p = r.profile;
-            double timed = 0;
-            for (double s : p.seconds) timed += s;
-            double other = std::max(0.0, r.profiled_seconds - timed);
-            double gemm_rate = p.seconds[(int)OpKind::Gemm] > 0 ? p.gemm_flops / p.seconds[(int)OpKind::Gemm] / 1e9 : 0;
-            std::string name = r.model + " " + r.size;
-            std::printf("  %-12s %7.2fM %10.1f %9.0f %9.1f", name.c_str(), (double)r.params / 1e6, r.ms_per_step,
-                        r.tokens_per_s, (double)r.peak_bytes / 1048576.0);
-            json split;
-            for (int k = 0; k < kOpKinds; ++k) {
-                std::printf(" %5.1f%%", percent(p.seconds[k], r.profiled_seconds));
-                split[op_kind_name((OpKind)k)] = percent(p.seconds[k], r.profiled_seconds);
-            }
-            split["other"] = percent(other, r.profiled_seconds);
-            std::printf(" %5.1f%% %11.1f\n", percent(other, r.profiled_seconds), gemm_rate);
-            out["training"].push_back({{"model", r.model}, {"size", r.size}, {"params", r.params},
-                                       {"batch", r.batch}, {"seq", r.seq}, {"ms_per_step", r.ms_per_step},
-                                       {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
-                                       {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
-        }
-        std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
-        if (on_cpu)
-            print_step_gemm_shapes(results, peak, out);
-        else
-            std::printf("  (on %s the split times kernel launches, not the GPU's work, which runs asynchronously;\n"
-                        "   peak MiB is device memory in tensors)\n",
-                        device.str().c_str());
-    }
-
-    // 4. The summary table.
-    std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, peak);
-    std::printf("%-34s %12s %10s\n", "what", "value", "of peak");
-    for (const auto& [s, g] : gemm_rows) {
-        char what[80];
-        std::snprintf(what, sizeof what, "gemm %lldx%lldx%lld %s", (long long)s.M, (long long)s.K, (long long)s.N,
-                      s.layout);
-        std::printf("%-34s %7.1f GF/s %9.1f%%\n", what, g, percent(g, peak));
-    }
-    for (const StepTiming& r : results) {
-        std::string what = r.model + " " + r.size + " step";
-        std::printf("%-34s %9.1f ms %10s\n", what.c_str(), r.ms_per_step, "");
-    }
+    if (!flags.on("skip-training")) results = bench_training(models, sizes, steps, device, peak, out);
+    print_summary(gemm_rows, results, nthreads, peak);
     if (!flags.str("json").empty()) {
         std::ofstream f(flags.str("json"));
         if (!f) throw Error("bench: cannot write --json file '" + flags.str("json") + "'");
