@@ -9,7 +9,7 @@
 #
 #   1. the machine: nvidia-smi, the bundle's libraries (cuBLAS found where
 #      PyTorch's wheels or /usr/local/cuda keep it);
-#   2. the [cuda] parity tests (tests/test_cuda.cpp);
+#   2. the [cuda] parity tests (tests/test_cuda.cpp, tests/test_cuda_shapes.cpp);
 #   3. training on cuda against the same run on the CPU: gpt2 and llama on a
 #      text file written here, vit on a generated image folder, 200 steps,
 #      --no-shuffle, the same seed; final train loss compared (tolerance 2%);
