@@ -1,7 +1,7 @@
 // column_sums.cuh — out[c] = sum over rows r of term(r, c), for a [rows,
 // cols] grid of terms: the column sums of a matrix (a bias gradient) and the
 // norms' gamma and beta gradients (sum_r dy xhat, sum_r dy).
-// Launches the two passes of reduction_kernels.cuh (column_partials_kernel,
+// Launches the two passes of reduce_kernels.cuh (column_partials_kernel,
 // column_finish_kernel), which explains them, with a scratch buffer between.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
-#include "cuda/reduction_kernels.cuh"
+#include "cuda/reduce_kernels.cuh"
 #include "tensor/error.h"
 
 namespace nc {

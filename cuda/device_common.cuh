@@ -1,6 +1,6 @@
 // device_common.cuh — what kernels share and needs no host API: launch
 // sizes and small device functions. A kernel header (attention_tiled.cuh,
-// reduction_kernels.cuh) includes this and not cuda_common.cuh, so that
+// reduce_kernels.cuh) includes this and not cuda_common.cuh, so that
 // the CPU emulator (tests/cuda_emulator) can compile it.
 #pragma once
 

@@ -1,5 +1,5 @@
 // geodesic_update.cu — GeoNorm's update on the sphere, on the GPU, forward
-// and backward: the launches of geodesic_kernels.cuh's kernels (which
+// and backward: the launches of geodesic_update_kernels.cuh's kernels (which
 // explains them).
 //
 // Shapes: x, u, y, dy, dx, du [rows, C]; alpha [1]; dalpha_rows [rows].
@@ -7,7 +7,7 @@
 
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
-#include "cuda/geodesic_kernels.cuh"
+#include "cuda/geodesic_update_kernels.cuh"
 
 namespace nc {
 namespace cuda {

@@ -1,5 +1,5 @@
 // norms.cu — LayerNorm and RMSNorm on the GPU, forward and backward: the
-// launches of norm_kernels.cuh's kernels (which explains them), and the
+// launches of norms_kernels.cuh's kernels (which explains them), and the
 // parameter gradients as column sums (column_sums.cuh).
 //
 // Shapes as on the CPU: x, y, dy, dx [rows, C]; gamma, beta [C]; mean, rstd [rows].
@@ -8,7 +8,7 @@
 #include "cuda/column_sums.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
-#include "cuda/norm_kernels.cuh"
+#include "cuda/norms_kernels.cuh"
 
 namespace nc {
 namespace cuda {

@@ -14,7 +14,7 @@
 #include "cuda/column_sums.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
-#include "cuda/reduction_kernels.cuh"
+#include "cuda/reduce_kernels.cuh"
 
 namespace nc {
 namespace cuda {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "cuda/reduction_kernels.cuh"
+#include "cuda/reduce_kernels.cuh"
 
 namespace nc_test {
 

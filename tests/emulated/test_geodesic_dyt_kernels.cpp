@@ -1,5 +1,5 @@
 // test_geodesic_dyt_kernels.cpp — the GPU's geodesic update (GeoNorm) and
-// Dynamic Tanh kernels (cuda/geodesic_kernels.cuh, cuda/dyt_kernels.cuh),
+// Dynamic Tanh kernels (cuda/geodesic_update_kernels.cuh, cuda/dyt_kernels.cuh),
 // run on the CPU by the CUDA emulator (tests/cuda_emulator) with the grids
 // cuda/geodesic_update.cu and cuda/dyt.cu launch. The geodesic update is
 // checked against the sphere's exponential map written the textbook way
@@ -13,7 +13,7 @@
 
 #include "cuda/device_common.cuh"
 #include "cuda/dyt_kernels.cuh"
-#include "cuda/geodesic_kernels.cuh"
+#include "cuda/geodesic_update_kernels.cuh"
 #include "tests/emulated/emulated_helpers.h"
 
 namespace {

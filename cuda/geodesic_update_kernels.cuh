@@ -1,4 +1,4 @@
-// geodesic_kernels.cuh — GeoNorm's update on the sphere, forward and
+// geodesic_update_kernels.cuh — GeoNorm's update on the sphere, forward and
 // backward kernels (cuda/geodesic_update.cu launches them). One block per
 // row: the kernels sum over the row with block reductions and call the
 // formulas of tensor/ops/geodesic_update.h for everything else, the very

@@ -1,4 +1,4 @@
-// reduction_kernels.cuh — the GPU's reduction kernels: row sums (a block
+// reduce_kernels.cuh — the GPU's reduction kernels: row sums (a block
 // per row, or a few long rows cut into chunks), max/argmax, softmax, and
 // the two passes of column sums. Launched by reduce.cu and column_sums.cuh;
 // in a header of their own so that the CPU emulator (tests/cuda_emulator)

@@ -1,5 +1,5 @@
-// test_norm_kernels.cpp — the GPU's LayerNorm and RMSNorm kernels
-// (cuda/norm_kernels.cuh, and the column sums of their parameter
+// test_norms_kernels.cpp — the GPU's LayerNorm and RMSNorm kernels
+// (cuda/norms_kernels.cuh, and the column sums of their parameter
 // gradients), run on the CPU by the CUDA emulator (tests/cuda_emulator)
 // with the grids cuda/norms.cu launches. The forward is checked against the
 // definition in long double; every gradient against central differences of
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "cuda/norm_kernels.cuh"
+#include "cuda/norms_kernels.cuh"
 #include "tests/emulated/emulated_column_sums.h"
 #include "tests/emulated/emulated_helpers.h"
 

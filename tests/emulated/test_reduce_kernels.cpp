@@ -1,5 +1,5 @@
-// test_reduction_kernels.cpp — the GPU's reduction kernels
-// (cuda/reduction_kernels.cuh: row sums, the chunked full sum, max/argmax,
+// test_reduce_kernels.cpp — the GPU's reduction kernels
+// (cuda/reduce_kernels.cuh: row sums, the chunked full sum, max/argmax,
 // softmax, column sums), run on the CPU by the CUDA emulator
 // (tests/cuda_emulator) with the grids cuda/reduce.cu and
 // cuda/column_sums.cuh launch, against sums in long double and the CPU's
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "cuda/reduction_kernels.cuh"
+#include "cuda/reduce_kernels.cuh"
 #include "tests/emulated/emulated_column_sums.h"
 #include "tests/emulated/emulated_helpers.h"
 

@@ -1,4 +1,4 @@
-// norm_kernels.cuh — LayerNorm and RMSNorm kernels, forward and backward
+// norms_kernels.cuh — LayerNorm and RMSNorm kernels, forward and backward
 // (cuda/norms.cu launches them). One block per row: the row's sums by
 // block_sum in double, then one pass that writes the row, calling the
 // formulas of tensor/ops/norms.h, the very functions the CPU loops call.
