@@ -8,6 +8,7 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops_nn.h"
+#include "tensor/sphere.h"
 
 using namespace nc;
 
@@ -137,6 +138,30 @@ int main() {
         std::printf("q = %.10f (%s): relative difference to the textbook form %.1e\n", theta * theta,
                     side < 1 ? "series" : "closed form", diff);
         expect(diff < 1e-14, "series and closed form to agree with the textbook exp map");
+    }
+    // 6. The derivative S'(q) the backward pass uses, on both sides of the
+    //    switch, against a long-double reference: its Taylor series to
+    //    q^19, exact to long double's precision at q = 0.1. The closed form
+    //    (C - S)/(2q) is evaluated on the series side too, to show how the
+    //    two compare at the switch.
+    auto reference_dS = [](long double q) {
+        long double sum = 0, power = 1, factorial = 6;  // q^(k-1) and (2k+1)! for k = 1
+        for (int k = 1; k <= 20; ++k) {
+            sum += (k % 2 ? -1 : 1) * k * power / factorial;
+            power *= q;
+            factorial *= (long double)(2 * k + 2) * (2 * k + 3);
+        }
+        return sum;
+    };
+    for (double q : {0.1 * (1 - 1e-9), 0.1 * (1 + 1e-9)}) {
+        long double exact = reference_dS(q);
+        double used = sphere_coefficients(q).dS;
+        double closed = (std::cos(std::sqrt(q)) - std::sin(std::sqrt(q)) / std::sqrt(q)) / (2 * q);
+        double used_error = std::fabs((double)((used - exact) / exact));
+        double closed_error = std::fabs((double)((closed - exact) / exact));
+        std::printf("S'(%.10f): the kernel's %s off by %.1e relative; the closed form there off by %.1e\n", q,
+                    q < 0.1 ? "series" : "closed form", used_error, closed_error);
+        expect(used_error < 1e-13, "S' accurate to 1e-13 on both sides of the switch");
     }
     write_sphere_picture("08-sphere.gp");
     std::cout << "chapter 8: all checks passed\n";
