@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# scaling.sh [BUILD] [STEPS] (REPS=3) — a data-parallel training step on 1 and on 2
-# ranks (1 thread each) on this machine, the same global batch either way:
-# 1 process with batch 2B against 2 ranks with batch B, the ranks' buckets
-# reduced after backward (--no-overlap) and during it. Prints ms per step,
-# the speed-ups, and the time each step still waits for the all-reduce once
-# backward is done (waiting for the other rank included). Chapter 14 quotes
-# it.
+# scaling.sh [BUILD] [STEPS] (REPS=3) — a data-parallel training step on 2
+# ranks of 1 thread each against 1 process on this machine, the same global
+# batch either way: 1 process with batch 2B, given both cores (2 threads:
+# the baseline a user has without MPI) and with 1 thread, against 2 ranks
+# with batch B, the ranks' buckets reduced after backward (--no-overlap) and
+# during it. Prints ms per step, the speed-ups over the 2-thread process
+# (and over 1 thread), and the time each step still waits for the
+# all-reduce once backward is done (waiting for the other rank included).
+# Chapter 14 quotes it.
 set -euo pipefail
 build="${1:-build}"
 steps="${2:-100}"
@@ -39,10 +41,11 @@ for model in "--layers 2 --width 64 --heads 4" "--layers 4 --width 128 --heads 4
   common=(--data "$data" --steps "$steps" --seq 64 $model --eval-every 0 --eval-batches 1 --sample-tokens 0 --warmup 10)
   run one "$bin" train "${common[@]}" --batch 16 --run-dir "$work/one"
   params=$(sed -n 's/.*, \([0-9]*\) parameters.*/\1/p' <<<"$last_out" | head -1)
+  run both env OMP_NUM_THREADS=2 "$bin" train "${common[@]}" --batch 16 --run-dir "$work/both"
   run after "${two_ranks[@]}" "${common[@]}" --batch 8 --no-overlap --run-dir "$work/after"
   run during "${two_ranks[@]}" "${common[@]}" --batch 8 --run-dir "$work/during"
   buckets=$(sed -n 's/.*ranks, \([0-9]*\) gradient buckets.*/\1/p' <<<"$last_out")
-  printf '%-34s %8s params, %s bucket(s): 1 x 16: %6.1f ms/step | 2 x 8, reduced after backward: %6.1f ms/step, waiting %s | during backward: %6.1f ms/step, waiting %s | speed-up %.2fx (after: %.2fx)\n' \
-    "$model" "$params" "$buckets" "$ms_one" "$ms_after" "$wait_after" "$ms_during" "$wait_during" \
-    "$(echo "$ms_one / $ms_during" | bc -l)" "$(echo "$ms_one / $ms_after" | bc -l)"
+  printf '%-34s %8s params, %s bucket(s): 1 x 16, 2 threads: %6.1f ms/step (1 thread: %6.1f) | 2 x 8, reduced after backward: %6.1f ms/step, waiting %s | during backward: %6.1f ms/step, waiting %s | speed-up over 2 threads %.2fx (after: %.2fx), over 1 thread %.2fx\n' \
+    "$model" "$params" "$buckets" "$ms_both" "$ms_one" "$ms_after" "$wait_after" "$ms_during" "$wait_during" \
+    "$(echo "$ms_both / $ms_during" | bc -l)" "$(echo "$ms_both / $ms_after" | bc -l)" "$(echo "$ms_one / $ms_during" | bc -l)"
 done
