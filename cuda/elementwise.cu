@@ -26,6 +26,8 @@ void cast_from(const Tensor& in, const Tensor& out) {
         case DType::Float32: cast_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<In>(in), ptr<float>(out), ix, n); break;
         case DType::Float64: cast_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<In>(in), ptr<double>(out), ix, n); break;
         case DType::Int64: cast_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<In>(in), ptr<int64_t>(out), ix, n); break;
+        case DType::BFloat16: cast_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<In>(in), ptr<BFloat16>(out), ix, n); break;
+        case DType::Float16: cast_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<In>(in), ptr<Float16>(out), ix, n); break;
     }
     check_launch("cast_kernel");
 }
@@ -40,6 +42,8 @@ void fill(const Tensor& out, double value) {
         case DType::Float32: fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(out), ix, n, (float)value); break;
         case DType::Float64: fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<double>(out), ix, n, value); break;
         case DType::Int64: fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<int64_t>(out), ix, n, (int64_t)value); break;
+        case DType::BFloat16: fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<BFloat16>(out), ix, n, to_bfloat16((float)value)); break;
+        case DType::Float16: fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<Float16>(out), ix, n, to_float16((float)value)); break;
     }
     check_launch("fill_kernel");
 }
@@ -52,6 +56,8 @@ static void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
             case DType::Float32: cast_from<float>(in, out); break;
             case DType::Float64: cast_from<double>(in, out); break;
             case DType::Int64: cast_from<int64_t>(in, out); break;
+            case DType::BFloat16: cast_from<BFloat16>(in, out); break;
+            case DType::Float16: cast_from<Float16>(in, out); break;
         }
         return;
     }
@@ -77,6 +83,8 @@ static void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
         case DType::Int64:
             binary_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(op, ptr<int64_t>(a), ptr<int64_t>(b), ptr<int64_t>(out), ix, n);
             break;
+        case DType::BFloat16:
+        case DType::Float16: check_compute_dtype(out.dtype(), binary_op_name(op));  // raw::binary refused it already
     }
     check_launch("binary_kernel");
 }
@@ -95,6 +103,8 @@ static void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Te
         case DType::Int64:
             where_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<int64_t>(cond), ptr<int64_t>(a), ptr<int64_t>(b), ptr<int64_t>(out), ix, n);
             break;
+        case DType::BFloat16:
+        case DType::Float16: check_compute_dtype(out.dtype(), "where");  // raw::where refused it already
     }
     check_launch("where_kernel");
 }

@@ -17,39 +17,22 @@ static const char* dtype_code(DType dtype) {
         case DType::Float32: return "F32";
         case DType::Float64: return "F64";
         case DType::Int64: return "I64";
+        case DType::BFloat16: return "BF16";
+        case DType::Float16: return "F16";
     }
     return "?";
 }
 
-// IEEE half and bfloat16 to float (for reading Hugging Face files).
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff, bits;
-    if (exponent == 0) {
-        if (mantissa == 0) {
-            bits = sign;
-        } else {  // subnormal: normalize
-            exponent = 127 - 15 + 1;
-            while (!(mantissa & 0x400)) {
-                mantissa <<= 1;
-                --exponent;
-            }
-            bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
-        }
-    } else if (exponent == 31) {
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else {
-        bits = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
-    }
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
-static float bfloat16_to_float(uint16_t b) {
-    uint32_t bits = (uint32_t)b << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
+// The file's dtype code of each dtype, and back ("" and kFloat32 for none).
+static DType dtype_of_code(const std::string& code, bool& known) {
+    known = true;
+    if (code == "F32") return kFloat32;
+    if (code == "F64") return kFloat64;
+    if (code == "I64") return kInt64;
+    if (code == "BF16") return kBFloat16;
+    if (code == "F16") return kFloat16;
+    known = false;
+    return kFloat32;
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
@@ -99,8 +82,10 @@ SafetensorsFile read_safetensors(const std::string& path) {
         if (!e["data_offsets"][0].is_number_unsigned() || !e["data_offsets"][1].is_number_unsigned())
             throw bad("entry '" + name + "' has bad data_offsets " + e["data_offsets"].dump());
         uint64_t begin = e["data_offsets"][0], end = e["data_offsets"][1];
-        size_t element = code == "F32" ? 4 : code == "F64" || code == "I64" ? 8 : code == "F16" || code == "BF16" ? 2 : 0;
-        if (element == 0) throw bad("entry '" + name + "' has dtype " + code + ", which normcore cannot read (F32, F64, I64, F16, BF16)");
+        bool known = false;
+        DType dtype = dtype_of_code(code, known);
+        if (!known) throw bad("entry '" + name + "' has dtype " + code + ", which normcore cannot read (F32, F64, I64, F16, BF16)");
+        size_t element = dtype_size(dtype);
         check_ndim(shape, "safetensors");
         // The element count and byte size of a crafted shape can exceed 64
         // bits ([2^31, 2^31] F32 "needs" 2^64 bytes, which wraps to 0): check
@@ -127,19 +112,10 @@ SafetensorsFile read_safetensors(const std::string& path) {
         in.seekg((std::streamoff)(data_start + begin));
         in.read(bytes.data(), (std::streamsize)nbytes);
         if (!in) throw bad("could not read the data of '" + name + "'");
-        Tensor t;
-        if (code == "F16" || code == "BF16") {
-            t = empty(shape, kFloat32);
-            float* out = t.data<float>();
-            for (int64_t i = 0; i < t.numel(); ++i) {
-                uint16_t v;
-                std::memcpy(&v, bytes.data() + 2 * i, 2);
-                out[i] = code == "F16" ? half_to_float(v) : bfloat16_to_float(v);
-            }
-        } else {
-            t = empty(shape, code == "F32" ? kFloat32 : code == "F64" ? kFloat64 : kInt64);
-            if (nbytes > 0) std::memcpy(t.raw_data(), bytes.data(), nbytes);  // (an empty vector's data() may be null)
-        }
+        // The bytes as they are: little-endian, as every machine normcore
+        // runs on stores them. A 16-bit tensor stays 16-bit (to_dtype widens it).
+        Tensor t = empty(shape, dtype);
+        if (nbytes > 0) std::memcpy(t.raw_data(), bytes.data(), nbytes);  // (an empty vector's data() may be null)
         file.tensors[name] = t;
     }
     return file;

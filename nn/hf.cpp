@@ -45,11 +45,13 @@ void load_hf_layout(TransformerModel& model, std::map<std::string, Tensor> tenso
         if (cfg.family == Family::ViT && name == kPatchProjection && t.dim() == 4) t = raw::reshape(t, {t.size(0), -1});
         ours[name] = t;
     }
-    // Match the model's dtype (HF files may be float16/bfloat16, read as float32).
+    // Match the model's dtype: a file may hold float64, or bfloat16 and
+    // float16 (as Hugging Face often saves them), for a float32 model.
     std::map<std::string, Tensor> state = model.state_dict();
+    auto floating = [](DType d) { return is_floating(d) || is_16bit_float(d); };
     for (auto& [name, t] : ours) {
         auto it = state.find(name);
-        if (it != state.end() && it->second.dtype() != t.dtype() && is_floating(t.dtype()) && is_floating(it->second.dtype()))
+        if (it != state.end() && it->second.dtype() != t.dtype() && floating(t.dtype()) && floating(it->second.dtype()))
             t = raw::to_dtype(t, it->second.dtype());
         if (it != state.end() && it->second.dtype() == kInt64 && t.dtype() != kInt64) t = raw::to_dtype(t, kInt64);
     }

@@ -3,6 +3,9 @@
 // float32 is the working type everywhere. float64 exists on the CPU so that
 // gradients can be checked by finite differences without round-off swamping
 // the result. int64 holds indices (embedding ids, argmax results, gather).
+// bfloat16 and float16 (tensor/half.h) hold numbers in half the bytes:
+// they are stored, converted, printed, saved and loaded, and ops compute
+// on them after a cast to float32 (check_compute_dtype says so).
 #pragma once
 
 #include <cstddef>
@@ -10,15 +13,22 @@
 
 namespace nc {
 
-enum class DType { Float32, Float64, Int64 };
+enum class DType { Float32, Float64, Int64, BFloat16, Float16 };
 
 constexpr DType kFloat32 = DType::Float32;
 constexpr DType kFloat64 = DType::Float64;
 constexpr DType kInt64 = DType::Int64;
+constexpr DType kBFloat16 = DType::BFloat16;
+constexpr DType kFloat16 = DType::Float16;
 
 size_t dtype_size(DType dtype);
-const char* dtype_name(DType dtype);  // "float32", "float64", "int64"
+const char* dtype_name(DType dtype);  // "float32", "float64", "int64", "bfloat16", "float16"
+// The floating dtypes ops compute in: float32 and float64.
 bool is_floating(DType dtype);
+bool is_16bit_float(DType dtype);  // bfloat16, float16
+// An op that computes refuses a 16-bit tensor with one clear error naming
+// the op and how to cast (`op`: "matmul", ...).
+void check_compute_dtype(DType dtype, const std::string& op);
 
 enum class DeviceType { CPU, CUDA };
 

@@ -125,7 +125,8 @@ std::string Tensor::to_string() const {
     if (numel() == 0) os << "[]";
     else write(os, values, shape(), 0, 0, summarize, f, (int)std::string("tensor(").size());
     if (numel() == 0 && dim() > 1) os << ", size=" << shape_str(shape());
-    if (dtype() == kFloat64) os << ", dtype=float64";
+    // As PyTorch prints: the dtype unless it is the default float32 (or int64, which the numbers show).
+    if (dtype() == kFloat64 || is_16bit_float(dtype())) os << ", dtype=" << dtype_name(dtype());
     if (dtype() == kInt64 && numel() == 0) os << ", dtype=int64";
     if (device() != kCPU) os << ", device='" << device().str() << "'";
     if (requires_grad()) os << ", requires_grad=True";

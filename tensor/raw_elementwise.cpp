@@ -23,6 +23,7 @@ static void check_same_dtype(const Tensor& a, const Tensor& b, const std::string
 }
 
 static void check_floating(const Tensor& t, const std::string& op) {
+    check_compute_dtype(t.dtype(), op);
     if (!is_floating(t.dtype()))
         fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(t.dtype()) + " " +
                      shape_str(t.shape()));
@@ -74,6 +75,7 @@ Tensor from_indices(const std::vector<int64_t>& values, const Shape& shape, Devi
 
 static Tensor random_tensor(RandomKind kind, const Shape& shape, double p, Generator& gen, DType dtype,
                             Device device, const std::string& op) {
+    check_compute_dtype(dtype, op);
     if (!is_floating(dtype)) fail(op, std::string("needs a floating dtype, got ") + dtype_name(dtype));
     Tensor t = empty(shape, dtype, device);
     uint64_t first = gen.advance((uint64_t)t.numel());
@@ -178,6 +180,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     const char* name = binary_op_name(op);
     check_same_device(a, b, name);
     check_same_dtype(a, b, name);
+    check_compute_dtype(a.dtype(), name);
     bool integer_ok = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
                       (op >= BinaryOp::Maximum && op <= BinaryOp::Ge);
     if (!integer_ok) check_floating(a, name);
@@ -210,6 +213,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     check_same_device(cond, a, "where");
     check_same_device(a, b, "where");
     check_same_dtype(a, b, "where");
+    check_compute_dtype(a.dtype(), "where");
     Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
     Tensor out = empty(shape, a.dtype(), a.device());
     // The condition is read as the values' dtype, so any numeric mask works.
@@ -220,6 +224,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 bool all_finite(const Tensor& t) {
+    if (is_16bit_float(t.dtype())) return all_finite(to_dtype(t, kFloat32));  // exact: every 16-bit value is a float
     if (!is_floating(t.dtype()) || t.numel() == 0) return true;
     // x - x is 0 for finite x and NaN for NaN or +-Inf; the sum propagates NaN.
     return std::isfinite(sum(sub(t, t)).item());

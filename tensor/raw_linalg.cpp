@@ -26,6 +26,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
         fail("matmul", "both operands need at least 1 dim, got " + shape_str(a_in.shape()) + " and " +
                            shape_str(b_in.shape()));
     if (a_in.device() != b_in.device()) fail("matmul", "operands are on different devices");
+    check_compute_dtype(a_in.dtype(), "matmul");
+    check_compute_dtype(b_in.dtype(), "matmul");
     if (a_in.dtype() != b_in.dtype() || !is_floating(a_in.dtype()))
         fail("matmul", std::string("operands must share a floating dtype, got ") + dtype_name(a_in.dtype()) +
                            " and " + dtype_name(b_in.dtype()));
@@ -60,6 +62,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
         fail("linear", "expects x [..., K] and w [N, K], got " + shape_str(x.shape()) + " and " + shape_str(w.shape()));
     if (x.device() != w.device() || (bias.defined() && bias.device() != x.device()))
         fail("linear", "x, w and bias are on different devices");
+    check_compute_dtype(x.dtype(), "linear");
+    check_compute_dtype(w.dtype(), "linear");
     if (x.dtype() != w.dtype() || !is_floating(x.dtype()) || (bias.defined() && bias.dtype() != x.dtype()))
         fail("linear", "x, w and bias must share a floating dtype");
     int64_t K = x.size(-1), N = w.size(0), M = x.numel() / std::max<int64_t>(1, K);
@@ -83,6 +87,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 // ---- softmax -------------------------------------------------------------------
 
 static Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const std::string& op) {
+    check_compute_dtype(x.dtype(), op);
     if (!is_floating(x.dtype())) fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(x.dtype()));
     if (x.dim() == 0) return view(softmax_impl(unsqueeze(x, 0), 0, log, op), {});
     dim = normalize_dim(dim, x.dim(), op);
@@ -130,6 +135,7 @@ static Tensor as_3d(const Tensor& t, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+    check_compute_dtype(x.dtype(), "index_select");
     check_index(index, x.device(), "index_select");
     if (index.dim() != 1) fail("index_select", "index must be 1-D, got shape " + shape_str(index.shape()));
     dim = normalize_dim(dim, x.dim(), "index_select");
@@ -143,6 +149,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor index_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+    check_compute_dtype(src.dtype(), "index_add");
     check_index(index, src.device(), "index_add");
     dim = normalize_dim(dim, (int64_t)shape.size(), "index_add");
     Shape expected = shape;
@@ -172,6 +179,7 @@ static void check_gather_index(const Shape& x_shape, Device device, int64_t dim,
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+    check_compute_dtype(x.dtype(), "gather");
     dim = normalize_dim(dim, x.dim(), "gather");
     check_gather_index(x.shape(), x.device(), dim, index, "gather");
     Tensor out = empty(index.shape(), x.dtype(), x.device());
@@ -181,6 +189,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+    check_compute_dtype(src.dtype(), "scatter_add");
     dim = normalize_dim(dim, (int64_t)shape.size(), "scatter_add");
     check_gather_index(shape, src.device(), dim, index, "scatter_add");
     if (src.shape() != index.shape())

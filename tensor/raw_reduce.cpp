@@ -48,6 +48,7 @@ static Tensor as_rows(const Tensor& x, const std::vector<int64_t>& dims) {
 }
 
 static Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, const std::string& name) {
+    check_compute_dtype(x.dtype(), name);
     if (!is_floating(x.dtype()))
         fail(name, std::string("needs a floating-point tensor, got ") + dtype_name(x.dtype()));
     dims = reduced_dims(x, dims, name);

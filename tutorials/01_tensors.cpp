@@ -115,6 +115,13 @@ int main() {
     std::cout << "randn with seed 42 =\n" << noise << "\n";
     Generator again(42);
     expect(randn({2, 3}, again).to_vector() == noise.to_vector(), "the same seed to give the same numbers");
+    // --- 7. Half-size numbers: bfloat16 keeps float32's range, float16 its digits ---
+    Tensor values = from_vector(std::vector<float>{3.14159265f, 70000.0f, 1e-6f}, {3});
+    std::cout << "float32  " << values << "\n";
+    std::cout << "bfloat16 " << raw::to_dtype(values, kBFloat16) << "\n";
+    std::cout << "float16  " << raw::to_dtype(values, kFloat16) << "\n";
+    expect(std::isinf(raw::to_dtype(values, kFloat16).to_vector()[1]), "70000 to overflow float16");
+    expect(raw::to_dtype(values, kBFloat16).to_vector()[1] == 70144, "70000 to round to 70144 in bfloat16");
     std::cout << "chapter 1: all checks passed\n";
     return 0;
 }

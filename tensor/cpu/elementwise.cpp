@@ -79,6 +79,8 @@ static void fill(const Tensor& out, double value) {
         case DType::Float32: fill_typed<float>(out, (float)value); break;
         case DType::Float64: fill_typed<double>(out, value); break;
         case DType::Int64: fill_typed<int64_t>(out, (int64_t)value); break;
+        case DType::BFloat16: fill_typed<BFloat16>(out, to_bfloat16((float)value)); break;
+        case DType::Float16: fill_typed<Float16>(out, to_float16((float)value)); break;
     }
 }
 
@@ -91,6 +93,8 @@ static void copy_from(const Tensor& in, const Tensor& out) {
         case DType::Float32: unary_loop<In, float>(in, out, [](In v) { return convert<float>(v); }); break;
         case DType::Float64: unary_loop<In, double>(in, out, [](In v) { return convert<double>(v); }); break;
         case DType::Int64: unary_loop<In, int64_t>(in, out, [](In v) { return convert<int64_t>(v); }); break;
+        case DType::BFloat16: unary_loop<In, BFloat16>(in, out, [](In v) { return convert<BFloat16>(v); }); break;
+        case DType::Float16: unary_loop<In, Float16>(in, out, [](In v) { return convert<Float16>(v); }); break;
     }
 }
 
@@ -141,6 +145,8 @@ static void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
             case DType::Float32: copy_from<float>(in, out); break;
             case DType::Float64: copy_from<double>(in, out); break;
             case DType::Int64: copy_from<int64_t>(in, out); break;
+            case DType::BFloat16: copy_from<BFloat16>(in, out); break;
+            case DType::Float16: copy_from<Float16>(in, out); break;
         }
         return;
     }
@@ -194,6 +200,8 @@ static void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
         case DType::Float32: binary_typed<float>(op, a, b, out); break;
         case DType::Float64: binary_typed<double>(op, a, b, out); break;
         case DType::Int64: binary_typed<int64_t>(op, a, b, out); break;
+        case DType::BFloat16:
+        case DType::Float16: check_compute_dtype(out.dtype(), binary_op_name(op));  // raw::binary refused it already
     }
 }
 
@@ -216,6 +224,8 @@ static void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Te
         case DType::Float32: where_typed<float>(cond, a, b, out); break;
         case DType::Float64: where_typed<double>(cond, a, b, out); break;
         case DType::Int64: where_typed<int64_t>(cond, a, b, out); break;
+        case DType::BFloat16:
+        case DType::Float16: check_compute_dtype(out.dtype(), "where");  // raw::where refused it already
     }
 }
 

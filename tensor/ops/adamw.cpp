@@ -35,6 +35,7 @@ void adamw_update(const std::vector<Tensor>& params, const std::vector<Tensor>& 
     std::vector<Tensor> contiguous_grads;
     for (size_t i = 0; i < n; ++i) {
         const std::string which = "parameter " + std::to_string(i) + " " + shape_str(params[i].shape());
+        check_compute_dtype(params[i].dtype(), "adamw");
         if (!is_floating(params[i].dtype()) || params[i].dtype() != params[0].dtype() ||
             params[i].device() != params[0].device())
             fail(op, which + ": all parameters must share one floating dtype and device");

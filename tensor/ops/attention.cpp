@@ -76,6 +76,7 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
     if (causal && q.size(-2) > k.size(-2))
         fail(op, "causal attention needs at least as many keys as queries, got T=" + std::to_string(q.size(-2)) +
                      " and S=" + std::to_string(k.size(-2)));
+    check_compute_dtype(q.dtype(), "attention");
     if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
         fail(op, "q, k, v must share a floating dtype");
     Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);

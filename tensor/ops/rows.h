@@ -17,6 +17,7 @@ namespace raw {
 // x as a contiguous [rows, C] matrix, C = the last dim.
 inline Tensor as_rows(const Tensor& x, const std::string& op) {
     if (x.dim() == 0) fail(op, "needs at least one dim (the features), got a scalar");
+    check_compute_dtype(x.dtype(), op);
     if (!is_floating(x.dtype())) fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(x.dtype()));
     int64_t C = x.size(-1);
     return view(contiguous(x), {C == 0 ? 0 : x.numel() / C, C});

@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -161,6 +162,41 @@ TEST_CASE("emulated GPU: where, casts, fill and random numbers equal the CPU bac
         cuda_emulator::launch(dim3(1), dim3(32), s, cast_kernel<int64_t, double>, (const int64_t*)data<int64_t>(want_int),
                               data<double>(to_double), ix2, n);
         check_same("int64 to double", to_double, want_double, 0);
+    }
+    SECTION("casts to and from bfloat16 and float16, bit for bit") {
+        // Values across float16's range and beyond it, and tiny ones (its subnormals), from a strided view.
+        Tensor x = raw::mul(a, 30000.0), tiny = raw::mul(a, 1e-6);
+        for (const Tensor& in : {a, x, tiny})
+            for (DType half : {kBFloat16, kFloat16}) {
+                INFO(dtype_name(half));
+                Tensor want = raw::zeros(in.shape(), half), got = raw::zeros(in.shape(), half);
+                cpu_backend().unary(UnaryOp::Copy, in, want);
+                StridedIndexer<2> ix = make_indexer<2>(got.shape(), {&in, &got});
+                if (half == kBFloat16)
+                    cuda_emulator::launch(dim3(2), dim3(32), s, cast_kernel<float, BFloat16>, (const float*)data<float>(in),
+                                          data<BFloat16>(got), ix, n);
+                else
+                    cuda_emulator::launch(dim3(2), dim3(32), s, cast_kernel<float, Float16>, (const float*)data<float>(in),
+                                          data<Float16>(got), ix, n);
+                CHECK(std::memcmp(got.raw_data(), want.raw_data(), (size_t)n * 2) == 0);
+                // And back to float32, exactly.
+                Tensor back = raw::zeros(in.shape()), want_back = raw::zeros(in.shape());
+                cpu_backend().unary(UnaryOp::Copy, want, want_back);
+                StridedIndexer<2> ix2 = make_indexer<2>(back.shape(), {&want, &back});
+                if (half == kBFloat16)
+                    cuda_emulator::launch(dim3(2), dim3(32), s, cast_kernel<BFloat16, float>,
+                                          (const BFloat16*)data<BFloat16>(want), data<float>(back), ix2, n);
+                else
+                    cuda_emulator::launch(dim3(2), dim3(32), s, cast_kernel<Float16, float>,
+                                          (const Float16*)data<Float16>(want), data<float>(back), ix2, n);
+                check_same("16-bit to float", back, want_back, 0);
+            }
+        Tensor filled = raw::zeros({5}, kBFloat16), want_filled = raw::zeros({5}, kBFloat16);
+        cpu_backend().fill(want_filled, 0.1);
+        StridedIndexer<1> ix = make_indexer<1>(filled.shape(), {&filled});
+        cuda_emulator::launch(dim3(1), dim3(32), s, fill_kernel<BFloat16>, data<BFloat16>(filled), ix, (int64_t)5,
+                              to_bfloat16(0.1f));
+        CHECK(std::memcmp(filled.raw_data(), want_filled.raw_data(), 10) == 0);
     }
     SECTION("fill of a narrowed view leaves the rest alone") {
         Tensor base = raw::zeros({6, 8}), want_base = raw::zeros({6, 8});
