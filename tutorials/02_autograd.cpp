@@ -161,6 +161,23 @@ int main(int argc, char** argv) {
                     std::isnan(naive) ? "NaN (inf / inf)" : "finite", shifted, s.to_vector()[1]);
         expect(std::isnan(naive) && std::fabs(s.to_vector()[1] - shifted) < 1e-12, "the naive softmax to overflow");
     }
+    {
+        // A saved tensor written in place: tanh's backward reads its saved
+        // output, 1 - tanh(a)^2. Zeroing that output after the forward pass
+        // changes the gradient, and nothing says so.
+        auto tanh_grad = [](bool overwrite) {
+            Tensor a = raw::from_vector(std::vector<double>{0.5}, {1}).set_requires_grad(true);
+            Tensor y = tanh(a);
+            if (overwrite) raw::fill_(y, 0.0);  // y's storage is what TanhBackward saved
+            backward(sum(y));
+            return a.grad().item();
+        };
+        double right = tanh_grad(false), wrong = tanh_grad(true);
+        std::printf("d tanh(a)/da at 0.5: %.6f; after writing 0 into tanh(a) before backward: %.6f, and no error\n", right,
+                    wrong);
+        expect(std::fabs(right - (1 - std::tanh(0.5) * std::tanh(0.5))) < 1e-12 && wrong == 1,
+               "an in-place write into a saved tensor to change the gradient silently");
+    }
     std::cout << "chapter 2: all checks passed\n";
     return 0;
 }
