@@ -77,6 +77,11 @@ int experiment_command(int argc, char** argv) {
         if (jobs < 0) throw Error("flag --jobs: must be 0 (automatic) or more");
         options.reuse = flags.on("reuse");
         options.jobs = jobs > 0 ? (int)jobs : device == "cpu" ? (int)std::max(1u, std::thread::hardware_concurrency()) : 1;
+        // The cells run in this process, and on a GPU they would share its
+        // one stream and its record of a bad index: one at a time there.
+        if (device != "cpu" && options.jobs > 1)
+            throw Error("flag --jobs: the training runs share one process, so on " + device +
+                        " they run one at a time (--jobs 1, the default there)");
         if (flags.integer("steps") < 0) throw Error("flag --steps: must be positive");
         if (flags.integer("seeds") < 0) throw Error("flag --seeds: must be positive");
         fs::create_directories(options.out_dir);

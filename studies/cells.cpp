@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <cctype>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "studies/study.h"
+#include "tensor/cpu/allocator.h"
 #include "tensor/error.h"
 
 namespace nc {
@@ -68,7 +70,10 @@ static std::vector<std::string> train_args(const Cell& cell, const std::string& 
 static CellResult run_one_cell(const std::vector<std::string>& args, const std::string& dir, int runs_in_process) {
     CellResult cell;
     std::FILE* log = std::fopen((dir + "/train.log").c_str(), "w");
-    if (!log) throw Error("experiment: cannot write '" + dir + "/train.log'");
+    if (!log) {
+        cell.error = "cannot write '" + dir + "/train.log' (" + std::strerror(errno) + ")";
+        return cell;
+    }
     try {
         std::vector<std::string> argv_strings = {"normcore", "train"};
         argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -134,7 +139,13 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const StudyOpt
         for (const std::string& a : train_args(cells[i], dir)) cmd += " " + shell_quote(a);
         listing << cmd << "\n";
         reused[i] = options.reuse && reusable(dir, cmd, results[i]);
-        if (!reused[i]) std::ofstream(dir + "/command.txt") << cmd << "\n";
+        if (!reused[i]) {
+            // A fresh start: nothing of an earlier run in this folder (its
+            // result.json or stream.csv) may pass for this run's.
+            fs::remove_all(dir);
+            fs::create_directories(dir);
+            std::ofstream(dir + "/command.txt") << cmd << "\n";
+        }
     }
     listing.close();
     std::printf("running %zu training runs, %d at a time with %d thread%s each (commands in %s/commands.txt)\n",
@@ -151,6 +162,10 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const StudyOpt
             std::string dir = cell_dir(options, cells[i].name);
             auto start = std::chrono::steady_clock::now();
             if (!reused[i]) results[i] = run_one_cell(train_args(cells[i], dir), dir, jobs);
+            // What the cell's tensors left in the allocator's free lists goes
+            // back to the system, as a finished process's memory did: cells of
+            // other sizes would not reuse it, and a long grid would only grow.
+            cpu::empty_cache();
             double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             std::lock_guard<std::mutex> lock(print);
             ++done;

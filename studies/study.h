@@ -70,7 +70,8 @@ struct CellResult {
     double val_loss() const { return ran() && train.stop == StopReason::Finished ? train.val_loss : NAN; }
 };
 
-// Runs every cell (at most options.jobs at a time, in this process), printing
+// Runs every cell (at most options.jobs at a time, in this process: a crash
+// that ends the process ends the study; --reuse goes on from there), printing
 // one line as each finishes, and appends their commands to OUT/commands.txt
 // (a study starts it empty). Returns the cells' results in order. Throws,
 // naming the cells and their logs, if any run failed with an error (not by

@@ -179,4 +179,10 @@ TEST_CASE("study cells: side by side in one process, each runs as it would alone
     std::vector<CellResult> changed = run_cells({{"a", with(cells[0].args, {"--lr", "1e-3"})}, cells[1], cells[2]}, options, true);
     CHECK(std::filesystem::exists(options.out_dir + "/runs/a/train_log.csv"));
     CHECK(changed[0].train.losses != side_by_side[0].train.losses);
+    // A changed command that fails leaves nothing of the earlier run for a
+    // later --reuse to take as its result.
+    std::vector<CellResult> failed = run_cells({{"a", cells[2].args}, cells[1], cells[2]}, options, true);
+    CHECK_FALSE(failed[0].ran());
+    CHECK_FALSE(std::filesystem::exists(options.out_dir + "/runs/a/result.json"));
+    CHECK_FALSE(run_cells({{"a", cells[2].args}, cells[1], cells[2]}, options, true)[0].ran());
 }
