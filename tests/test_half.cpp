@@ -13,6 +13,8 @@
 #include "helpers.h"
 #include "nn/hf.h"
 #include "tensor/half.h"
+#include "tensor/ops/attention.h"
+#include "tensor/ops/cross_entropy.h"
 #include "tensor/ops/norms.h"
 
 using namespace nc;
@@ -162,6 +164,17 @@ TEST_CASE("16-bit tensors: every op that computes refuses them, naming the op an
     check_error([&] { raw::randn({2}, gen, kBFloat16); }, refused("randn", "bfloat16"));
     check_error([&] { raw::layer_norm(b, Tensor(), Tensor(), 1e-5); }, refused("layer_norm", "bfloat16"));
     check_error([&] { Tensor(b).set_requires_grad(true); }, {"bfloat16"});
+    // The fused backwards take a gradient of the inputs' dtype, not another one read as float.
+    Tensor q = raw::randn({1, 4, 8}, gen);
+    raw::AttentionForward att = raw::attention(q, q, q, true, 0.35);
+    check_error([&] { raw::attention_backward(raw::to_dtype(att.out, kBFloat16), q, q, q, att, true, 0.35); },
+                {"attention_backward: the gradient is bfloat16 on cpu, the inputs float32 on cpu"});
+    check_error([&] { raw::attention_backward(raw::to_dtype(att.out, kFloat64), q, q, q, att, true, 0.35); },
+                {"attention_backward: the gradient is float64"});
+    Tensor logits = raw::randn({3, 5}, gen), targets = raw::from_indices({0, 4, 2}, {3});
+    raw::CrossEntropyForward ce = raw::cross_entropy(logits, targets, -1);
+    check_error([&] { raw::cross_entropy_backward(raw::ones({3}, kFloat16), logits, targets, ce, -1); },
+                {"cross_entropy_backward: the row gradients are float16"});
 }
 
 TEST_CASE("16-bit tensors in safetensors: written as BF16 and F16, read back bit for bit", "[half][checkpoint]") {

@@ -95,6 +95,9 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
     if (dout.shape() != saved.out.shape())
         fail("attention_backward", "gradient " + shape_str(dout.shape()) + " does not match the output " +
                                        shape_str(saved.out.shape()));
+    if (dout.dtype() != q.dtype() || dout.device() != q.device())
+        fail("attention_backward", std::string("the gradient is ") + dtype_name(dout.dtype()) + " on " + dout.device().str() +
+                                       ", the inputs " + dtype_name(q.dtype()) + " on " + q.device().str());
     Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
     AttentionBackward grads{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
                         empty(vb.shape(), q.dtype(), q.device())};

@@ -65,6 +65,10 @@ Tensor cross_entropy_backward(const Tensor& dlosses, const Tensor& logits, const
     if (dlosses.numel() != rows.size(0))
         fail("cross_entropy_backward", "got " + std::to_string(dlosses.numel()) + " row gradients for " +
                                            std::to_string(rows.size(0)) + " rows");
+    if (dlosses.dtype() != logits.dtype() || dlosses.device() != logits.device())
+        fail("cross_entropy_backward", std::string("the row gradients are ") + dtype_name(dlosses.dtype()) + " on " +
+                                           dlosses.device().str() + ", the logits " + dtype_name(logits.dtype()) + " on " +
+                                           logits.device().str());
     Tensor dlogits = empty(logits.shape(), logits.dtype(), logits.device());
     ProfileScope scope(OpKind::Loss);
     backend_for(logits.device()).cross_entropy.backward(reshape(contiguous(dlosses), {rows.size(0)}), rows,
