@@ -84,6 +84,7 @@ common=(--data "$work/tiny.txt" --steps 8 --batch 2 --seq 16 --layers 2 --width 
         --sample-tokens 0 --dropout 0.1)
 "$bin" train "${common[@]}" --run-dir "$work/straight" > /dev/null 2>&1 || fail "straight run"
 "$bin" train "${common[@]}" --stop-after 4 --run-dir "$work/split" > /dev/null 2>&1 || fail "first half"
+cp "$work/split/checkpoint.safetensors" "$work/at-step-4.safetensors"
 "$bin" train "${common[@]}" --resume "$work/split/checkpoint.safetensors" --run-dir "$work/split" > "$work/out.txt" 2>&1 \
   || fail "resume: $(cat "$work/out.txt")"
 grep -q "resumed from" "$work/out.txt" || fail "resume did not say where it resumed"
@@ -127,6 +128,9 @@ expect_error() {  # expect_error "<fragment of the message>" args...
 }
 expect_error "unknown flag --bogus" train --bogus 1
 expect_error "does not exist" train --data "$work/missing.txt"
+# --resume with a --stop-after at or before the checkpoint's step (section 4 made it).
+expect_error "the checkpoint is already at step 4, so there is nothing to run" \
+  train "${common[@]}" --resume "$work/at-step-4.safetensors" --stop-after 3 --run-dir "$work/split-early"
 expect_error "'abc' is not an integer" train --steps abc
 expect_error "unknown placement 'middle'" train --placement middle
 expect_error "--heads 3 does not divide --width 32" train --width 32 --heads 3

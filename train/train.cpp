@@ -242,6 +242,9 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
     run.opt = make_optimizer(flags, model);
     run.params = model.parameters();
     if (flags.given("resume")) run.first_step = resume(flags.str("resume"), *run.task, *run.opt, dist, run.plan, out);
+    if (run.plan.stop <= run.first_step)
+        throw Error("--stop-after " + std::to_string(run.plan.stop) + ": the checkpoint is already at step " +
+                    std::to_string(run.first_step) + ", so there is nothing to run (give a later --stop-after)");
     run.log = open_run_dir(run.plan, flags.str("save"), run.first_step, dist, out);
     if (dist.active())
         std::fprintf(out, "data parallel: %d ranks, %lld x %d = %lld examples per step, gradients averaged by %s\n", dist.world,
