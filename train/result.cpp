@@ -39,6 +39,10 @@ void write_result(const TrainResult& r, const std::string& path) {
               {"mfu", number(r.mfu)},
               {"skipped_steps", r.skipped_steps},
               {"peak_mib", number(r.peak_mib)},
+              {"parameters_mib", number(r.parameters_mib)},
+              {"gradients_mib", number(r.gradients_mib)},
+              {"optimizer_mib", number(r.optimizer_mib)},
+              {"activations_mib", number(r.activations_mib)},
               {"run_dir", r.run_dir},
               {"files", r.files},
               {"losses", losses}};
@@ -67,6 +71,10 @@ TrainResult read_result(const std::string& path) {
         r.mfu = number_of(j.at("mfu"));
         r.skipped_steps = j.at("skipped_steps").get<int64_t>();
         r.peak_mib = number_of(j.at("peak_mib"));
+        r.parameters_mib = number_of(j.at("parameters_mib"));
+        r.gradients_mib = number_of(j.at("gradients_mib"));
+        r.optimizer_mib = number_of(j.at("optimizer_mib"));
+        r.activations_mib = number_of(j.at("activations_mib"));
         r.run_dir = j.at("run_dir").get<std::string>();
         r.files = j.at("files").get<std::vector<std::string>>();
         for (const json& x : j.at("losses")) r.losses.push_back(number_of(x));

@@ -305,6 +305,26 @@ static TrainStep make_step(const Flags& flags, Run& run, GradientAverager& avera
     return step;
 }
 
+// Bytes of tensor data (the allocator rounds each block up a little more).
+static double mib_of(const std::vector<Tensor>& tensors) {
+    double bytes = 0;
+    for (const Tensor& t : tensors) bytes += (double)t.numel() * (double)dtype_size(t.dtype());
+    return bytes / 1048576.0;
+}
+
+// The peak split into what stays from step to step and the rest.
+static void report_memory_split(const Run& run, TrainResult& r, std::FILE* out) {
+    std::vector<Tensor> state;
+    for (const auto& [name, t] : run.opt->state()) state.push_back(t);
+    r.parameters_mib = mib_of(run.params);
+    r.gradients_mib = r.parameters_mib;  // every parameter trains: one gradient of its size
+    r.optimizer_mib = mib_of(state);
+    r.activations_mib = std::max(0.0, r.peak_mib - r.parameters_mib - r.gradients_mib - r.optimizer_mib);
+    std::fprintf(out, "memory at the peak: parameters %.1f MiB, gradients %.1f, optimizer state %.1f, activations and "
+                      "workspace %.1f (the rest)\n",
+                 r.parameters_mib, r.gradients_mib, r.optimizer_mib, r.activations_mib);
+}
+
 // What the loop carries from step to step into the summary.
 struct Totals {
     double last_loss = 0, last_val = NAN, train_seconds = 0;
@@ -347,6 +367,7 @@ static TrainResult finish_run(const Flags& flags, Run& run, const Distributed& d
                  run.device.str().c_str(),
                  run.output.runs_in_process > 1 ? " (in this process, shared with the runs beside this one)" : "",
                  (long long)memory.system_allocations, (long long)memory.cache_hits);
+    report_memory_split(run, r, out);
     // The whole step's tokens, every rank's.
     r.tok_per_s = (double)(run.task->tokens_per_batch() * run.plan.accum * dist.world) / (r.ms_per_step / 1000);
     if (dist.active())

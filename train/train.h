@@ -46,6 +46,11 @@ struct TrainResult {
     double mfu = NAN;           // % of the CPU's FMA peak (NaN on a GPU)
     int64_t skipped_steps = 0;  // --skip-nonfinite
     double peak_mib = NAN;      // tensor memory at its peak on the training device
+    // What that peak held: the parameters, their gradients (one per
+    // parameter, kept from backward to the update) and the optimizer's
+    // state are exact sizes; activations and workspace are the rest of the
+    // peak (what backward saved, and the kernels' temporaries).
+    double parameters_mib = NAN, gradients_mib = NAN, optimizer_mib = NAN, activations_mib = NAN;
     std::vector<double> losses;       // the training loss of every step this run ran
     std::string run_dir;
     std::vector<std::string> files;   // what the run wrote besides train_log.csv and the checkpoint (diagnostics)
