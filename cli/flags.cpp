@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -71,6 +72,19 @@ const FlagSpec& Flags::spec(const std::string& name) const {
     for (const FlagSpec& s : specs_)
         if (s.name == name) return s;
     throw Error("normcore " + command_ + ": unknown flag --" + name + " (see normcore " + command_ + " --help)");
+}
+
+void Flags::parse(const std::vector<std::string>& args) {
+    std::vector<std::string> copies = args;
+    std::vector<char*> argv;
+    for (std::string& a : copies) argv.push_back(&a[0]);
+    parse((int)argv.size(), argv.data(), 0);
+}
+
+std::string flag_number(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
 }
 
 void Flags::parse(int argc, char** argv, int first) {

@@ -24,6 +24,9 @@ public:
     Flags(std::string command, std::vector<FlagSpec> specs);
     // Parses argv[first..]; throws nc::Error for unknown flags or missing values.
     void parse(int argc, char** argv, int first);
+    // The same for flags held as strings (a study's cell, a test): args are
+    // what follows the command, e.g. {"--steps", "5"}.
+    void parse(const std::vector<std::string>& args);
     bool help_requested() const { return help_; }
     std::string usage() const;
 
@@ -41,6 +44,9 @@ private:
     std::map<std::string, std::string> values_;
     bool help_ = false;
 };
+
+// A number as a flag's value or default is written ("%g": 2 for 2.0, 0.001).
+std::string flag_number(double x);
 
 }  // namespace app
 }  // namespace nc

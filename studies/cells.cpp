@@ -75,12 +75,8 @@ static CellResult run_one_cell(const std::vector<std::string>& args, const std::
         return cell;
     }
     try {
-        std::vector<std::string> argv_strings = {"normcore", "train"};
-        argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (std::string& a : argv_strings) argv.push_back(&a[0]);
         Flags flags("train", train_flags());
-        flags.parse((int)argv.size(), argv.data(), 2);
+        flags.parse(args);
         cell.train = train_run(flags, Distributed{}, TrainOutput{log, runs_in_process});
         if (cell.train.stop == StopReason::NonFinite) std::fprintf(log, "normcore: error: %s\n", cell.train.message.c_str());
     } catch (const std::exception& e) {

@@ -35,12 +35,9 @@ std::vector<std::string> tiny_run(const std::string& data) {
 }
 
 // `normcore train` flags parsed from a list, as the command parses argv.
-Flags parse_train_flags(std::vector<std::string> args) {
-    args.insert(args.begin(), {"normcore", "train"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(&a[0]);
+Flags parse_train_flags(const std::vector<std::string>& args) {
     Flags flags("train", train_flags());
-    flags.parse((int)argv.size(), argv.data(), 2);
+    flags.parse(args);
     return flags;
 }
 

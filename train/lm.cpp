@@ -131,11 +131,7 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
 // it and compared with the loaded value.
 static void check_flags_agree(const Flags& flags, const TransformerConfig& loaded, const std::string& source) {
     std::string family = to_string(loaded.family);
-    auto number = [](double v) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g", v);
-        return std::string(buf);
-    };
+    auto number = flag_number;
     auto yes_no = [](bool on) { return std::string(on ? "on" : "off"); };
     // flag -> (its value as the flag says it, the loaded config's value).
     std::vector<std::pair<std::string, std::function<std::pair<std::string, std::string>(const std::string&)>>> checks = {

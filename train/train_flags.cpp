@@ -1,6 +1,4 @@
 // train_flags.cpp — the flags of `normcore train`, with their defaults and help.
-#include <cstdio>
-
 #include "data/text.h"  // kDefaultCorpus
 #include "nn/norms.h"   // kDytSaturationThreshold
 #include "train/lm.h"
@@ -8,13 +6,6 @@
 
 namespace nc {
 namespace app {
-
-// A default written from a constant, as %g prints it ("2" for 2.0).
-static std::string fmt_number(double x) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", x);
-    return buf;
-}
 
 std::vector<FlagSpec> train_flags() {
     std::vector<FlagSpec> specs = model_flags();
@@ -48,7 +39,7 @@ std::vector<FlagSpec> train_flags() {
         // At B=8, T=64 on the studies' corpus, batch-to-batch noise reaches 1.23x the running median.
         {"spike-factor", "1.5", "a loss above this times the running median is a spike (with --diagnostics)"},
         {"spike-window", "50", "steps in the running median for spike detection"},
-        {"saturation-threshold", fmt_number(nn::kDytSaturationThreshold), "DyT saturation: the fraction of |alpha x| above this (with --diagnostics)"},
+        {"saturation-threshold", flag_number(nn::kDytSaturationThreshold), "DyT saturation: the fraction of |alpha x| above this (with --diagnostics)"},
         {"calibration-step", "0",
          "with --diagnostics and DyT: also measure the saturation on held-out data after this step (0: a tenth of --steps) and "
          "at the end, into RUN_DIR/saturation_heldout.csv"},
