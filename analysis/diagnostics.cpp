@@ -211,6 +211,25 @@ std::vector<double> held_out_saturation(const std::vector<std::pair<std::string,
     return total;
 }
 
+StreamSize stream_size(const Tensor& stream) {
+    if (stream.dim() < 1 || stream.numel() == 0) fail("stream_size", "got an empty stream " + shape_str(stream.shape()));
+    int64_t C = stream.size(-1), tokens = stream.numel() / C;
+    std::vector<double> x = stream.to_vector(), mean(C, 0.0);
+    double squares = 0;
+    for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t c = 0; c < C; ++c) {
+            double v = x[t * C + c];
+            squares += v * v;
+            mean[c] += v / (double)tokens;
+        }
+    double mean_squares = 0;
+    for (double m : mean) mean_squares += m * m / (double)C;
+    StreamSize s;
+    s.rms = std::sqrt(squares / (double)x.size());
+    s.common_share = s.rms > 0 ? std::sqrt(mean_squares) / s.rms : 0;
+    return s;
+}
+
 double residual_ratio(const nn::ResidualTerm& term) {
     if (!term.branch.defined() || !term.stream.defined()) return NAN;
     int64_t C = term.stream.size(-1);

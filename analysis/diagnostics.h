@@ -75,6 +75,18 @@ struct StreamStep {
 };
 StreamStep stream_step(const Tensor& before, const Tensor& after);
 
+// The size of the residual stream x ([..., C]) and how much of it is the
+// same for every token: rms = sqrt(mean x^2) over all entries, and
+// common_share = rms(m) / rms(x) with m the mean over tokens of x (a C-vector).
+// common_share is 1 when every token carries the same vector, and about
+// 1 / sqrt(tokens) for independent random tokens. A DyT language model that
+// stops learning has a stream that is almost all common part, growing until
+// the DyT layers above it saturate (tutorials/12-dyt-and-saturation.md).
+struct StreamSize {
+    double rms = 0, common_share = 0;
+};
+StreamSize stream_size(const Tensor& stream);
+
 // The residual contribution of each block during training, from the terms a
 // tracked forward kept (Block::track_residuals): for each of the block's two
 // sublayers the mean over tokens of ||F(x)|| / ||x||, F(x) what the

@@ -27,7 +27,8 @@ RunDiagnostics::RunDiagnostics(nn::TransformerModel& model, const std::string& r
         for (int64_t b = 0; b < n_layer; ++b) csv_ << ",grad_norm_block_" << b;
         for (int64_t b = 0; b < n_layer; ++b) csv_ << ",update_block_" << b;
         for (size_t b = 0; b < blocks_.size(); ++b) csv_ << ",residual_block_" << b;
-        for (auto& [name, layer] : dyt_) csv_ << ",saturation_" << name;
+        for (size_t b = 0; b < blocks_.size(); ++b) csv_ << ",stream_rms_block_" << b << ",stream_common_block_" << b;
+        for (auto& [name, layer] : dyt_) csv_ << ",saturation_" << name << ",alpha_" << name << ",gain_" << name;
         csv_ << "\n";
     }
     // Held-out saturation (the DyT study's screening measurement).
@@ -46,6 +47,10 @@ void RunDiagnostics::before_clip() {
     if (!on()) return;
     block_grads_ = block_grad_norms(*model_, model_->config().n_layer);  // before clipping
     residuals_ = residual_ratios(blocks_);  // of the last micro-batch's forward
+    streams_.clear();
+    for (const nn::Block* b : blocks_)  // the stream entering each block
+        streams_.push_back(b->attn_residual().stream.defined() ? stream_size(b->attn_residual().stream)
+                                                               : StreamSize{NAN, NAN});
 }
 
 void RunDiagnostics::before_update() {
@@ -59,7 +64,9 @@ void RunDiagnostics::after_update(int64_t done, double loss) {
     for (double n : block_grads_) csv_ << "," << n;
     for (double u : updates) csv_ << "," << u;
     for (double r : residuals_) csv_ << "," << r;
-    for (auto& [name, layer] : dyt_) csv_ << "," << layer->last_saturation();
+    for (const StreamSize& s : streams_) csv_ << "," << s.rms << "," << s.common_share;
+    for (auto& [name, layer] : dyt_)
+        csv_ << "," << layer->last_saturation() << "," << layer->alpha.item() << "," << raw::mean(raw::abs(layer->weight)).item();
     csv_ << "\n";
 }
 

@@ -3,8 +3,10 @@
 //
 //   diagnostics.csv         per step: the loss and whether it spiked, each
 //                           block's gradient norm and relative update, its
-//                           residual contribution ||F(x)|| / ||x||, and each
-//                           DyT layer's saturation
+//                           residual contribution ||F(x)|| / ||x||, the size
+//                           of the stream entering it (rms, common share:
+//                           stream_size), and each DyT layer's saturation,
+//                           alpha and mean |gain|
 //   saturation_heldout.csv  the DyT layers' saturation on held-out data
 //                           (after the calibration step and at the end)
 //   stream.csv              at the end: the residual stream of a fixed batch
@@ -70,6 +72,7 @@ private:
     int64_t held_out_batches_ = 0;
     std::function<void(int64_t)> held_out_forward_;
     std::vector<double> block_grads_, residuals_;
+    std::vector<StreamSize> streams_;
     bool finished_ = false;
 };
 

@@ -8,11 +8,11 @@ Tensor MlpLayers::forward(const Tensor& x) const {
     return proj->forward(gelu(fc->forward(x), gelu_tanh));
 }
 
-std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt) {
+std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt, double dyt_gamma0) {
     switch (cfg.norm) {
         case NormKind::LayerNorm: return std::make_shared<LayerNorm>(cfg.n_embd, cfg.norm_eps, true, cfg.bias, opt);
         case NormKind::RMSNorm: return std::make_shared<RMSNorm>(cfg.n_embd, cfg.norm_eps, true, opt);
-        case NormKind::DyT: return std::make_shared<DyT>(cfg.n_embd, cfg.dyt_alpha0, cfg.bias, opt);
+        case NormKind::DyT: return std::make_shared<DyT>(cfg.n_embd, cfg.dyt_alpha0, cfg.bias, opt, dyt_gamma0);
         case NormKind::None: return nullptr;
     }
     return nullptr;

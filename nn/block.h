@@ -26,8 +26,9 @@ struct MlpLayers {
     Tensor forward(const Tensor& x) const;
 };
 
-// A norm layer of the configured kind, or nullptr for "none".
-std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt);
+// A norm layer of the configured kind, or nullptr for "none". A DyT's gain
+// starts at dyt_gamma0 (the model passes cfg.dyt_final_gamma0 for its last norm).
+std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt, double dyt_gamma0 = 1);
 
 class Block : public Module {
 public:

@@ -40,6 +40,12 @@ TransformerConfig default_config(Family family) {
     return gpt2_config();
 }
 
+double TransformerConfig::dyt_final_gamma_matching_layernorm() const {
+    double tables = positions == Positions::Learned ? 2 : 1;  // token (+ position) embeddings
+    double stream_std = init_std * std::sqrt(tables);
+    return 1 / (dyt_alpha0 * stream_std);
+}
+
 void TransformerConfig::validate() const {
     auto bad = [](const std::string& msg) { fail("model config", msg); };
     if (n_layer <= 0 || n_embd <= 0 || n_head <= 0) bad("layers, width and heads must be positive");
@@ -68,6 +74,8 @@ void TransformerConfig::validate() const {
                 std::to_string(patch_size));
     }
     if (!(dropout >= 0 && dropout < 1)) bad("dropout must be in [0, 1)");
+    if (!(std::isfinite(dyt_final_gamma0) && dyt_final_gamma0 != 0))
+        bad("the final DyT's initial gain must be finite and non-zero, got " + std::to_string(dyt_final_gamma0));
     if (!(geo_max_angle >= 0)) bad("--geo-max-angle must be 0 (unbounded) or a positive angle in radians");
 }
 

@@ -44,6 +44,9 @@ struct TransformerConfig {
     bool tie_embeddings = true;
     double norm_eps = 1e-5;
     double dyt_alpha0 = 0.5;
+    // The initial gain (weight) of the DyT before the head; every other DyT
+    // starts at 1. A language model needs it large (dyt_final_gain below).
+    double dyt_final_gamma0 = 1;
     double rope_theta = 10000;
     double dropout = 0;
     int64_t mlp_hidden = 0;      // 0: 4C for gelu, Llama's rule for swiglu
@@ -70,6 +73,15 @@ struct TransformerConfig {
     int64_t key_width() const { return attention == AttentionKind::DifferentialRegime ? 2 * n_embd : kv_heads() * head_dim(); }
     // RoPE rotates each (sub-)head: the official differential sub-heads are half a head.
     int64_t rope_dim() const { return attention == AttentionKind::Differential ? head_dim() / 2 : head_dim(); }
+    // The final DyT gain at which a language model's last DyT starts as large
+    // as a LayerNorm's output (RMS 1): at initialization the stream x is the
+    // sum of the token (and learned position) embeddings, each N(0, init_std^2),
+    // and tanh is linear there, so DyT(x) ~ gamma alpha0 x has RMS
+    // gamma alpha0 sigma_x; gamma = 1 / (alpha0 sigma_x). With gamma = 1 the
+    // tied head's logits are too small for the byte frequencies, and training
+    // grows the stream until the final DyT saturates and passes no gradient
+    // (tutorials/12-dyt-and-saturation.md).
+    double dyt_final_gamma_matching_layernorm() const;
     // Throws nc::Error naming the first setting that cannot work.
     void validate() const;
 };

@@ -14,7 +14,7 @@ void TransformerModel::build(Generator& gen, Options opt) {
     block_list_ = std::make_shared<ModuleList>();
     for (int64_t k = 0; k < cfg_.n_layer; ++k)
         blocks_.push_back(block_list_->push_back(std::make_shared<Block>(cfg_, k, gen, opt, &dropout_gen_)));
-    if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt);
+    if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt, cfg_.dyt_final_gamma0);
 }
 
 Tensor TransformerModel::forward(const Tensor&, KVCache&) const {

@@ -64,9 +64,9 @@ Tensor BatchNorm1d::forward(const Tensor& x) {
     return xh * reshape(weight, param_shape) + reshape(bias, param_shape);
 }
 
-DyT::DyT(int64_t C, double alpha0, bool has_bias, Options opt) {
+DyT::DyT(int64_t C, double alpha0, bool has_bias, Options opt, double gamma0) {
     alpha = register_parameter("alpha", raw::full({1}, alpha0, opt.dtype, opt.device));
-    weight = register_parameter("weight", raw::ones({C}, opt.dtype, opt.device));
+    weight = register_parameter("weight", raw::full({C}, gamma0, opt.dtype, opt.device));
     if (has_bias) bias = register_parameter("bias", raw::zeros({C}, opt.dtype, opt.device));
 }
 

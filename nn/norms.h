@@ -55,10 +55,11 @@ public:
 constexpr double kDytSaturationThreshold = 2.0;
 
 // Dynamic Tanh (Zhu et al. 2025): y = weight * tanh(alpha * x) + bias, with one
-// learnable scalar alpha (initialised to alpha0) and per-channel weight, bias.
+// learnable scalar alpha (initialised to alpha0) and per-channel weight
+// (initialised to gamma0, 1 in the paper) and bias.
 class DyT : public NormLayer {
 public:
-    DyT(int64_t C, double alpha0 = 0.5, bool has_bias = true, Options opt = {});
+    DyT(int64_t C, double alpha0 = 0.5, bool has_bias = true, Options opt = {}, double gamma0 = 1);
     Tensor forward(const Tensor& x) const override;
     Tensor alpha, weight, bias;  // alpha: shape [1]; bias undefined when !has_bias
 

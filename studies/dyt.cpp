@@ -125,6 +125,8 @@ static DytStudy design_from_flags(const StudyOptions& options) {
     if (text && !data::is_split_corpus(study.data))
         throw Error("flag --data: '" + study.data + "' is not a corpus directory with train, tuning and validation splits "
                     "(build one with `make corpus` or `normcore corpus build --out DIR`)");
+    study.dyt_final_gamma = flags.str("dyt-final-gamma");
+    if (study.dyt_final_gamma != "auto") flags.number("dyt-final-gamma");  // a number, or the error naming the flag
     study.diffattn = flags.str("diffattn");
     if (study.diffattn != "regime" && study.diffattn != "official")
         throw Error("flag --diffattn: '" + study.diffattn + "' is not a kind (regime or official)");
@@ -157,7 +159,8 @@ static ProtocolVariant band_variant(const DytStudy& study, const std::string& mo
                                      "--eval-tokens", std::to_string(s.eval_tokens)});
     }
     if (model == "llama-gelu") v.args.insert(v.args.end(), {"--mlp", "gelu"});
-    if (variant == "dyt") v.args.insert(v.args.end(), {"--norm", "dyt", "--dyt-alpha", "2"});
+    if (variant == "dyt")
+        v.args.insert(v.args.end(), {"--norm", "dyt", "--dyt-alpha", "2", "--dyt-final-gamma", study.dyt_final_gamma});
     if (variant == "diffattn")
         v.args.insert(v.args.end(), {"--attention", study.diffattn == "regime" ? "differential-regime" : "differential"});
     v.tuning_args = size_args(model, band == 0 ? m.tune_small : m.tune_large);
@@ -240,7 +243,10 @@ Study dyt_study() {
     s.trains = true;
     s.flags = {{"data", data::kStudyCorpus, "the studies' corpus (make corpus)"},
                {"models", "gpt2,llama,vit", "which models, comma-separated (llama brings its GELU ablation)"},
-               {"diffattn", "regime", "regime (the DyT regime study's differential attention) | official (Diff-Transformer's)"}};
+               {"diffattn", "regime", "regime (the DyT regime study's differential attention) | official (Diff-Transformer's)"},
+               {"dyt-final-gamma", "1",
+                "the initial gain of the DyT before the head: 1, the regime study's setting (its language models stop "
+                "learning: chapter 12), or auto, the gain at which they train (train --dyt-final-gamma)"}};
     s.run = dyt_experiment;
     return s;
 }

@@ -30,7 +30,7 @@ done
 out=$("$bin" train --data "$work/tiny.txt" --steps 4 --batch 2 --seq 16 --layers 3 --width 16 --heads 2 --eval-every 0 \
       --eval-batches 1 --sample-tokens 0 --diagnostics --spike-window 2 --run-dir "$work/run-diag" 2>&1) || fail "train --diagnostics: $out"
 grep -qE '^diagnostics: [0-9]+ loss spikes' <<<"$out" || fail "train --diagnostics: no summary line in: $out"
-[ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2,update_block_0,update_block_1,update_block_2,residual_block_0,residual_block_1,residual_block_2" ] \
+[ "$(head -1 "$work/run-diag/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,grad_norm_block_1,grad_norm_block_2,update_block_0,update_block_1,update_block_2,residual_block_0,residual_block_1,residual_block_2,stream_rms_block_0,stream_common_block_0,stream_rms_block_1,stream_common_block_1,stream_rms_block_2,stream_common_block_2" ] \
   || fail "diagnostics.csv header: $(head -1 "$work/run-diag/diagnostics.csv")"
 [ "$(wc -l < "$work/run-diag/diagnostics.csv")" -eq 5 ] || fail "diagnostics.csv should have a header and 4 rows"
 grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.csv" || fail "weights.csv: $(head -3 "$work/run-diag/weights.csv")"
@@ -38,7 +38,7 @@ grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.cs
   [ "$(wc -l < "$work/run-diag/stream.csv")" -eq 5 ] || fail "stream.csv: embeddings + 3 blocks expected"
 "$bin" train --data "$work/tiny.txt" --norm dyt --steps 2 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 --eval-every 0 \
   --eval-batches 1 --sample-tokens 0 --diagnostics --run-dir "$work/run-dyt" > /dev/null 2>&1 || fail "train --norm dyt --diagnostics"
-[ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,update_block_0,residual_block_0,saturation_h.0.ln_1,saturation_h.0.ln_2,saturation_ln_f" ] \
+[ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,update_block_0,residual_block_0,stream_rms_block_0,stream_common_block_0,saturation_h.0.ln_1,alpha_h.0.ln_1,gain_h.0.ln_1,saturation_h.0.ln_2,alpha_h.0.ln_2,gain_h.0.ln_2,saturation_ln_f,alpha_ln_f,gain_ln_f" ] \
   || fail "diagnostics.csv with DyT: $(head -1 "$work/run-dyt/diagnostics.csv")"
 
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.

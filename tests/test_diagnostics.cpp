@@ -305,3 +305,17 @@ TEST_CASE("Theorem 1's margin: normalizing the samples raises the isometry by at
     check_error([] { diag::theorem1_margin(raw::from_vector(std::vector<double>{1, 0, 0, 0}, {2, 2})); },
                 {"theorem1_margin", "sample 1 is zero"});
 }
+
+TEST_CASE("the stream's size and the share of it every token has in common", "[diagnostics]") {
+    // Two tokens of 2 channels: (3, 1) and (1, -1). Mean token (2, 0): RMS
+    // sqrt(4 / 2) = sqrt 2; stream RMS sqrt((9 + 1 + 1 + 1) / 4) = sqrt 3.
+    Tensor x = raw::from_vector(std::vector<double>{3, 1, 1, -1}, {1, 2, 2});
+    diag::StreamSize s = diag::stream_size(x);
+    CHECK(s.rms == Approx(std::sqrt(3.0)));
+    CHECK(s.common_share == Approx(std::sqrt(2.0) / std::sqrt(3.0)));
+    // Every token the same vector: all of it is common.
+    CHECK(diag::stream_size(raw::from_vector(std::vector<double>{2, -1, 2, -1, 2, -1}, {3, 2})).common_share == Approx(1.0));
+    // Opposite tokens: nothing in common.
+    CHECK(diag::stream_size(raw::from_vector(std::vector<double>{1, 2, -1, -2}, {2, 2})).common_share == Approx(0.0).margin(1e-12));
+    check_error([&] { diag::stream_size(raw::zeros({0, 4})); }, {"stream_size", "empty"});
+}

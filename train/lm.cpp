@@ -34,6 +34,9 @@ std::vector<FlagSpec> model_flags() {
         {"seq", "128", "sequence length T (also the learned position table's size)"},
         {"dropout", "0", "dropout probability"},
         {"dyt-alpha", "0.5", "initial alpha of Dynamic Tanh"},
+        {"dyt-final-gamma", "auto",
+         "initial gain of the DyT before the head; auto: 1 / (alpha0 x the embeddings' init RMS) for a language model, so that it "
+         "starts as large as a LayerNorm (1 keeps it from learning: tutorials/12-dyt-and-saturation.md), 1 for vit"},
         {"geo-step", "1", "GeoNorm base step size a"},
         {"geo-max-angle", "0", "GeoNorm: bound each update's angle smoothly to this many radians (0: unbounded)"},
         {"geo-radius", "0", "GeoNorm: the radius of the stream's sphere (0: sqrt(C))"},
@@ -67,6 +70,10 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.block_size = flags.integer("seq");
     cfg.dropout = flags.number("dropout");
     cfg.dyt_alpha0 = flags.number("dyt-alpha");
+    if (flags.str("dyt-final-gamma") == "auto")
+        cfg.dyt_final_gamma0 = cfg.family == Family::ViT ? 1 : cfg.dyt_final_gamma_matching_layernorm();
+    else
+        cfg.dyt_final_gamma0 = flags.number("dyt-final-gamma");
     cfg.geo_step = flags.number("geo-step");
     cfg.geo_max_angle = flags.number("geo-max-angle");
     cfg.geo_radius = flags.number("geo-radius");
