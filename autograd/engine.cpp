@@ -10,6 +10,8 @@
 //   4. hand each leaf its accumulated gradient (x.grad += ...) right after
 //      the last node that feeds it, so a caller can use it while backward
 //      goes on with the layers below (data parallelism, chapter 14).
+// gradients() runs the same pass but returns the leaves' gradients instead
+// of adding them to .grad (activation recomputation needs that).
 // In gdb, `break nc::call_node_backward` stops at every node (tutorial 2).
 #include "autograd/engine.h"
 
@@ -95,26 +97,35 @@ static std::vector<std::vector<TensorImpl*>> leaves_finished_after(const std::ve
     return finished;
 }
 
-void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const LeafReady& on_leaf_ready) {
+// The upstream gradient the pass starts from: `grad`, or 1 for a scalar root.
+static Tensor seed_gradient(const Tensor& root, const Tensor& grad, const char* caller) {
     if (!root.requires_grad())
-        fail("backward", "the tensor " + shape_str(root.shape()) +
-                             " does not require grad (no input of its graph has requires_grad set)");
-    Tensor seed = grad;
-    if (!seed.defined()) {
+        fail(caller, "the tensor " + shape_str(root.shape()) +
+                         " does not require grad (no input of its graph has requires_grad set)");
+    if (!grad.defined()) {
         if (root.numel() != 1)
-            fail("backward", "called on a tensor of shape " + shape_str(root.shape()) +
-                                 "; without a gradient argument it needs a scalar (reduce it with sum or mean, "
-                                 "or pass the upstream gradient)");
-        seed = raw::ones(root.shape(), root.dtype(), root.device());
-    } else if (seed.shape() != root.shape() || seed.dtype() != root.dtype()) {
-        fail("backward", "gradient of shape " + shape_str(seed.shape()) + " (" + dtype_name(seed.dtype()) +
-                             ") does not match the tensor's " + shape_str(root.shape()) + " (" +
-                             dtype_name(root.dtype()) + ")");
+            fail(caller, "called on a tensor of shape " + shape_str(root.shape()) +
+                             "; without a gradient argument it needs a scalar (reduce it with sum or mean, "
+                             "or pass the upstream gradient)");
+        return raw::ones(root.shape(), root.dtype(), root.device());
     }
+    if (grad.shape() != root.shape() || grad.dtype() != root.dtype())
+        fail(caller, "gradient of shape " + shape_str(grad.shape()) + " (" + dtype_name(grad.dtype()) +
+                         ") does not match the tensor's " + shape_str(root.shape()) + " (" + dtype_name(root.dtype()) +
+                         ")");
+    return grad;
+}
+
+// What the pass does with a leaf's gradient once it is complete (its total
+// over the pass): backward() adds it to leaf.grad(), gradients() returns it.
+using LeafFinished = std::function<void(const Tensor& leaf, const Tensor& total)>;
+
+// The pass both share: steps 1-4 above, with step 4 handed to `finished`.
+static void run_pass(const Tensor& root, const Tensor& seed, bool retain_graph, const LeafFinished& finished) {
     // Gradient formulas use raw ops, but no op in here should ever be recorded.
     NoGradGuard no_grad;
 
-    // Leaves' gradients are summed over the pass and stored once each is
+    // Leaves' gradients are summed over the pass and handed out once each is
     // complete, so each leaf hook sees the total gradient once.
     std::unordered_map<TensorImpl*, std::pair<Tensor, Tensor>> leaf_grads;  // leaf -> (leaf, gradient so far)
     auto add_to_leaf = [&](const Tensor& leaf, const Tensor& g) {
@@ -122,25 +133,17 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const L
         if (it == leaf_grads.end()) leaf_grads.emplace(leaf.impl(), std::make_pair(leaf, g));
         else it->second.second = accumulate(it->second.second, g);
     };
-    auto store_leaf = [&](TensorImpl* impl) {
+    auto finish_leaf = [&](TensorImpl* impl) {
         auto it = leaf_grads.find(impl);
         if (it == leaf_grads.end()) return;  // no gradient reached it in this pass
         Tensor leaf = it->second.first, total = it->second.second;
         leaf_grads.erase(it);
-        for (const GradHook& hook : leaf.impl()->hooks) {
-            Tensor replaced = hook(total);
-            if (replaced.defined()) total = replaced;
-        }
-        // Store a fresh contiguous copy: `total` may be a view of another
-        // tensor's memory (e.g. the gradient of a reshape), and the optimizer
-        // will update .grad in place.
-        leaf.set_grad(leaf.grad().defined() ? raw::add(leaf.grad(), total) : raw::clone(total));
-        if (on_leaf_ready) on_leaf_ready(leaf);
+        finished(leaf, total);
     };
 
     if (root.is_leaf()) {
         add_to_leaf(root, seed);
-        store_leaf(root.impl());
+        finish_leaf(root.impl());
         return;
     }
 
@@ -183,7 +186,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const L
             }
         }
         // The leaves no later node feeds are complete now.
-        for (TensorImpl* leaf : finished_after[step]) store_leaf(leaf);
+        for (TensorImpl* leaf : finished_after[step]) finish_leaf(leaf);
         if (!retain_graph) {
             // Free what this node held as soon as backward is done with it:
             // the tensors its backward function saved, and its references to
@@ -194,6 +197,39 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const L
             node->released = true;
         }
     }
+}
+
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const LeafReady& on_leaf_ready) {
+    Tensor seed = seed_gradient(root, grad, "backward");
+    run_pass(root, seed, retain_graph, [&](const Tensor& leaf, const Tensor& complete) {
+        Tensor total = complete;
+        for (const GradHook& hook : leaf.impl()->hooks) {
+            Tensor replaced = hook(total);
+            if (replaced.defined()) total = replaced;
+        }
+        // Store a fresh contiguous copy: `total` may be a view of another
+        // tensor's memory (e.g. the gradient of a reshape), and the optimizer
+        // will update .grad in place.
+        leaf.set_grad(leaf.grad().defined() ? raw::add(leaf.grad(), total) : raw::clone(total));
+        if (on_leaf_ready) on_leaf_ready(leaf);
+    });
+}
+
+std::vector<Tensor> gradients(const Tensor& root, const std::vector<Tensor>& inputs, const Tensor& grad,
+                              bool retain_graph) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (!inputs[i].defined() || !inputs[i].requires_grad() || !inputs[i].is_leaf())
+            fail("gradients", "input " + std::to_string(i) +
+                                  " must be a leaf that requires grad (a parameter, or x.detach() with requires_grad set)");
+    Tensor seed = seed_gradient(root, grad, "gradients");
+    std::unordered_map<TensorImpl*, Tensor> totals;
+    run_pass(root, seed, retain_graph, [&](const Tensor& leaf, const Tensor& total) { totals[leaf.impl()] = total; });
+    std::vector<Tensor> out;
+    for (const Tensor& x : inputs) {
+        auto it = totals.find(x.impl());
+        out.push_back(it != totals.end() ? raw::contiguous(it->second) : raw::zeros(x.shape(), x.dtype(), x.device()));
+    }
+    return out;
 }
 
 void register_hook(const Tensor& t, GradHook hook) {

@@ -21,6 +21,13 @@ using LeafReady = std::function<void(const Tensor& leaf)>;
 void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_graph = false,
               const LeafReady& on_leaf_ready = nullptr);
 
+// d(root)/d(x) for each x of `inputs`, returned instead of added to x.grad()
+// (PyTorch's torch.autograd.grad): no .grad changes, no leaf hook runs, no
+// LeafReady fires. Each input must be a leaf that requires grad; one that no
+// gradient reaches gets zeros. root and grad as for backward().
+std::vector<Tensor> gradients(const Tensor& root, const std::vector<Tensor>& inputs, const Tensor& grad = Tensor(),
+                              bool retain_graph = false);
+
 // Calls `hook(grad)` when the gradient for `t` has been computed; a returned
 // defined tensor replaces the gradient. Works for leaves and non-leaves.
 void register_hook(const Tensor& t, GradHook hook);

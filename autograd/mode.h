@@ -18,16 +18,22 @@ namespace nc {
 bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
 
-// RAII: grad mode off for the guard's lifetime, restored afterwards.
-class NoGradGuard {
+// RAII: grad mode set to `enabled` for the guard's lifetime, restored afterwards.
+class GradModeGuard {
 public:
-    NoGradGuard() : previous_(is_grad_enabled()) { set_grad_enabled(false); }
-    ~NoGradGuard() { set_grad_enabled(previous_); }
-    NoGradGuard(const NoGradGuard&) = delete;
-    NoGradGuard& operator=(const NoGradGuard&) = delete;
+    explicit GradModeGuard(bool enabled) : previous_(is_grad_enabled()) { set_grad_enabled(enabled); }
+    ~GradModeGuard() { set_grad_enabled(previous_); }
+    GradModeGuard(const GradModeGuard&) = delete;
+    GradModeGuard& operator=(const GradModeGuard&) = delete;
 
 private:
     bool previous_;
+};
+
+// The usual case: grad mode off (evaluation, optimizer updates).
+class NoGradGuard : public GradModeGuard {
+public:
+    NoGradGuard() : GradModeGuard(false) {}
 };
 
 bool is_anomaly_enabled();

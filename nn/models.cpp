@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/checkpoint.h"
 #include "nn/init.h"
 
 namespace nc {
@@ -47,8 +48,18 @@ Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream, KVCac
         }
     }
     if (stream) stream->push_back(x);
+    const RopeTables* rope = cfg_.positions == Positions::Rope ? &tables : nullptr;
     for (const auto& block : blocks_) {
-        x = block->forward(x, cfg_.positions == Positions::Rope ? &tables : nullptr, cache);
+        if (recompute_ && !cache) {
+            // The node keeps x, the block and (by value: cheap handles) the tables.
+            RopeTables kept = tables;
+            std::function<Tensor(const Tensor&)> f = [block, kept, rope](const Tensor& in) {
+                return block->forward(in, rope ? &kept : nullptr, nullptr);
+            };
+            x = checkpoint(f, x, block->parameters(), &dropout_gen_);
+        } else {
+            x = block->forward(x, rope, cache);
+        }
         if (stream) stream->push_back(x);
     }
     return final_norm_ ? final_norm_->forward(x) : x;

@@ -44,6 +44,13 @@ public:
     Generator& dropout_generator() { return dropout_gen_; }
     // An empty key/value cache for generating B sequences (kv_cache.h).
     KVCache make_cache(int64_t B = 1) const;
+    // Activation recomputation (train --recompute; autograd/checkpoint.h):
+    // while on, each block keeps only its input between the forward and the
+    // backward pass and runs its forward again during backward. The
+    // gradients are the same, bit for bit; a step costs one more forward of
+    // the blocks.
+    void set_recompute(bool on) { recompute_ = on; }
+    bool recompute() const { return recompute_; }
 
 protected:
     // Builds the blocks and the final norm; the subclass registers them.
@@ -65,7 +72,8 @@ protected:
     std::shared_ptr<ModuleList> block_list_;
     std::vector<std::shared_ptr<Block>> blocks_;
     std::shared_ptr<NormLayer> final_norm_;
-    Generator dropout_gen_;
+    mutable Generator dropout_gen_;  // forward (const) draws from it through the blocks
+    bool recompute_ = false;
 };
 
 class GPT2 : public TransformerModel {

@@ -239,6 +239,7 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
     // Parameters move in place, so the optimizer below (and checkpoint
     // loading, which copies across devices) sees them on `device`.
     model.to(run.device);
+    model.set_recompute(flags.on("recompute"));
     run.opt = make_optimizer(flags, model);
     run.params = model.parameters();
     if (flags.given("resume")) run.first_step = resume(flags.str("resume"), *run.task, *run.opt, dist, run.plan, out);
@@ -254,9 +255,9 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
     if (run.device == kCPU)
         std::fprintf(out, "cpu: %d threads, the %s GEMM micro-kernel\n", omp_get_max_threads(),
                     cpu::simd_isa_name(cpu::best_simd_isa()));
-    std::fprintf(out, "training: %lld steps%s, log in %s/train_log.csv\n", (long long)run.plan.steps,
+    std::fprintf(out, "training: %lld steps%s%s, log in %s/train_log.csv\n", (long long)run.plan.steps,
                 run.plan.accum > 1 ? (" of " + std::to_string(run.plan.accum) + " micro-batches").c_str() : "",
-                run.plan.run_dir.c_str());
+                model.recompute() ? ", each block's activations recomputed during backward" : "", run.plan.run_dir.c_str());
     return run;
 }
 

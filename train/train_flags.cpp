@@ -64,6 +64,10 @@ std::vector<FlagSpec> train_flags() {
         {"stop-after", "0", "stop after this many steps as if interrupted (the schedule still spans --steps)"},
         {"checkpoint-every", "0", "also write <run-dir>/checkpoint.safetensors every N steps (it is always written at the end)"},
         {"no-overlap", "false", "data parallel: average the gradients after backward instead of during it (the baseline for the overlap)", true},
+        {"recompute", "false",
+         "keep only each block's input between forward and backward and run the block again during backward: less "
+         "activation memory for one more forward of the blocks; the same gradients (autograd/checkpoint.h)",
+         true},
         {"skip-nonfinite", "false", "skip a step whose loss or gradient is NaN or Inf instead of stopping (at most 100 in a row)", true},
     };
     specs.insert(specs.end(), more.begin(), more.end());
