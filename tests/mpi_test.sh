@@ -98,6 +98,13 @@ mpi 2 "$bin" train "${common[@]}" --batch 4 --no-overlap --run-dir "$work/after"
 cmp -s <(cut -d, -f2,3 "$work/two/train_log.csv") <(cut -d, -f2,3 "$work/after/train_log.csv") \
   || fail "reducing during backward and after it should give identical losses"
 grep -q "reduced after backward (--no-overlap)" "$work/out.txt" || fail "no --no-overlap line: $(cat "$work/out.txt")"
+# Recomputing the blocks during backward: the parameters' gradients leave
+# through each block's Checkpoint node and are reduced as they become ready,
+# so the run is the same to the last bit.
+mpi 2 "$bin" train "${common[@]}" --batch 4 --recompute --run-dir "$work/recompute" > "$work/out.txt" 2>&1 \
+  || fail "2 ranks --recompute: $(cat "$work/out.txt")"
+cmp -s <(cut -d, -f2,3 "$work/two/train_log.csv") <(cut -d, -f2,3 "$work/recompute/train_log.csv") \
+  || fail "2 ranks with --recompute should give identical losses: $(paste -d' ' "$work/two/train_log.csv" "$work/recompute/train_log.csv" | head -14)"
 mpi 2 "$bin" train "${common[@]}" --no-shuffle --batch 2 --accum 2 --run-dir "$work/accum" > "$work/out.txt" 2>&1 \
   || fail "2 ranks --accum 2: $(cat "$work/out.txt")"
 # (the training losses only: evaluation reads --eval-batches global batches of 4, not of 8)

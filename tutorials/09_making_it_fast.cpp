@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/models.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/gemm.h"
@@ -222,6 +223,57 @@ int main() {
     std::printf("caching allocator: the repeated computation made %lld system allocations and reused %lld blocks\n",
                 (long long)(s2.system_allocations - s1.system_allocations), (long long)(s2.cache_hits - s1.cache_hits));
     expect(s2.system_allocations == s1.system_allocations, "no new system allocation the second time");
+
+    // Recomputing activations: the default GPT-2, one forward and backward
+    // with every block's activations kept, then with each block keeping only
+    // its input and running again during backward (autograd/checkpoint.h).
+    nn::TransformerConfig cfg = nn::gpt2_config();
+    cfg.n_embd = 128;
+    const int64_t batch = 16, seq = 128;
+    std::vector<int64_t> ids(batch * seq), next(batch * seq);
+    for (int64_t i = 0; i < batch * seq; ++i) {
+        ids[i] = (i * 31 + 7) % 256;
+        next[i] = (i * 31 + 38) % 256;
+    }
+    Tensor tokens = raw::from_indices(ids, {batch, seq}), targets = raw::from_indices(next, {batch, seq});
+    struct Measured {
+        double activations_mib, ms;
+        std::vector<std::vector<double>> grads;
+    };
+    auto one_step = [&](bool recompute) {
+        Generator init(5);
+        nn::GPT2 model(cfg, init);
+        model.set_recompute(recompute);
+        double param_bytes = 4.0 * (double)model.num_parameters();
+        cpu::reset_peak_bytes();
+        size_t before = cpu::allocator_stats().bytes_in_use;
+        auto t0 = std::chrono::steady_clock::now();
+        backward(cross_entropy(model.forward(tokens), targets));
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        // Above the weights: the gradients (one per parameter) and the rest.
+        double above = (double)(cpu::allocator_stats().peak_bytes_in_use - before) - param_bytes;
+        Measured m{above / 1048576.0, ms, {}};
+        for (const Tensor& p : model.parameters()) m.grads.push_back(p.grad().to_vector());
+        return m;
+    };
+    one_step(false);  // warm the allocator's cache and the threads
+    Measured kept = one_step(false), recomputed = one_step(true);
+    for (int again = 0; again < 2; ++again) {  // the time: the best of three
+        kept.ms = std::min(kept.ms, one_step(false).ms);
+        recomputed.ms = std::min(recomputed.ms, one_step(true).ms);
+    }
+    double worst = 0;
+    for (size_t i = 0; i < kept.grads.size(); ++i)
+        for (size_t j = 0; j < kept.grads[i].size(); ++j)
+            worst = std::max(worst, std::fabs(kept.grads[i][j] - recomputed.grads[i][j]));
+    std::printf("\nrecomputing activations, GPT-2 L=4 C=128 T=128, B=16, one forward and backward:\n");
+    std::printf("  activations kept:       peak %6.1f MiB above the weights and their gradients\n", kept.activations_mib);
+    std::printf("  activations recomputed: peak %6.1f MiB above the weights and their gradients\n",
+                recomputed.activations_mib);
+    std::printf("  largest difference of any gradient: %g\n", worst);
+    std::printf("  time: kept %.0f ms, recomputed %.0f ms (%.2fx)\n", kept.ms, recomputed.ms, recomputed.ms / kept.ms);
+    expect(worst == 0, "the same gradients, bit for bit, with recomputation");
+    expect(recomputed.activations_mib * 2.5 < kept.activations_mib, "recomputation to cut the activations' memory");
     write_packing_picture("09-packing.gp");
     write_attention_picture("09-attention-tiles.gp");
     return 0;
