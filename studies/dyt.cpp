@@ -127,6 +127,17 @@ static DytStudy design_from_flags(const StudyOptions& options) {
                     "(build one with `make corpus` or `normcore corpus build --out DIR`)");
     study.dyt_final_gamma = flags.str("dyt-final-gamma");
     if (study.dyt_final_gamma != "auto") flags.number("dyt-final-gamma");  // a number, or the error naming the flag
+    study.dyt_alphas.clear();
+    std::stringstream alphas(flags.str("dyt-alphas"));
+    std::string a;
+    while (std::getline(alphas, a, ',')) {
+        char* end = nullptr;
+        double value = std::strtod(a.c_str(), &end);
+        if (a.empty() || *end != '\0' || !(value > 0) || !std::isfinite(value))
+            throw Error("flag --dyt-alphas: '" + a + "' is not a positive number (give a comma-separated list, e.g. 0.5,1,2,3)");
+        study.dyt_alphas.push_back(a);
+    }
+    if (study.dyt_alphas.empty()) throw Error("flag --dyt-alphas: give at least one alpha0");
     study.diffattn = flags.str("diffattn");
     if (study.diffattn != "regime" && study.diffattn != "official")
         throw Error("flag --diffattn: '" + study.diffattn + "' is not a kind (regime or official)");
@@ -159,8 +170,14 @@ static ProtocolVariant band_variant(const DytStudy& study, const std::string& mo
                                      "--eval-tokens", std::to_string(s.eval_tokens)});
     }
     if (model == "llama-gelu") v.args.insert(v.args.end(), {"--mlp", "gelu"});
-    if (variant == "dyt")
-        v.args.insert(v.args.end(), {"--norm", "dyt", "--dyt-alpha", "2", "--dyt-final-gamma", study.dyt_final_gamma});
+    if (variant == "dyt") {
+        v.args.insert(v.args.end(), {"--norm", "dyt"});
+        // One alpha0 is part of the variant; several are tuned with the learning rate.
+        if (study.dyt_alphas.size() == 1) v.args.insert(v.args.end(), {"--dyt-alpha", study.dyt_alphas.front()});
+        else
+            for (const std::string& a : study.dyt_alphas) v.tuned_options.push_back({"--dyt-alpha", a});
+        v.args.insert(v.args.end(), {"--dyt-final-gamma", study.dyt_final_gamma});
+    }
     if (variant == "diffattn")
         v.args.insert(v.args.end(), {"--attention", study.diffattn == "regime" ? "differential-regime" : "differential"});
     v.tuning_args = size_args(model, band == 0 ? m.tune_small : m.tune_large);
@@ -244,6 +261,9 @@ Study dyt_study() {
     s.flags = {{"data", data::kStudyCorpus, "the studies' corpus (make corpus)"},
                {"models", "gpt2,llama,vit", "which models, comma-separated (llama brings its GELU ablation)"},
                {"diffattn", "regime", "regime (the DyT regime study's differential attention) | official (Diff-Transformer's)"},
+               {"dyt-alphas", "2",
+                "DyT's alpha0: one value (2, the regime study's setting), or a comma-separated list tuned with the "
+                "learning rate (0.5,1,2,3: the regime study's sweep)"},
                {"dyt-final-gamma", "1",
                 "the initial gain of the DyT before the head: 1, the regime study's setting (its language models stop "
                 "learning: chapter 12), or auto, the gain at which they train (train --dyt-final-gamma)"}};

@@ -98,6 +98,7 @@ struct DytStudy {
     DytScale s;
     std::string data, diffattn, device, out_dir;
     std::string dyt_final_gamma = "1";  // train --dyt-final-gamma for the dyt variants
+    std::vector<std::string> dyt_alphas = {"2"};  // alpha0: one is fixed, several are tuned with the lr
     std::vector<std::string> models;   // --models
     std::vector<std::string> trained;  // models, and "llama-gelu" (Llama with a GELU MLP) with llama
     bool ablation = false;             // llama is among them: the component ablation runs

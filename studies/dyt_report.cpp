@@ -73,14 +73,16 @@ std::string tuning_table(const DytStudy& study) {
     const std::vector<ProtocolVariant>& variants = study.variants;
     const std::vector<VariantOutcome>& outcomes = study.outcomes;
     std::ostringstream tuning;
-    tuning << "| tuned | at | learning rate | tuning loss | note |\n|---|---|---|---|---|\n";
+    bool options = false;
+    for (const ProtocolVariant& v : variants) options |= !v.tuned_options.empty();
+    tuning << "| tuned | at | learning rate |" << (options ? " also tuned |" : "") << " tuning loss | note |\n|---|---|---|"
+           << (options ? "---|" : "") << "---|---|\n";
     for (size_t i = 0; i < variants.size(); ++i) {
         const VariantOutcome& o = outcomes[i];
         tuning << "| " << o.name << " | " << size_label(std::stoll(variants[i].tuning_args.back())) << " | "
-               << fmt("%g", o.choice.best.lr) << " | " << fmt("%.4f", o.choice.loss) << " | "
-               << (o.edge_flagged ? edge_text(o.choice) + " (after " + std::to_string(o.tried.size() - study.s.lrs.size()) +
-                                        " extension)"
-                                  : "")
+               << fmt("%g", o.choice.best.lr) << " | " << (options ? option_text(o.choice.best) + " | " : "")
+               << fmt("%.4f", o.choice.loss) << " | "
+               << (o.edge_flagged ? edge_text(o.choice) + " (after " + std::to_string(o.extensions) + " extension)" : "")
                << " |\n";
     }
 

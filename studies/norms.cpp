@@ -186,7 +186,7 @@ static std::vector<ProtocolVariant> protocol_variants(const NormsStudy& study) {
                                      study.device})
             args.push_back(a);
         if (study.part == "long") args.push_back("--diagnostics");
-        runs.push_back({v.name, args, {}, {}});
+        runs.push_back({v.name, args, {}, {}, {}});
     }
     return runs;
 }

@@ -13,12 +13,30 @@ namespace app {
 
 // ---- tuning ----------------------------------------------------------------------
 
-std::string setting_name(const Setting& s) { return "lr" + fmt("%g", s.lr) + "-wu" + std::to_string(s.warmup); }
+std::string setting_name(const Setting& s) {
+    std::string name = "lr" + fmt("%g", s.lr) + "-wu" + std::to_string(s.warmup);
+    // A flag adds "-" and its name, a value follows it directly: lr0.001-wu80-dyt-alpha2.
+    for (const std::string& part : s.option)
+        name += part.rfind("-", 0) == 0 ? "-" + part.substr(part.find_first_not_of('-')) : part;
+    return name;
+}
 
-std::vector<Setting> grid_settings(const TuningGrid& grid) {
+std::string option_text(const Setting& s) {
+    std::string text;
+    for (const std::string& part : s.option) text += (text.empty() ? "" : " ") + part;
+    return text;
+}
+
+bool same_setting(const Setting& a, const Setting& b) {
+    return a.lr == b.lr && a.warmup == b.warmup && a.option == b.option;
+}
+
+std::vector<Setting> grid_settings(const TuningGrid& grid, const std::vector<std::vector<std::string>>& options) {
+    std::vector<std::vector<std::string>> each = options.empty() ? std::vector<std::vector<std::string>>{{}} : options;
     std::vector<Setting> out;
     for (double lr : grid.lrs)
-        for (int64_t w : grid.warmups) out.push_back({lr, w});
+        for (int64_t w : grid.warmups)
+            for (const std::vector<std::string>& option : each) out.push_back({lr, w, option});
     return out;
 }
 
@@ -171,6 +189,7 @@ static Cell make_cell(const ProtocolVariant& v, const ProtocolReport* report, co
     const std::vector<std::string>& extra = report ? report->args : v.tuning_args;
     c.args.insert(c.args.end(), extra.begin(), extra.end());
     c.args.insert(c.args.end(), {"--lr", fmt("%g", s.lr), "--warmup", std::to_string(s.warmup), "--seed", std::to_string(seed)});
+    c.args.insert(c.args.end(), s.option.begin(), s.option.end());
     if (!plan.data.empty()) c.args.insert(c.args.end(), {"--data", plan.data});
     c.args.insert(c.args.end(), {"--eval-split", report ? "validation" : "tuning"});
     if (plan.eval_tokens > 0) c.args.insert(c.args.end(), {"--eval-tokens", std::to_string(plan.eval_tokens)});
@@ -189,12 +208,12 @@ static void tune_on_grid(std::vector<VariantOutcome>& out, const std::vector<Pro
     std::vector<Cell> cells;
     for (size_t i = 0; i < variants.size(); ++i) {
         out[i].name = variants[i].name;
-        out[i].tried = grid_settings(plan.grid);
+        out[i].tried = grid_settings(plan.grid, variants[i].tuned_options);
         for (const Setting& s : out[i].tried)
             cells.push_back(make_cell(variants[i], nullptr, plan, s, 1, tuning_cell_name(variants[i].name, s)));
     }
-    std::printf("tuning: %zu variants x %zu settings (lr x warm-up), seed 1, scored on the tuning split\n", variants.size(),
-                grid_settings(plan.grid).size());
+    std::printf("tuning: %zu variants, %zu runs (lr x warm-up%s), seed 1, scored on the tuning split\n", variants.size(),
+                cells.size(), cells.size() > variants.size() * grid_settings(plan.grid).size() ? " x a variant's options" : "");
     // A run that failed or diverged scores NaN, so it never wins the tuning.
     std::vector<CellResult> runs = run_cells(cells, options, /*allow_failures=*/true);
     for (size_t i = 0, j = 0; i < variants.size(); ++i)
@@ -220,10 +239,11 @@ static void extend_past_edges(std::vector<VariantOutcome>& out, const std::vecto
             out[i].edge_flagged = at_an_edge(c);
             if (round == plan.max_extensions) continue;
             std::vector<Setting> more;
-            if (lr > 0) more.push_back({lr, c.best.warmup});
-            if (warmup > 0) more.push_back({c.best.lr, warmup});
+            if (lr > 0) more.push_back({lr, c.best.warmup, c.best.option});
+            if (warmup > 0) more.push_back({c.best.lr, warmup, c.best.option});
             for (const Setting& s : more) {
                 out[i].tried.push_back(s);
+                ++out[i].extensions;
                 owner.push_back(i);
                 cells.push_back(make_cell(variants[i], nullptr, plan, s, 1, tuning_cell_name(out[i].name, s)));
             }
@@ -290,19 +310,19 @@ static void report_seeds(std::vector<VariantOutcome>& out, const std::vector<Pro
 // OUT/tuning.csv (every tuning run) and OUT/chosen.csv (each report's setting and losses).
 static void write_protocol_csvs(const std::vector<VariantOutcome>& out, const ProtocolPlan& plan, const StudyOptions& options) {
     std::ofstream tuning(options.out_dir + "/tuning.csv");
-    tuning << "variant,lr,warmup,tuning_loss,chosen\n";
+    tuning << "variant,lr,warmup,option,tuning_loss,chosen\n";
     for (const VariantOutcome& o : out)
         for (size_t k = 0; k < o.tried.size(); ++k)
-            tuning << o.name << "," << fmt("%g", o.tried[k].lr) << "," << o.tried[k].warmup << "," << o.tuning_losses[k] << ","
-                   << (o.tried[k].lr == o.choice.best.lr && o.tried[k].warmup == o.choice.best.warmup) << "\n";
+            tuning << o.name << "," << fmt("%g", o.tried[k].lr) << "," << o.tried[k].warmup << "," << option_text(o.tried[k])
+                   << "," << o.tuning_losses[k] << "," << same_setting(o.tried[k], o.choice.best) << "\n";
     std::ofstream chosen(options.out_dir + "/chosen.csv");
-    chosen << "variant,lr,warmup,tuning_loss,edge_flagged";
+    chosen << "variant,lr,warmup,option,tuning_loss,edge_flagged";
     for (int64_t seed = 1; seed <= plan.seeds; ++seed) chosen << ",validation_seed" << seed;
     chosen << "\n";
     for (const VariantOutcome& o : out)
         for (size_t r = 0; r < o.report_names.size(); ++r) {
             chosen << o.report_names[r] << "," << fmt("%g", o.choice.best.lr) << "," << o.choice.best.warmup << ","
-                   << o.choice.loss << "," << o.edge_flagged;
+                   << option_text(o.choice.best) << "," << o.choice.loss << "," << o.edge_flagged;
             for (double v : o.report_validation[r]) chosen << "," << v;
             chosen << "\n";
         }

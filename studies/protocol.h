@@ -30,17 +30,28 @@ namespace app {
 // ---- tuning ----------------------------------------------------------------------
 
 struct Setting {
+    Setting() = default;
+    Setting(double lr, int64_t warmup, std::vector<std::string> option = {})
+        : lr(lr), warmup(warmup), option(std::move(option)) {}
     double lr = 0;
     int64_t warmup = 0;
+    // A variant's own tuned option (ProtocolVariant::tuned_options), e.g.
+    // {"--dyt-alpha", "2"}; empty for none.
+    std::vector<std::string> option;
 };
-std::string setting_name(const Setting& s);  // "lr0.0003-wu50", a cell's folder name part (%g: distinct lrs, distinct names)
+// "lr0.0003-wu50" (+ "-dyt-alpha2" with an option), a cell's folder name
+// part (%g: distinct lrs, distinct names).
+std::string setting_name(const Setting& s);
+std::string option_text(const Setting& s);  // "--dyt-alpha 2", or "" for none
+bool same_setting(const Setting& a, const Setting& b);
 
 struct TuningGrid {
     std::vector<double> lrs;       // increasing
     std::vector<int64_t> warmups;  // increasing
     int64_t max_warmup = 0;        // an extension never warms up longer than this (0: no limit)
 };
-std::vector<Setting> grid_settings(const TuningGrid& grid);  // lr-major
+// lr-major, then warm-up, then each of `options` (none: one setting per lr x warm-up).
+std::vector<Setting> grid_settings(const TuningGrid& grid, const std::vector<std::vector<std::string>>& options = {});
 
 struct TuningChoice {
     Setting best;
@@ -100,6 +111,10 @@ struct ProtocolVariant {
     // band at one training-set size and reports every size of the band.
     std::vector<std::string> tuning_args;
     std::vector<ProtocolReport> reports;
+    // Alternatives tuned together with the learning rate and warm-up, each a
+    // list of flags (the DyT study's alpha0: {{"--dyt-alpha", "0.5"}, ...}).
+    // Every one is tried at every grid point; extensions keep the best one.
+    std::vector<std::vector<std::string>> tuned_options;
 };
 
 struct ProtocolPlan {
@@ -114,6 +129,7 @@ struct ProtocolPlan {
 struct VariantOutcome {
     std::string name;
     std::vector<Setting> tried;          // the grid, then any extensions
+    size_t extensions = 0;               // how many of `tried` are extensions
     std::vector<double> tuning_losses;   // one per tried setting
     std::vector<CellResult> tuning_runs; // one per tried setting
     TuningChoice choice;

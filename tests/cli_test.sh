@@ -269,7 +269,21 @@ grep -q -- "--train-tokens 600 .*--eval-split tuning" "$work/dyt/commands.txt" \
 if command -v gnuplot > /dev/null; then
   for p in delta gap saturation screening; do [ -s "$work/dyt/$p.png" ] || fail "experiment dyt: no $p.png"; done
 fi
+# The DyT language models at the gain they train with, alpha0 tuned with the learning rate.
+out=$("$bin" experiment dyt --smoke --models gpt2 --dyt-alphas 1,3 --dyt-final-gamma auto --data "$work/corpus-real" \
+      --out "$work/dyt-alphas" 2>&1) || fail "experiment dyt --dyt-alphas 1,3: $out"
+head -1 "$work/dyt-alphas/tuning.csv" | grep -qx "variant,lr,warmup,option,tuning_loss,chosen" || fail "tuning.csv header"
+lrs=$(grep -c "^gpt2-vanilla-small,[0-9.e-]*,[0-9]*,,[0-9.]*,[01]$" "$work/dyt-alphas/tuning.csv")  # vanilla has no option
+[ "$lrs" -ge 1 ] || fail "tuning.csv: no vanilla runs without an option: $(cat "$work/dyt-alphas/tuning.csv")"
+for a in 1 3; do
+  [ "$(grep -c "^gpt2-dyt-small,[0-9.e-]*,[0-9]*,--dyt-alpha $a," "$work/dyt-alphas/tuning.csv")" -eq "$lrs" ] \
+    || fail "experiment dyt: alpha0 $a should be tuned at each learning rate: $(cat "$work/dyt-alphas/tuning.csv")"
+done
+grep -qE "^gpt2-dyt-[0-9K]+,[0-9.e-]+,[0-9]+,--dyt-alpha (1|3)," "$work/dyt-alphas/chosen.csv" || fail "chosen.csv: no alpha0"
+grep -q -- "--dyt-final-gamma auto .*--dyt-alpha 3 " "$work/dyt-alphas/commands.txt" || fail "commands.txt: no tuned alpha0"
+grep -qE "^\| gpt2-dyt-small \| .* \| --dyt-alpha (1|3) \| " <<<"$out" || fail "the tuning table should show the chosen alpha0: $out"
 fi
+expect_error "is not a positive number" experiment dyt --smoke --dyt-alphas 1,x
 expect_error "unknown model 'bert'" experiment dyt --smoke --models gpt2,bert
 expect_error "is not a kind (regime or official)" experiment dyt --smoke --diffattn both --data "$work/corpus-real"
 expect_error "is not a corpus directory" experiment dyt --smoke --data "$work/tiny.txt"

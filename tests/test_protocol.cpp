@@ -22,6 +22,23 @@ TEST_CASE("protocol: the grid, and the choice of a setting on tuning losses", "[
     CHECK(setting_name(s[5]) == "lr0.003-wu200");
     CHECK(setting_name({2.7e-3, 75}) != setting_name({3e-3, 75}));
 
+    // A variant's own option, tried at every grid point (the DyT study's alpha0).
+    std::vector<Setting> with = grid_settings(grid, {{"--dyt-alpha", "0.5"}, {"--dyt-alpha", "2"}});
+    REQUIRE(with.size() == 12);
+    CHECK(with[1].lr == 3e-4);
+    CHECK(with[1].warmup == 50);
+    CHECK(with[1].option == std::vector<std::string>{"--dyt-alpha", "2"});
+    CHECK(setting_name(with[1]) == "lr0.0003-wu50-dyt-alpha2");
+    CHECK(option_text(with[1]) == "--dyt-alpha 2");
+    CHECK(option_text(s[0]).empty());
+    CHECK(same_setting(with[1], Setting(3e-4, 50, {"--dyt-alpha", "2"})));
+    CHECK_FALSE(same_setting(with[0], with[1]));
+    // The best option wins like the best learning rate; edges are the learning rate's and warm-up's.
+    TuningChoice best = choose_setting(with, {3, 2, 3, 3, 3, 3, 3, 1.5, 3, 3, 3, 3});
+    CHECK(best.best.option == std::vector<std::string>{"--dyt-alpha", "2"});
+    CHECK(best.best.lr == 1e-3);
+    CHECK(best.best.warmup == 200);
+
     // An interior minimum: no edge, no extension.
     TuningChoice c = choose_setting(s, {3.0, 2.9, 2.5, 2.6, 2.7, NAN});
     CHECK(c.trained);
