@@ -14,7 +14,7 @@
 // Chen, Xu, Zhang, Guestrin, "Training Deep Nets with Sublinear Memory Cost"
 // (2016). The gradients are the same numbers as without it, bit for bit:
 // the recomputation runs the same kernels on the same inputs (tested for
-// every placement in tests/test_checkpoint_recompute.cpp).
+// every placement in tests/test_recompute.cpp).
 #pragma once
 
 #include <functional>
@@ -26,12 +26,16 @@
 namespace nc {
 
 // y = f(x), recomputed during backward.
-//   params  every leaf f reads that may require grad (the block's parameters):
-//           their gradients leave through this node, so the engine adds them
-//           to .grad and reports them ready (data parallelism) as usual
+//   params  every leaf f reads that may require grad (the block's parameters),
+//           each once: their gradients leave through this node, so the
+//           engine adds them to .grad and reports them ready (data
+//           parallelism) as usual. A listed parameter twice, or a tensor
+//           that requires grad which f reads but which is neither x nor in
+//           params, is an error (its gradient would be wrong).
 //   rng     the generator f draws from (dropout), or nullptr: it is rewound
 //           for the recomputation, so the same units are dropped, and put
-//           back afterwards
+//           back afterwards (also if f throws). It, and whatever f uses,
+//           must outlive the backward pass.
 // With grad mode off, or when neither x nor a parameter requires grad, it is
 // just f(x).
 Tensor checkpoint(const std::function<Tensor(const Tensor&)>& f, const Tensor& x, const std::vector<Tensor>& params,

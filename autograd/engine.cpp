@@ -227,7 +227,8 @@ std::vector<Tensor> gradients(const Tensor& root, const std::vector<Tensor>& inp
     std::vector<Tensor> out;
     for (const Tensor& x : inputs) {
         auto it = totals.find(x.impl());
-        out.push_back(it != totals.end() ? raw::contiguous(it->second) : raw::zeros(x.shape(), x.dtype(), x.device()));
+        // A copy: the total may be the caller's own `grad` (a leaf root) or a view.
+        out.push_back(it != totals.end() ? raw::clone(it->second) : Tensor());
     }
     return out;
 }

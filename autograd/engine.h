@@ -24,7 +24,8 @@ void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_gra
 // d(root)/d(x) for each x of `inputs`, returned instead of added to x.grad()
 // (PyTorch's torch.autograd.grad): no .grad changes, no leaf hook runs, no
 // LeafReady fires. Each input must be a leaf that requires grad; one that no
-// gradient reaches gets zeros. root and grad as for backward().
+// gradient reaches gets an undefined tensor (as backward() leaves its .grad
+// undefined). root and grad as for backward().
 std::vector<Tensor> gradients(const Tensor& root, const std::vector<Tensor>& inputs, const Tensor& grad = Tensor(),
                               bool retain_graph = false);
 

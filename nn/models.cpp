@@ -53,10 +53,15 @@ Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream, KVCac
         if (recompute_ && !cache) {
             // The node keeps x, the block and (by value: cheap handles) the tables.
             RopeTables kept = tables;
-            std::function<Tensor(const Tensor&)> f = [block, kept, rope](const Tensor& in) {
+            bool training = block->is_training();  // dropout on or off must be the same both times
+            std::function<Tensor(const Tensor&)> f = [block, kept, rope, training](const Tensor& in) {
+                if (block->is_training() != training)
+                    fail("recompute", std::string("the model was switched to ") + (training ? "eval" : "training") +
+                                          " mode between the forward pass and backward; the recomputed blocks would differ");
                 return block->forward(in, rope ? &kept : nullptr, nullptr);
             };
-            x = checkpoint(f, x, block->parameters(), &dropout_gen_);
+            // Only dropout draws random numbers; the model must outlive the backward pass.
+            x = checkpoint(f, x, block->parameters(), cfg_.dropout > 0 ? &dropout_gen_ : nullptr);
         } else {
             x = block->forward(x, rope, cache);
         }

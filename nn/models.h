@@ -48,7 +48,8 @@ public:
     // while on, each block keeps only its input between the forward and the
     // backward pass and runs its forward again during backward. The
     // gradients are the same, bit for bit; a step costs one more forward of
-    // the blocks.
+    // the blocks. The model must outlive the backward pass of a loss it
+    // computed, and stay in the same (training or eval) mode until then.
     void set_recompute(bool on) { recompute_ = on; }
     bool recompute() const { return recompute_; }
 

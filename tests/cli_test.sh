@@ -41,6 +41,15 @@ grep -qE '^h\.0\.attn\.c_attn\.weight,48,16,[0-9.]+,' "$work/run-diag/weights.cs
 [ "$(head -1 "$work/run-dyt/diagnostics.csv")" == "step,loss,spike,grad_norm_block_0,update_block_0,residual_block_0,stream_rms_block_0,stream_common_block_0,saturation_h.0.ln_1,alpha_h.0.ln_1,gain_h.0.ln_1,saturation_h.0.ln_2,alpha_h.0.ln_2,gain_h.0.ln_2,saturation_ln_f,alpha_ln_f,gain_ln_f" ] \
   || fail "diagnostics.csv with DyT: $(head -1 "$work/run-dyt/diagnostics.csv")"
 
+# 1a'. --recompute: the same run to the last bit (dropout on), and it says so.
+for r in "" --recompute; do
+  "$bin" train --data "$work/tiny.txt" --steps 3 --batch 2 --seq 16 --layers 2 --width 16 --heads 2 --dropout 0.1 --eval-every 0 \
+    --eval-batches 1 --sample-tokens 0 $r --run-dir "$work/run-recompute$r" > "$work/recompute$r.txt" 2>&1 || fail "train $r: $(cat "$work/recompute$r.txt")"
+done
+cmp -s <(cut -d, -f2,3,5 "$work/run-recompute/train_log.csv") <(cut -d, -f2,3,5 "$work/run-recompute--recompute/train_log.csv") \
+  || fail "train --recompute should give the same losses and gradient norms: $(paste -d' ' "$work/run-recompute/train_log.csv" "$work/run-recompute--recompute/train_log.csv")"
+grep -q "activations recomputed during backward" "$work/recompute--recompute.txt" || fail "train --recompute does not say so"
+
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
 out=$("$bin" train --model vit --train-images 256 --steps 3 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 2 \
       --run-dir "$work/run-vit" 2>&1) || fail "train --model vit: $out"

@@ -22,7 +22,7 @@ TEST_CASE("gradients() returns d(root)/d(inputs) and leaves .grad alone", "[engi
     std::vector<Tensor> g = gradients(y, {x, w, unused});
     check_values(g[0], {20, 42});
     check_values(g[1], {4, 9});
-    check_values(g[2], {0});  // no gradient reaches it
+    CHECK_FALSE(g[2].defined());  // no gradient reaches it, as backward() would leave it
     CHECK_FALSE(x.grad().defined());
     CHECK_FALSE(w.grad().defined());
     Tensor hidden = x * w;
@@ -62,6 +62,38 @@ TEST_CASE("checkpoint: the same value and gradients, nothing inside kept, each l
     // With grad mode off it is just f(x), recorded nowhere.
     NoGradGuard no_grad;
     CHECK_FALSE(checkpoint(f, x, {w}).requires_grad());
+}
+
+TEST_CASE("checkpoint: unused, frozen and missing parameters, an input without grad, backward twice",
+          "[engine][recompute]") {
+    Tensor x = param({0.5, -1}), w = param({3, -2}), unused = param({7}), frozen = raw::from_vector(std::vector<double>{2, 2}, {2});
+    auto f = [&](const Tensor& in) { return tanh(in * w) * frozen; };
+    // A parameter f never reads keeps an undefined gradient (so optimizers skip it, as without recomputation).
+    backward(sum(checkpoint(f, x, {w, unused, frozen})));
+    CHECK_FALSE(unused.grad().defined());
+    CHECK_FALSE(frozen.grad().defined());
+    std::vector<Tensor> expected = gradients(sum(f(x)), {x, w});
+    check_values(w.grad(), expected[1].to_vector(), 0);
+    // retain_graph: the node recomputes each time, and the gradients add up.
+    Tensor x2 = param({0.5, -1}), w2 = param({3, -2});
+    auto f2 = [&](const Tensor& in) { return tanh(in * w2); };
+    Tensor y = sum(checkpoint(f2, x2, {w2}));
+    backward(y, Tensor(), /*retain_graph=*/true);
+    backward(y);
+    std::vector<Tensor> once = gradients(sum(f2(x2)), {x2, w2});
+    check_values(w2.grad(), raw::mul(once[1], 2.0).to_vector(), 0);
+    check_values(x2.grad(), raw::mul(once[0], 2.0).to_vector(), 0);
+    // An input that does not require grad: only the parameter's gradient.
+    Tensor constant = raw::from_vector(std::vector<double>{1, 2}, {2});
+    Tensor w3 = param({0.5, 0.25});
+    backward(sum(checkpoint([&](const Tensor& in) { return in * w3; }, constant, {w3})));
+    check_values(w3.grad(), {1, 2});
+    // A parameter f reads but nobody listed would silently get no gradient: an error.
+    Tensor w4 = param({1, 2});
+    Tensor missing = checkpoint([&](const Tensor& in) { return in * w4; }, x, {});
+    check_error([&] { backward(sum(missing)); }, {"checkpoint", "neither its input nor one of its parameters"});
+    // A parameter listed twice would be counted twice.
+    check_error([&] { checkpoint(f, x, {w, w}); }, {"checkpoint", "listed twice"});
 }
 
 namespace {
@@ -132,6 +164,13 @@ TEST_CASE("recomputing every block gives the same gradients, bit for bit, for ev
     TransformerConfig dyt = small(gpt2_config(), Placement::Pre);
     dyt.norm = NormKind::DyT;
     configs.push_back({"gpt2 dyt", dyt});
+    TransformerConfig geo = small(gpt2_config(), Placement::GeoNorm);
+    geo.geo_learnable_step = true;
+    configs.push_back({"gpt2 geonorm, learnable steps", geo});
+    TransformerConfig diff = small(llama_config(), Placement::Sandwich);
+    diff.attention = AttentionKind::Differential;
+    configs.push_back({"llama sandwich, differential attention", diff});
+    configs.push_back({"vit post", small(vit_config(), Placement::Post)});
     for (const auto& [name, c] : configs) {
         INFO(name);
         auto plain = make(c, 5), recomputed = make(c, 5);
@@ -147,4 +186,14 @@ TEST_CASE("recomputing every block gives the same gradients, bit for bit, for ev
         // The dropout generator ends where it would have without recomputation.
         CHECK(plain->dropout_generator().offset() == recomputed->dropout_generator().offset());
     }
+}
+
+TEST_CASE("recomputing: switching the model to eval between forward and backward is refused", "[models][recompute]") {
+    TransformerConfig c = small(gpt2_config(), Placement::Pre);
+    auto model = make(c, 5);
+    model->set_recompute(true);
+    Tensor ids = raw::from_indices(std::vector<int64_t>(12, 3), {1, 12});
+    Tensor loss = cross_entropy(model->forward(ids), ids);
+    model->eval();
+    check_error([&] { backward(loss); }, {"recompute", "switched to eval"});
 }
