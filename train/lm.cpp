@@ -35,7 +35,7 @@ std::vector<FlagSpec> model_flags() {
         {"dropout", "0", "dropout probability"},
         {"dyt-alpha", "0.5", "initial alpha of Dynamic Tanh"},
         {"dyt-final-gamma", "auto",
-         "initial gain of the DyT before the head; auto: 1 / (alpha0 x the embeddings' init RMS) for a language model, so that it "
+         "initial gain of the DyT before the head; auto: 1 / (alpha0 x the stream's RMS at initialization) for a language model, so that it "
          "starts as large as a LayerNorm (1 keeps it from learning: tutorials/12-dyt-and-saturation.md), 1 for vit"},
         {"geo-step", "1", "GeoNorm base step size a"},
         {"geo-max-angle", "0", "GeoNorm: bound each update's angle smoothly to this many radians (0: unbounded)"},
