@@ -13,6 +13,11 @@ namespace nc {
 namespace nn {
 
 enum class NormKind { LayerNorm, RMSNorm, DyT, None };
+
+// DyT's alpha0 when train's --dyt-alpha is auto: the DyT paper's 0.5 for a
+// ViT; 3 for a language model, what the DyT study's tuning over 0.5, 1, 2
+// and 3 chose for GPT-2 and Llama in every size band (tutorials/12).
+constexpr double kDytAlpha0Vit = 0.5, kDytAlpha0LanguageModel = 3;
 enum class Placement { Pre, Post, Sandwich, DeepNorm, GeoNorm };
 enum class Decay { None, Harmonic, Sqrt, Linear };
 // Differential: the official Diff-Transformer (Ye et al. 2024, reference in

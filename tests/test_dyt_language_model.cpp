@@ -93,10 +93,15 @@ TEST_CASE("the final DyT gain that matches a LayerNorm at initialization", "[mod
     // is 0.02 sqrt 2, and DyT(x) ~ gamma alpha0 x has RMS 1 at gamma = 1 / (alpha0 0.02 sqrt 2).
     TransformerConfig gpt2 = config_from({"--norm", "dyt", "--dyt-alpha", "2"});
     CHECK(gpt2.dyt_final_gamma0 == Approx(1 / (2 * 0.02 * std::sqrt(2.0))));
-    // Llama: RoPE, no position table.
+    // Llama: RoPE, no position table; alpha0 auto is 3 for a language model.
     TransformerConfig llama = config_from({"--model", "llama", "--norm", "dyt"});
-    CHECK(llama.dyt_final_gamma0 == Approx(1 / (0.5 * 0.02)));
-    CHECK(config_from({"--model", "vit", "--norm", "dyt"}).dyt_final_gamma0 == 1);  // the paper's ViT recipe
+    CHECK(llama.dyt_alpha0 == 3);
+    CHECK(llama.dyt_final_gamma0 == Approx(1 / (3 * 0.02)));
+    CHECK(config_from({"--model", "llama", "--norm", "dyt", "--dyt-alpha", "0.5"}).dyt_final_gamma0 == Approx(100));
+    TransformerConfig vit = config_from({"--model", "vit", "--norm", "dyt"});  // the paper's ViT recipe
+    CHECK(vit.dyt_final_gamma0 == 1);
+    CHECK(vit.dyt_alpha0 == 0.5);
+    check_error([&] { config_from({"--norm", "dyt", "--dyt-alpha", "big"}); }, {"--dyt-alpha", "big"});
     CHECK(config_from({"--norm", "dyt", "--dyt-final-gamma", "1"}).dyt_final_gamma0 == 1);
     check_error([&] { config_from({"--norm", "dyt", "--dyt-final-gamma", "big"}); }, {"--dyt-final-gamma", "big"});
     check_error([&] { config_from({"--norm", "dyt", "--dyt-final-gamma", "0"}); }, {"final DyT", "non-zero"});

@@ -33,7 +33,7 @@ std::vector<FlagSpec> model_flags() {
         {"kv-heads", "0", "key/value heads for grouped-query attention (0: = heads)"},
         {"seq", "128", "sequence length T (also the learned position table's size)"},
         {"dropout", "0", "dropout probability"},
-        {"dyt-alpha", "0.5", "initial alpha of Dynamic Tanh"},
+        {"dyt-alpha", "auto", "initial alpha of Dynamic Tanh; auto: 3 for a language model (chapter 12), 0.5 for vit"},
         {"dyt-final-gamma", "auto",
          "initial gain of the DyT before the head; auto: 1 / (alpha0 x the stream's RMS at initialization) for a language model, so that it "
          "starts as large as a LayerNorm (1 keeps it from learning: tutorials/12-dyt-and-saturation.md), 1 for vit"},
@@ -46,6 +46,12 @@ std::vector<FlagSpec> model_flags() {
         {"patch", "7", "vit: patch size (must divide --image-size)"},
         {"channels", "1", "vit: image channels (1 or 3)"},
     };
+}
+
+// --dyt-alpha: a number, or auto (nn/config.h, kDytAlpha0*).
+static double dyt_alpha0(const Flags& flags, Family family) {
+    if (flags.str("dyt-alpha") != "auto") return flags.number("dyt-alpha");
+    return family == Family::ViT ? kDytAlpha0Vit : kDytAlpha0LanguageModel;
 }
 
 TransformerConfig config_from_flags(const Flags& flags) {
@@ -69,7 +75,7 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.n_kv_head = flags.integer("kv-heads");
     cfg.block_size = flags.integer("seq");
     cfg.dropout = flags.number("dropout");
-    cfg.dyt_alpha0 = flags.number("dyt-alpha");
+    cfg.dyt_alpha0 = dyt_alpha0(flags, cfg.family);
     if (flags.str("dyt-final-gamma") == "auto")
         cfg.dyt_final_gamma0 = cfg.family == Family::ViT ? 1 : cfg.dyt_final_gamma_matching_layernorm();
     else
@@ -156,7 +162,7 @@ static void check_flags_agree(const Flags& flags, const TransformerConfig& loade
              int64_t k = flags.integer("kv-heads");
              return std::make_pair(std::to_string(k > 0 ? k : loaded.n_head), std::to_string(loaded.kv_heads()));
          }},
-        {"dyt-alpha", [&](const std::string&) { return std::make_pair(number(flags.number("dyt-alpha")), number(loaded.dyt_alpha0)); }},
+        {"dyt-alpha", [&](const std::string&) { return std::make_pair(number(dyt_alpha0(flags, loaded.family)), number(loaded.dyt_alpha0)); }},
         {"geo-step", [&](const std::string&) { return std::make_pair(number(flags.number("geo-step")), number(loaded.geo_step)); }},
         {"geo-max-angle", [&](const std::string&) { return std::make_pair(number(flags.number("geo-max-angle")), number(loaded.geo_max_angle)); }},
         {"geo-radius", [&](const std::string&) { return std::make_pair(number(flags.number("geo-radius")), number(loaded.geo_radius)); }},

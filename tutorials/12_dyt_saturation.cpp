@@ -54,7 +54,7 @@ static double train_tiny_gpt2(NormKind norm, double final_gamma0, Generator& gen
     Tensor ids = raw::from_indices(in, {4, 16}), targets = raw::from_indices(out, {4, 16});
     optim::AdamW opt(optim::decay_groups(model, 0.0), 1e-2);
     if (norm == NormKind::DyT)
-        std::printf("\nGPT-2 with DyT, final gain %g: the stream into ln_f, the gradient reaching block 0, and the saturation of each layer:\n",
+        std::printf("\nGPT-2 with DyT, final gain %.2f: the stream into ln_f, the gradient reaching block 0, and the saturation of each layer:\n",
                     final_gamma0);
     else
         std::printf("\nGPT-2 with LayerNorm:\n");
