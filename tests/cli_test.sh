@@ -208,7 +208,7 @@ tuned=$(($(wc -l < "$work/norms/tuning.csv") - 1))
 [ "$(wc -l < "$work/norms/results.csv")" -eq 19 ] && [ "$(wc -l < "$work/norms/chosen.csv")" -eq 10 ] \
   && [ "$(wc -l < "$work/norms/commands.txt")" -eq $((tuned + 18)) ] \
   || fail "experiment norms: results.csv should have 18 runs, chosen.csv 9 variants, commands.txt $tuned + 18 commands"
-[ "$(awk -F, '$5 == 1' "$work/norms/tuning.csv" | wc -l)" -eq 9 ] || fail "experiment norms: one chosen setting per variant"
+[ "$(awk -F, '$6 == 1' "$work/norms/tuning.csv" | wc -l)" -eq 9 ] || fail "experiment norms: one chosen setting per variant"
 [ "$(wc -l < "$work/norms/curves.csv")" -eq 25 ] || fail "experiment norms: curves.csv should have 24 steps + header"
 for p in grad_profile update_profile; do
   [ "$(wc -l < "$work/norms/$p.csv")" -eq 3 ] || fail "experiment norms: $p.csv should have 2 blocks + header"
