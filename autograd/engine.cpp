@@ -201,7 +201,7 @@ static void run_pass(const Tensor& root, const Tensor& seed, bool retain_graph, 
 
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const LeafReady& on_leaf_ready) {
     Tensor seed = seed_gradient(root, grad, "backward");
-    run_pass(root, seed, retain_graph, [&](const Tensor& leaf, const Tensor& complete) {
+    LeafFinished add_to_grad = [&](const Tensor& leaf, const Tensor& complete) {
         Tensor total = complete;
         for (const GradHook& hook : leaf.impl()->hooks) {
             Tensor replaced = hook(total);
@@ -212,7 +212,8 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph, const L
         // will update .grad in place.
         leaf.set_grad(leaf.grad().defined() ? raw::add(leaf.grad(), total) : raw::clone(total));
         if (on_leaf_ready) on_leaf_ready(leaf);
-    });
+    };
+    run_pass(root, seed, retain_graph, add_to_grad);  // the loop: steps 1-4 above
 }
 
 std::vector<Tensor> gradients(const Tensor& root, const std::vector<Tensor>& inputs, const Tensor& grad,
