@@ -46,6 +46,13 @@ inline void check_values(const Tensor& t, const std::vector<double>& expected, d
     CHECK(worst <= tol);
 }
 
+// A float64 vector of these values, a leaf requiring grad.
+inline Tensor leaf(const std::vector<double>& values) {
+    Tensor t = nc::raw::from_vector(values, {(int64_t)values.size()});
+    t.set_requires_grad(true);
+    return t;
+}
+
 // A float64 leaf with reproducible random values, requiring grad.
 inline Tensor leaf(const nc::Shape& shape, uint64_t seed, double scale = 1.0, double shift = 0.0) {
     nc::Generator gen(seed);

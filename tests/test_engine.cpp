@@ -10,11 +10,8 @@ using namespace nc;
 using nc_test::check_error;
 using nc_test::check_values;
 
-static Tensor param(std::vector<double> values) {
-    Tensor t = raw::from_vector(values, {(int64_t)values.size()});
-    t.set_requires_grad(true);
-    return t;
-}
+// A float64 vector leaf requiring grad (tests/helpers.h).
+static Tensor param(const std::vector<double>& values) { return nc_test::leaf(values); }
 
 TEST_CASE("backward computes gradients of a small expression", "[engine]") {
     Tensor x = param({2, 3});

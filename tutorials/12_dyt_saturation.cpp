@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
 
 #include "autograd/ops.h"
 #include "analysis/diagnostics.h"
@@ -20,6 +22,20 @@ static void expect(bool ok, const char* what) {
         std::fprintf(stderr, "tutorial 12: expected %s\n", what);
         std::exit(1);
     }
+}
+
+// The text the tiny GPT-2 learns: four 16-byte windows and the byte after each.
+static const std::string kText = "to be or not to be, that is the question; whether tis nobler in the mind to suffer";
+
+// The loss of a model that predicts every target byte by its frequency
+// among the 64 targets: their entropy, -sum p log p (nats).
+static double target_unigram_entropy() {
+    std::map<char, double> count;
+    for (int64_t b = 0; b < 4; ++b)
+        for (int64_t t = 0; t < 16; ++t) count[kText[b * 16 + t + 1]] += 1;
+    double h = 0;
+    for (const auto& [byte, n] : count) h -= n / 64 * std::log(n / 64);
+    return h;
 }
 
 // Trains a 2-block GPT-2 with `norm` on four 16-byte windows of one text
@@ -44,7 +60,7 @@ static double train_tiny_gpt2(NormKind norm, double final_gamma0, Generator& gen
     if (norm == NormKind::DyT)
         expect(dyt.size() == 5, "five DyT layers in a 2-block GPT-2 (ln_1, ln_2 per block, and ln_f)");
 
-    std::string text = "to be or not to be, that is the question; whether tis nobler in the mind to suffer";
+    const std::string& text = kText;
     std::vector<int64_t> in, out;
     for (int64_t b = 0; b < 4; ++b)
         for (int64_t t = 0; t < 16; ++t) {
@@ -119,6 +135,10 @@ int main() {
     // flat parts), so this DyT model stalls where the LayerNorm one goes on.
     expect(ln_loss < dyt_loss, "the LayerNorm model to get further than the saturated DyT model");
     expect(matched_loss < dyt_loss / 2, "the DyT model with the matched final gain to get much further than with gain 1");
+    // Where the DyT model at gain 1 stopped: predicting each byte by its frequency.
+    double unigram = target_unigram_entropy();
+    std::printf("entropy of the 64 target bytes' frequencies: %.4f nats\n", unigram);
+    expect(std::fabs(dyt_loss - unigram) < 0.01, "the collapsed DyT model to sit at the byte-frequency entropy");
     std::printf("\nchapter 12: all checks passed\n");
     return 0;
 }
