@@ -120,11 +120,6 @@ static DytStudy design_from_flags(const StudyOptions& options) {
         if (m == "gpt2" || m == "llama" || m == "vit") study.models.push_back(m);
         else throw Error("flag --models: unknown model '" + m + "' (choose from gpt2, llama, vit)");
     if (study.models.empty()) throw Error("flag --models: name at least one of gpt2, llama, vit");
-    bool text = false;
-    for (const std::string& model : study.models) text |= model != "vit";
-    if (text && !data::is_split_corpus(study.data))
-        throw Error("flag --data: '" + study.data + "' is not a corpus directory with train, tuning and validation splits "
-                    "(build one with `make corpus` or `normcore corpus build --out DIR`)");
     study.dyt_final_gamma = flags.str("dyt-final-gamma");
     if (study.dyt_final_gamma != "auto") flags.number("dyt-final-gamma");  // a number, or the error naming the flag
     study.dyt_alphas.clear();
@@ -141,6 +136,12 @@ static DytStudy design_from_flags(const StudyOptions& options) {
     study.diffattn = flags.str("diffattn");
     if (study.diffattn != "regime" && study.diffattn != "official")
         throw Error("flag --diffattn: '" + study.diffattn + "' is not a kind (regime or official)");
+    // The files last: a mistyped flag is reported before a missing corpus.
+    bool text = false;
+    for (const std::string& model : study.models) text |= model != "vit";
+    if (text && !data::is_split_corpus(study.data))
+        throw Error("flag --data: '" + study.data + "' is not a corpus directory with train, tuning and validation splits "
+                    "(build one with `make corpus` or `normcore corpus build --out DIR`)");
     // The Llama component ablation rides along with Llama: "llama-gelu" is Llama with a GELU MLP.
     study.trained = study.models;
     for (const std::string& model : study.models) study.ablation |= model == "llama";
