@@ -38,6 +38,34 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     });
 }
 
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, DType operand_dtype) {
+    if (operand_dtype == x.dtype()) return linear(x, w, bias);
+    if (!is_16bit_float(operand_dtype) || x.dtype() != kFloat32)
+        fail("linear", std::string("rounds float32 operands to bfloat16 or float16, got ") + dtype_name(x.dtype()) +
+                           " operands and " + dtype_name(operand_dtype));
+    // The same products as linear's, each operand rounded first:
+    //   y  = round(x) round(w)^T + b
+    //   dX = round(G) round(w),  dw = round(G)^T round(X),  db = the column sums of G.
+    // The gradient of the rounding itself is taken as 1 (a straight-through
+    // estimate, what every mixed-precision trainer does): the rounding is
+    // noise of relative size 2^-9 (bfloat16) or 2^-12 (float16), not a
+    // function to differentiate.
+    Tensor x16 = raw::to_dtype(x, operand_dtype), w16 = raw::to_dtype(w, operand_dtype);
+    std::vector<Tensor> inputs = {x, w};
+    if (bias.defined()) inputs.push_back(bias);
+    bool need_x = x.requires_grad(), need_w = w.requires_grad();
+    return record("Linear", raw::linear(x16, w16, bias), inputs,
+                  [x16, w16, bias, operand_dtype, need_x, need_w](const Tensor& g) {
+        int64_t K = x16.size(-1), N = w16.size(0), M = x16.numel() / std::max<int64_t>(1, K);
+        Tensor g2 = raw::reshape(g, {M, N}), g16 = raw::to_dtype(g2, operand_dtype);
+        Grads grads(bias.defined() ? 3 : 2);
+        if (need_x) grads[0] = raw::reshape(raw::matmul(g16, w16), x16.shape());
+        if (need_w) grads[1] = raw::matmul(raw::transpose(g16, 0, 1), raw::reshape(x16, {M, K}));
+        if (bias.defined() && bias.requires_grad()) grads[2] = raw::sum(g2, {0});
+        return grads;
+    });
+}
+
 Tensor softmax(const Tensor& x, int64_t dim) {
     // y = softmax(x): dy_i/dx_j = y_i (delta_ij - y_j), so
     // dx = y * (g - sum(g * y)) with the sum along `dim`.

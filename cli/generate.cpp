@@ -32,6 +32,7 @@ static LanguageModel load_model(const Flags& flags) {
         load_weights(*lm.module, flags.str("init"));
     }
     lm.module->eval();
+    lm.module->set_precision(parse_precision(flags.str("precision")));
     return lm;
 }
 
@@ -53,6 +54,7 @@ int generate_command(int argc, char** argv) {
                                 {"tokenizer", "byte", "byte, a BPE file, or a GPT-2 vocab.json + merges.txt directory"},
                                 {"no-cache", "false", "recompute the whole context for every token (no key/value cache)", true},
                                 {"out", "", "also write the exact bytes of prompt + generated text to this file"},
+                                precision_flag(),
                             }));
     flags.parse(argc, argv, 2);
     if (flags.help_requested()) {
@@ -90,6 +92,7 @@ static int eval_vit(const Flags& flags, const nn::TransformerConfig& cfg) {
     nn::ViT model(cfg, gen);
     load_weights(model, flags.str("init"));
     model.eval();
+    model.set_precision(parse_precision(flags.str("precision")));
     std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
     data::ImageSet set = std::filesystem::exists(path + "/t10k-images-idx3-ubyte.gz")
                              ? data::load_fashion_mnist(path, false, flags.integer("limit"))
@@ -125,6 +128,7 @@ int eval_command(int argc, char** argv) {
                             {"batches", "16", "number of batches"},
                             {"limit", "0", "vit: evaluate only the first N images (0: all)"},
                             {"tokenizer", "byte", "byte, a BPE file, or a GPT-2 vocab.json + merges.txt directory"},
+                            precision_flag(),
                         }));
     flags.parse(argc, argv, 2);
     if (flags.help_requested()) {

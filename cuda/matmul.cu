@@ -14,6 +14,8 @@
 // first. Batches whose matrices are evenly spaced (the usual case, also
 // broadcast with stride 0) go to one strided-batched call; others loop.
 //
+// bfloat16/float16 operands give a float32 out (cublasGemmEx, float32 sums).
+//
 // Shapes: a [batch..., M, K], b [batch..., K, N], out [batch..., M, N].
 #include <climits>
 #include <vector>
@@ -53,6 +55,20 @@ bool evenly_spaced(const std::vector<int64_t>& offsets, int64_t& step) {
     for (size_t i = 1; i < offsets.size(); ++i)
         if (offsets[i] - offsets[i - 1] != step) return false;
     return true;
+}
+
+// 16-bit operands: cuBLAS's mixed-precision GEMM, A and B in bfloat16 or
+// float16, C in float32, products summed in float32 (CUBLAS_COMPUTE_32F:
+// tensor cores on Turing and later, float32 sums as on the CPU).
+cudaDataType_t cuda_type_16bit(DType dtype) { return dtype == kBFloat16 ? CUDA_R_16BF : CUDA_R_16F; }
+
+void gemm_call_16bit(DType dtype, cublasOperation_t op_b, cublasOperation_t op_a, int64_t N, int64_t M, int64_t K,
+                     const void* b, int64_t ldb, const void* a, int64_t lda, float* c, int64_t ldc, bool accumulate) {
+    const float one = 1, beta = accumulate ? 1.0f : 0.0f;
+    check_cublas(cublasGemmEx(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, b, cuda_type_16bit(dtype), (int)ldb,
+                              a, cuda_type_16bit(dtype), (int)lda, &beta, c, CUDA_R_32F, (int)ldc,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
 }
 
 // beta = 0 overwrites C; beta = 1 adds to it (matmul's `accumulate`).
@@ -96,8 +112,8 @@ static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bo
     Tensor b = lb.ok ? b_in : raw::contiguous(b_in);
     if (!la.ok) la = layout_of(a);
     if (!lb.ok) lb = layout_of(b);
-    bool f32 = out.dtype() == kFloat32;
-    size_t elem = f32 ? 4 : 8;
+    bool f32 = out.dtype() == kFloat32, half = is_16bit_float(a.dtype());
+    size_t elem = f32 ? 4 : 8, elem_ab = dtype_size(a.dtype());  // A and B: 2 bytes when 16-bit
     std::vector<int64_t> oa = matrix_batch_offsets(a), ob = matrix_batch_offsets(b), oc = matrix_batch_offsets(out);
     check_fits_int(la.ld, "the leading dimension of A");
     check_fits_int(lb.ld, "the leading dimension of B");
@@ -108,7 +124,15 @@ static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bo
     int64_t step_a, step_b, step_c;
     if (oc.size() > 1 && evenly_spaced(oa, step_a) && evenly_spaced(ob, step_b) && evenly_spaced(oc, step_c)) {
         int count = (int)oc.size();
-        if (f32) {
+        if (half) {
+            const float one = 1, beta = accumulate ? 1.0f : 0.0f;
+            check_cublas(cublasGemmStridedBatchedEx(
+                             cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one, pb + ob[0] * elem_ab,
+                             cuda_type_16bit(a.dtype()), (int)lb.ld, step_b, pa + oa[0] * elem_ab,
+                             cuda_type_16bit(a.dtype()), (int)la.ld, step_a, &beta, pc + oc[0] * elem, CUDA_R_32F,
+                             (int)N, step_c, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         "cublasGemmStridedBatchedEx");
+        } else if (f32) {
             const float one = 1, beta = accumulate ? 1.0f : 0.0f;
             check_cublas(cublasSgemmStridedBatched(cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one,
                                                    (const float*)(pb + ob[0] * elem), (int)lb.ld, step_b,
@@ -127,8 +151,12 @@ static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bo
         return;
     }
     for (size_t i = 0; i < oc.size(); ++i)
-        gemm_call(f32, lb.op, la.op, N, M, K, pb + ob[i] * elem, lb.ld, pa + oa[i] * elem, la.ld, pc + oc[i] * elem, N,
-                  accumulate);
+        if (half)
+            gemm_call_16bit(a.dtype(), lb.op, la.op, N, M, K, pb + ob[i] * elem_ab, lb.ld, pa + oa[i] * elem_ab, la.ld,
+                            (float*)(pc + oc[i] * elem), N, accumulate);
+        else
+            gemm_call(f32, lb.op, la.op, N, M, K, pb + ob[i] * elem, lb.ld, pa + oa[i] * elem, la.ld,
+                      pc + oc[i] * elem, N, accumulate);
     check_launch("the cuBLAS GEMM");
 }
 

@@ -23,7 +23,12 @@ Linear::Linear(int64_t in, int64_t out, bool has_bias, Generator& gen, Options o
 Tensor Linear::forward(const Tensor& x) const {
     if (x.dim() == 0 || x.size(-1) != in_features)
         fail("Linear", "expects inputs [..., " + std::to_string(in_features) + "], got " + shape_str(x.shape()));
-    return linear(x, weight, bias);
+    return linear(x, weight, bias, operand_dtype);
+}
+
+void set_linear_operand_dtype(Module& root, DType dtype) {
+    if (auto* layer = dynamic_cast<Linear*>(&root)) layer->operand_dtype = dtype;
+    for (const auto& child : root.children()) set_linear_operand_dtype(*child.second, dtype);
 }
 
 Embedding::Embedding(int64_t num, int64_t dim, Generator& gen, Options opt) {

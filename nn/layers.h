@@ -23,7 +23,13 @@ public:
     Tensor forward(const Tensor& x) const;  // [..., in] -> [..., out]
     Tensor weight, bias;                    // bias undefined when bias = false
     int64_t in_features, out_features;
+    // Mixed precision: x and W are rounded to this dtype for the product
+    // (bfloat16 or float16; float32: not rounded). See linear() in autograd/ops.h.
+    DType operand_dtype = kFloat32;
 };
+
+// Sets operand_dtype on every Linear in `root` and below it.
+void set_linear_operand_dtype(Module& root, DType dtype);
 
 // Rows of weight [num, dim] picked by int64 ids: [...] -> [..., dim]. Init N(0, 1).
 class Embedding : public Module {

@@ -23,6 +23,14 @@ Tensor TransformerModel::forward(const Tensor&, KVCache&) const {
     return Tensor();
 }
 
+void TransformerModel::set_precision(DType operand_dtype) {
+    if (operand_dtype != kFloat32 && !is_16bit_float(operand_dtype))
+        fail("set_precision", std::string("products run in float32, bfloat16 or float16, not ") +
+                                  dtype_name(operand_dtype));
+    set_linear_operand_dtype(*this, operand_dtype);
+    precision_ = operand_dtype;
+}
+
 KVCache TransformerModel::make_cache(int64_t B) const {
     KVCache cache;
     cache.layers.resize(blocks_.size());
@@ -135,7 +143,7 @@ Tensor TransformerModel::language_forward(const Tensor& ids, const Embedding& to
     // itself, h E^T, as a linear layer without bias: one GEMM over all B T
     // tokens, and one for E's gradient (a matmul with E^T broadcast over the
     // batch ran B small products, and summed B gradients afterwards).
-    return head ? head->forward(h) : linear(h, tokens.weight);  // [B, T, V]
+    return head ? head->forward(h) : linear(h, tokens.weight, Tensor(), precision_);  // [B, T, V]
 }
 
 // ---- GPT-2 -------------------------------------------------------------------------

@@ -52,6 +52,13 @@ public:
     // computed, and stay in the same (training or eval) mode until then.
     void set_recompute(bool on) { recompute_ = on; }
     bool recompute() const { return recompute_; }
+    // Mixed precision (train --precision; tensor/cpu/gemm_16bit.h): every
+    // linear layer, the tied head included, rounds its operands to
+    // `operand_dtype` (kBFloat16 or kFloat16) and sums in float32; kFloat32
+    // turns it off. Everything else (norms, attention, softmax, the loss, the
+    // optimizer and the weights themselves) stays float32.
+    void set_precision(DType operand_dtype);
+    DType precision() const { return precision_; }
 
 protected:
     // Builds the blocks and the final norm; the subclass registers them.
@@ -75,6 +82,7 @@ protected:
     std::shared_ptr<NormLayer> final_norm_;
     mutable Generator dropout_gen_;  // forward (const) draws from it through the blocks
     bool recompute_ = false;
+    DType precision_ = kFloat32;
 };
 
 class GPT2 : public TransformerModel {

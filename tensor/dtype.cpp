@@ -36,6 +36,8 @@ void check_compute_dtype(DType dtype, const std::string& op) {
                      " holds numbers, ops compute in float32 or float64: cast with to_dtype(t, kFloat32) first");
 }
 
+DType product_dtype(DType dtype) { return is_16bit_float(dtype) ? kFloat32 : dtype; }
+
 std::string Device::str() const {
     return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index);
 }

@@ -4,8 +4,9 @@
 // gradients can be checked by finite differences without round-off swamping
 // the result. int64 holds indices (embedding ids, argmax results, gather).
 // bfloat16 and float16 (tensor/half.h) hold numbers in half the bytes:
-// they are stored, converted, printed, saved and loaded, and ops compute
-// on them after a cast to float32 (check_compute_dtype says so).
+// they are stored, converted, printed, saved and loaded; matmul and linear
+// multiply them (into float32), every other op computes on them after a
+// cast to float32 (check_compute_dtype says so).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,9 @@ bool is_16bit_float(DType dtype);  // bfloat16, float16
 // An op that computes refuses a 16-bit tensor with one clear error naming
 // the op and how to cast (`op`: "matmul", ...).
 void check_compute_dtype(DType dtype, const std::string& op);
+// The dtype of a matrix product of two `dtype` operands: 16-bit numbers
+// multiply into float32 (every product is exact there), the others keep theirs.
+DType product_dtype(DType dtype);
 
 enum class DeviceType { CPU, CUDA };
 

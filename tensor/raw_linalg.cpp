@@ -26,9 +26,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
         fail("matmul", "both operands need at least 1 dim, got " + shape_str(a_in.shape()) + " and " +
                            shape_str(b_in.shape()));
     if (a_in.device() != b_in.device()) fail("matmul", "operands are on different devices");
-    check_compute_dtype(a_in.dtype(), "matmul");
-    check_compute_dtype(b_in.dtype(), "matmul");
-    if (a_in.dtype() != b_in.dtype() || !is_floating(a_in.dtype()))
+    // Two 16-bit operands (bfloat16 or float16) give a float32 product:
+    // mixed precision's matrix product (tensor/cpu/gemm_16bit.h).
+    if (a_in.dtype() != b_in.dtype() || !(is_floating(a_in.dtype()) || is_16bit_float(a_in.dtype())))
         fail("matmul", std::string("operands must share a floating dtype, got ") + dtype_name(a_in.dtype()) +
                            " and " + dtype_name(b_in.dtype()));
     // NumPy rule for vectors: a 1-D left operand is a row [1, K], a 1-D right
@@ -47,7 +47,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     shape_b.insert(shape_b.end(), {K, N});
     shape_out.insert(shape_out.end(), {M, N});
     check_ndim(shape_out, "matmul");
-    Tensor out = empty(shape_out, a.dtype(), a.device());
+    Tensor out = empty(shape_out, product_dtype(a.dtype()), a.device());
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)out.numel() * (double)K,
                        is_profiling() ? gemm_shape_label(out.numel() / std::max<int64_t>(1, M * N), M, K, N, a, b)
                                       : std::string());
@@ -62,10 +62,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
         fail("linear", "expects x [..., K] and w [N, K], got " + shape_str(x.shape()) + " and " + shape_str(w.shape()));
     if (x.device() != w.device() || (bias.defined() && bias.device() != x.device()))
         fail("linear", "x, w and bias are on different devices");
-    check_compute_dtype(x.dtype(), "linear");
-    check_compute_dtype(w.dtype(), "linear");
-    if (x.dtype() != w.dtype() || !is_floating(x.dtype()) || (bias.defined() && bias.dtype() != x.dtype()))
-        fail("linear", "x, w and bias must share a floating dtype");
+    // 16-bit x and w (the same format) give a float32 output; the bias is then float32.
+    if (x.dtype() != w.dtype() || !(is_floating(x.dtype()) || is_16bit_float(x.dtype())) ||
+        (bias.defined() && bias.dtype() != product_dtype(x.dtype())))
+        fail("linear", std::string("x and w must share a floating dtype and the bias must be the output's, got x ") +
+                           dtype_name(x.dtype()) + ", w " + dtype_name(w.dtype()) +
+                           (bias.defined() ? std::string(", bias ") + dtype_name(bias.dtype()) : std::string()));
     int64_t K = x.size(-1), N = w.size(0), M = x.numel() / std::max<int64_t>(1, K);
     if (bias.defined() && (bias.dim() != 1 || bias.size(0) != N))
         fail("linear", "bias must be [" + std::to_string(N) + "], got " + shape_str(bias.shape()));
@@ -77,7 +79,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     // contiguous, contiguous() would hand back the bias's own storage, and
     // the GEMM would add x w^T into the parameter (the aliasing rule in
     // raw_ops.h).
-    Tensor out = bias.defined() ? clone(expand(view(bias, {1, N}), {M, N})) : empty({M, N}, x.dtype(), x.device());
+    Tensor out =
+        bias.defined() ? clone(expand(view(bias, {1, N}), {M, N})) : empty({M, N}, product_dtype(x.dtype()), x.device());
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)M * (double)N * (double)K,
                        is_profiling() ? gemm_shape_label(1, M, K, N, x, transpose(w, 0, 1)) : std::string());
     backend_for(x.device()).matmul(reshape(x, {M, K}), transpose(w, 0, 1), out, /*accumulate=*/bias.defined());

@@ -1,5 +1,9 @@
 #include "train/checkpoint.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -102,6 +106,13 @@ void save_training_checkpoint(const std::string& path, const nn::TransformerMode
         {"schedule_steps", std::to_string(s.schedule_steps)},
         {"ranks", std::to_string(s.ranks)},
     };
+    if (s.loss_scale > 0) {
+        char scale[32];
+        std::snprintf(scale, sizeof scale, "%.17g", s.loss_scale);
+        meta["loss_scale"] = scale;
+        meta["loss_scale_good_steps"] = std::to_string(s.loss_scale_good_steps);
+        meta["loss_scale_skipped"] = std::to_string(s.loss_scale_skipped);
+    }
     data::write_safetensors(path, tensors, meta);
 }
 
@@ -157,6 +168,15 @@ TrainingState load_training_checkpoint(const std::string& path, nn::TransformerM
     s.schedule_steps = f.metadata.count("schedule_steps") ? (int64_t)number("schedule_steps", kMaxCount) : 0;
     s.ranks = f.metadata.count("ranks") ? (int64_t)number("ranks", 1000000) : 1;
     if (s.ranks < 1) throw Error("checkpoint '" + path + "': metadata field 'ranks' must be at least 1");
+    if (f.metadata.count("loss_scale")) {  // a float16 run's scaler
+        const std::string& text = f.metadata.at("loss_scale");
+        char* end = nullptr;
+        s.loss_scale = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(s.loss_scale > 0) || !std::isfinite(s.loss_scale))
+            throw Error("--resume: '" + path + "': metadata field loss_scale is '" + text + "', not a positive number");
+        s.loss_scale_good_steps = (int64_t)number("loss_scale_good_steps", kMaxCount);
+        s.loss_scale_skipped = (int64_t)number("loss_scale_skipped", kMaxCount);
+    }
     return s;
 }
 

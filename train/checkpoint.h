@@ -38,6 +38,11 @@ struct TrainingState {
     uint64_t dropout_seed = 0, dropout_offset = 0;  // the model's dropout generator
     int64_t schedule_steps = 0;  // the run's --steps, which the learning-rate schedule spans (0: not recorded)
     int64_t ranks = 1;           // data-parallel ranks that trained it (chapter 14); 1 in older checkpoints
+    // float16 training's loss scaler (optim/loss_scaler.h): its scale, the
+    // good steps since it last changed and the steps it skipped; a scale of
+    // 0 means the run had none.
+    double loss_scale = 0;
+    int64_t loss_scale_good_steps = 0, loss_scale_skipped = 0;
 };
 
 // Refuses, as save_weights does, weights or optimizer state holding NaN or Inf.

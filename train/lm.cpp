@@ -217,6 +217,23 @@ Device parse_device(const std::string& name) {
     return device;
 }
 
+FlagSpec precision_flag() {
+    return {"precision", "fp32",
+            "fp32 | bf16 | fp16: the dtype every linear layer's product reads (rounded to it; sums, weights, norms, "
+            "attention, softmax and the loss stay float32); fp16 trains with dynamic loss scaling"};
+}
+
+DType parse_precision(const std::string& name) {
+    if (name == "fp32") return kFloat32;
+    if (name == "bf16") return kBFloat16;
+    if (name == "fp16") return kFloat16;
+    throw Error("flag --precision: unknown precision '" + name + "' (choose fp32, bf16 or fp16)");
+}
+
+const char* precision_name(DType operand_dtype) {
+    return operand_dtype == kBFloat16 ? "bf16" : operand_dtype == kFloat16 ? "fp16" : "fp32";
+}
+
 LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen) {
     if (cfg.family == Family::ViT) throw Error("the vit model classifies images; it has no text forward");
     return LanguageModel{make_model(cfg, gen)};

@@ -46,6 +46,13 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
 // else and for a CUDA device this build or machine cannot use.
 Device parse_device(const std::string& name);
 
+// --precision, as train, generate and eval take it: fp32 | bf16 | fp16, the
+// dtype every linear layer rounds its operands to (nn::TransformerModel::
+// set_precision); the flag's spec and its value as a DType.
+FlagSpec precision_flag();
+DType parse_precision(const std::string& name);
+const char* precision_name(DType operand_dtype);  // "fp32", "bf16", "fp16"
+
 // A language model (GPT-2 or Llama family) as the commands use it.
 struct LanguageModel {
     std::shared_ptr<nn::TransformerModel> module;

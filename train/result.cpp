@@ -38,6 +38,8 @@ void write_result(const TrainResult& r, const std::string& path) {
               {"tok_per_s", number(r.tok_per_s)},
               {"mfu", number(r.mfu)},
               {"skipped_steps", r.skipped_steps},
+              {"overflow_skipped_steps", r.overflow_skipped_steps},
+              {"loss_scale", number(r.loss_scale)},
               {"peak_mib", number(r.peak_mib)},
               {"parameters_mib", number(r.parameters_mib)},
               {"gradients_mib", number(r.gradients_mib)},
@@ -70,6 +72,9 @@ TrainResult read_result(const std::string& path) {
         r.tok_per_s = number_of(j.at("tok_per_s"));
         r.mfu = number_of(j.at("mfu"));
         r.skipped_steps = j.at("skipped_steps").get<int64_t>();
+        // Results written before mixed precision have neither field.
+        r.overflow_skipped_steps = j.value("overflow_skipped_steps", (int64_t)0);
+        r.loss_scale = j.contains("loss_scale") ? number_of(j.at("loss_scale")) : NAN;
         r.peak_mib = number_of(j.at("peak_mib"));
         r.parameters_mib = number_of(j.at("parameters_mib"));
         r.gradients_mib = number_of(j.at("gradients_mib"));

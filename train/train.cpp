@@ -114,8 +114,8 @@ static std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& flags, nn::
 
 // --resume: the weights, the optimizer state and the batch and dropout
 // streams' positions; returns the step to continue from.
-static int64_t resume(const std::string& path, Task& task, optim::Optimizer& opt, const Distributed& dist,
-                      const RunPlan& plan, std::FILE* out) {
+static int64_t resume(const std::string& path, Task& task, optim::Optimizer& opt, optim::LossScaler* scaler,
+                      const Distributed& dist, const RunPlan& plan, std::FILE* out) {
     nn::TransformerModel& model = task.model();
     TrainingState state = load_training_checkpoint(path, model, opt);
     if (state.ranks != dist.world)
@@ -128,6 +128,10 @@ static int64_t resume(const std::string& path, Task& task, optim::Optimizer& opt
     if (state.step >= plan.steps)
         throw Error("--resume: the checkpoint is at step " + std::to_string(state.step) + ", nothing left for --steps " +
                     std::to_string(plan.steps));
+    // A float16 run goes on with the scale it had; one whose checkpoint has
+    // none (it trained in another precision) starts the scaler afresh.
+    if (scaler && state.loss_scale > 0)
+        scaler->restore(state.loss_scale, state.loss_scale_good_steps, state.loss_scale_skipped);
     std::fprintf(out, "resumed from %s at step %lld\n", path.c_str(), (long long)state.step);
     if (state.schedule_steps > 0 && state.schedule_steps != plan.steps)
         std::fprintf(out, "warning: the checkpoint's run was scheduled for %lld steps and --steps is %lld: the "
@@ -138,13 +142,18 @@ static int64_t resume(const std::string& path, Task& task, optim::Optimizer& opt
 
 // RUN_DIR/checkpoint.safetensors after `done` steps (rank 0 only: every
 // rank holds the same weights and state).
-static void save_checkpoint(Task& task, const optim::Optimizer& opt, const RunPlan& plan, const Distributed& dist,
-                            int64_t done) {
+static void save_checkpoint(Task& task, const optim::Optimizer& opt, const optim::LossScaler* scaler,
+                            const RunPlan& plan, const Distributed& dist, int64_t done) {
     if (!dist.root()) return;
     BatchPosition batches = task.batch_position();
     nn::TransformerModel& model = task.model();
     TrainingState state{done, batches.batches_taken, batches.seed, batches.offset, model.dropout_generator().seed(),
                         model.dropout_generator().offset(), plan.steps, dist.world};
+    if (scaler) {
+        state.loss_scale = scaler->scale();
+        state.loss_scale_good_steps = scaler->good_steps_in_a_row();
+        state.loss_scale_skipped = scaler->skipped_steps();
+    }
     save_training_checkpoint(plan.run_dir + "/checkpoint.safetensors", model, opt, state);
 }
 
@@ -216,6 +225,7 @@ struct Run {
     RunPlan plan;
     std::unique_ptr<Task> task;
     std::unique_ptr<optim::Optimizer> opt;
+    std::unique_ptr<optim::LossScaler> scaler;  // --precision fp16 only
     std::vector<Tensor> params;
     int64_t first_step = 0;
     TrainLog log;
@@ -240,9 +250,12 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
     // loading, which copies across devices) sees them on `device`.
     model.to(run.device);
     model.set_recompute(flags.on("recompute"));
+    model.set_precision(parse_precision(flags.str("precision")));
+    if (model.precision() == kFloat16) run.scaler = std::make_unique<optim::LossScaler>();
     run.opt = make_optimizer(flags, model);
     run.params = model.parameters();
-    if (flags.given("resume")) run.first_step = resume(flags.str("resume"), *run.task, *run.opt, dist, run.plan, out);
+    if (flags.given("resume"))
+        run.first_step = resume(flags.str("resume"), *run.task, *run.opt, run.scaler.get(), dist, run.plan, out);
     if (run.plan.stop <= run.first_step)
         throw Error("--stop-after " + std::to_string(run.plan.stop) + ": the checkpoint is already at step " +
                     std::to_string(run.first_step) + ", so there is nothing to run (give a later --stop-after)");
@@ -255,6 +268,11 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
     if (run.device == kCPU)
         std::fprintf(out, "cpu: %d threads, the %s GEMM micro-kernel\n", omp_get_max_threads(),
                     cpu::simd_isa_name(cpu::best_simd_isa()));
+    if (model.precision() != kFloat32)
+        std::fprintf(out, "precision: every linear layer multiplies %s operands and sums in float32; weights, "
+                          "gradients, optimizer state, norms, attention and the loss stay float32%s\n",
+                     dtype_name(model.precision()),
+                     run.scaler ? ("; dynamic loss scaling from " + flag_number(run.scaler->scale())).c_str() : "");
     std::fprintf(out, "training: %lld steps%s%s, log in %s/train_log.csv\n", (long long)run.plan.steps,
                 run.plan.accum > 1 ? (" of " + std::to_string(run.plan.accum) + " micro-batches").c_str() : "",
                 model.recompute() ? ", each block's activations recomputed during backward" : "", run.plan.run_dir.c_str());
@@ -301,6 +319,7 @@ static TrainStep make_step(const Flags& flags, Run& run, GradientAverager& avera
     step.averager = &averager;
     step.dist = &dist;
     step.overlap = !flags.on("no-overlap");
+    step.scaler = run.scaler.get();
     step.before_clip = [&diagnostics] { diagnostics.before_clip(); };
     step.before_update = [&diagnostics] { diagnostics.before_update(); };
     return step;
@@ -330,6 +349,7 @@ static void report_memory_split(const Run& run, TrainResult& r, std::FILE* out) 
 struct Totals {
     double last_loss = 0, last_val = NAN, train_seconds = 0;
     Skipped skipped;
+    int64_t overflow_skipped = 0;  // steps the float16 loss scaler skipped in this run
     std::vector<double> losses;
     std::string stopped;  // why a non-finite value stopped the run ("" while it runs)
 };
@@ -344,7 +364,12 @@ static TrainResult finish_run(const Flags& flags, Run& run, const Distributed& d
     if (totals.skipped.total > 0)
         std::fprintf(out, "skipped %lld steps whose loss or gradient was not finite (--skip-nonfinite)\n",
                      (long long)totals.skipped.total);
-    save_checkpoint(*run.task, *run.opt, run.plan, dist, run.plan.stop);
+    if (run.scaler)
+        std::fprintf(out, "loss scaling: %lld of this run's %lld steps skipped because a gradient overflowed float16 "
+                          "(%lld over the whole run); the scale is now %s\n",
+                     (long long)totals.overflow_skipped, (long long)(run.plan.stop - run.first_step),
+                     (long long)run.scaler->skipped_steps(), flag_number(run.scaler->scale()).c_str());
+    save_checkpoint(*run.task, *run.opt, run.scaler.get(), run.plan, dist, run.plan.stop);
     if (flags.given("save") && dist.root()) {
         save_weights(run.task->model(), flags.str("save"));
         std::fprintf(out, "weights saved to %s\n", flags.str("save").c_str());
@@ -415,7 +440,10 @@ static void run_steps(Run& run, Totals& totals, TrainStep& one_step, diag::RunDi
             continue;
         }
         totals.skipped.in_a_row = 0;
-        diagnostics.after_update(step + 1, r.loss);
+        // A step the loss scaler skipped made no update: nothing for the
+        // diagnostics to measure (their hooks did not run either).
+        if (r.skipped) ++totals.overflow_skipped;
+        else diagnostics.after_update(step + 1, r.loss);
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         totals.train_seconds += seconds;
 
@@ -428,7 +456,7 @@ static void run_steps(Run& run, Totals& totals, TrainStep& one_step, diag::RunDi
         }
         run.log.row(step + 1, r.loss, val, lr, r.grad_norm, totals.train_seconds);
         if (plan.checkpoint_every > 0 && (step + 1) % plan.checkpoint_every == 0 && !last)
-            save_checkpoint(*run.task, *run.opt, plan, dist, step + 1);
+            save_checkpoint(*run.task, *run.opt, run.scaler.get(), plan, dist, step + 1);
         progress.step(step + 1, seconds, totals.train_seconds, r.loss, val, lr);
         if (plan.sample_every > 0 && (step + 1) % plan.sample_every == 0 && !last) {
             progress.interrupt();
@@ -457,6 +485,10 @@ TrainResult train_run(const Flags& flags, const Distributed& dist, const TrainOu
     result.train_loss = totals.last_loss;
     result.val_loss = totals.last_val;
     result.skipped_steps = totals.skipped.total;
+    if (run.scaler) {
+        result.overflow_skipped_steps = run.scaler->skipped_steps();
+        result.loss_scale = run.scaler->scale();
+    }
     result.losses = std::move(totals.losses);
     result.run_dir = run.plan.run_dir;
     if (dist.root()) write_result(result, run.plan.run_dir + "/result.json");

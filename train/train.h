@@ -45,6 +45,10 @@ struct TrainResult {
     double ms_per_step = NAN, tok_per_s = NAN;
     double mfu = NAN;           // % of the CPU's FMA peak (NaN on a GPU)
     int64_t skipped_steps = 0;  // --skip-nonfinite
+    // --precision fp16: steps the loss scaler skipped (a gradient overflowed
+    // float16) over the whole run, and its scale at the end (NaN: no scaler).
+    int64_t overflow_skipped_steps = 0;
+    double loss_scale = NAN;
     double peak_mib = NAN;      // tensor memory at its peak on the training device
     // What that peak held: the parameters, their gradients (one per
     // parameter, kept from backward to the update) and the optimizer's

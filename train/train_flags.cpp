@@ -68,6 +68,7 @@ std::vector<FlagSpec> train_flags() {
          "keep only each block's input between forward and backward and run the block again during backward: less "
          "activation memory for one more forward of the blocks; the same gradients (autograd/checkpoint.h)",
          true},
+        precision_flag(),
         {"skip-nonfinite", "false", "skip a step whose loss or gradient is NaN or Inf instead of stopping (at most 100 in a row)", true},
     };
     specs.insert(specs.end(), more.begin(), more.end());

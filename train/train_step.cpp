@@ -26,8 +26,10 @@ StepResult train_step(const TrainStep& s) {
         // a bucket across the ranks as soon as its gradients are final.
         bool last = micro + 1 == s.accum;
         LeafReady report = last && s.overlap && s.averager ? s.averager->on_leaf_ready() : nullptr;
-        backward(s.accum > 1 ? loss * (1.0 / (double)s.accum) : loss,  // the mean over micro-batches
-                 Tensor(), false, report);
+        // The mean over micro-batches, times the loss scale when there is one
+        // (a power of 2: exact in float32, undone exactly below).
+        double factor = (s.scaler ? s.scaler->scale() : 1.0) / (double)s.accum;
+        backward(factor != 1.0 ? loss * factor : loss, Tensor(), false, report);
     }
     // The ranks' mean: the gradient and loss of the whole N x B batch.
     if (s.averager) s.averager->finish();
@@ -45,6 +47,14 @@ StepResult train_step(const TrainStep& s) {
             s.optimizer->zero_grad();
             return r;
         }
+    }
+    // The averaged gradients are the same on every rank, so every rank
+    // skips the same steps.
+    if (s.scaler && !s.scaler->unscale_and_update(s.params)) {
+        if (!s.refuse_non_finite) r.loss = mean_loss();
+        r.skipped = true;
+        s.optimizer->zero_grad();
+        return r;
     }
     if (s.before_clip) s.before_clip();
     if (s.measure_grad_norm) {

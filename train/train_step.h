@@ -5,6 +5,8 @@
 //   backward of loss / accum (the gradient of the mean); average the
 //   gradients over the data-parallel ranks; clip the global norm; step.
 //
+// With a loss scaler (float16), a step whose gradients overflow is skipped:
+// no update, and the next step tries again with a smaller scale.
 // A step whose loss or gradient norm is not finite is refused: no update,
 // gradients zeroed, and the caller decides (train stops, or skips it with
 // --skip-nonfinite; the isometry study records a diverged network). Only
@@ -14,6 +16,7 @@
 #include <functional>
 
 #include "train/distributed.h"
+#include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
 
 namespace nc {
@@ -34,6 +37,10 @@ struct TrainStep {
     GradientAverager* averager = nullptr;
     const Distributed* dist = nullptr;
     bool overlap = true;               // all-reduce buckets during the last backward (else after it)
+    // float16 training's dynamic loss scaling (optim/loss_scaler.h): backward
+    // runs on loss x scale; a step whose gradients overflow is skipped (no
+    // update, StepResult::skipped) and the scale backs off. nullptr: none.
+    optim::LossScaler* scaler = nullptr;
     // Optional hooks for the diagnostics: after the gradients are final
     // (averaged, not yet clipped), and right before the optimizer's update.
     std::function<void()> before_clip, before_update;
@@ -47,6 +54,7 @@ struct StepResult {
     double loss = 0;                   // mean over micro-batches (and ranks)
     double grad_norm = NAN;            // global norm before clipping (NaN when not measured)
     Refusal refused = Refusal::None;   // what was not finite, when the step was refused
+    bool skipped = false;              // the loss scaler found an overflow: no update, training goes on
 
     // The number that made it refuse (the loss or the gradient norm).
     double refused_value() const { return refused == Refusal::Loss ? loss : grad_norm; }

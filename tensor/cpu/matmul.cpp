@@ -3,13 +3,15 @@
 // a: [batch..., M, K] and b: [batch..., K, N] arrive expanded to the same batch
 // dims (possibly with stride 0 where a batch dim was broadcast), and out is
 // contiguous [batch..., M, N]. We list each batch's element offset and let
-// gemm() read the matrices through their strides.
+// gemm() read the matrices through their strides. 16-bit operands go to
+// gemm_16bit() and give a float32 result.
 //
 // Shapes: a [batch..., M, K], b [batch..., K, N], out [batch..., M, N].
 #include <type_traits>
 
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/gemm.h"
+#include "tensor/cpu/gemm_16bit.h"
 
 namespace nc {
 namespace cpu {
@@ -27,9 +29,21 @@ static void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out, bo
         gemm(M, N, K, A, B, static_cast<T*>(out.raw_data()), matrix_batch_offsets(out), N, accumulate);
 }
 
+// bfloat16 or float16 operands, a float32 result (gemm_16bit.h).
+static void matmul_16bit(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+    int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+    MatrixOperand<uint16_t> A{static_cast<const uint16_t*>(a.raw_data()), matrix_batch_offsets(a),
+                              a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]};
+    MatrixOperand<uint16_t> B{static_cast<const uint16_t*>(b.raw_data()), matrix_batch_offsets(b),
+                              b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]};
+    gemm_16bit(M, N, K, a.dtype(), A, B, static_cast<float*>(out.raw_data()), matrix_batch_offsets(out), N,
+               best_gemm16_path(a.dtype()), accumulate);
+}
+
 static void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
     if (out.numel() == 0) return;
-    if (a.dtype() == kFloat32) matmul_typed<float>(a, b, out, accumulate);
+    if (is_16bit_float(a.dtype())) matmul_16bit(a, b, out, accumulate);
+    else if (a.dtype() == kFloat32) matmul_typed<float>(a, b, out, accumulate);
     else matmul_typed<double>(a, b, out, accumulate);
 }
 

@@ -1,0 +1,243 @@
+// gemm_16bit.cpp — the blocked loops of gemm.cpp for 16-bit operands and a
+// float32 result (see gemm_16bit.h for what is exact and why).
+//
+// The loop nest is gemm.cpp's: strips of nc columns, slices of kc steps of
+// K, the B block packed once per slice by all threads together, rows in
+// blocks of mc spread over the threads, each packing its own A block, and
+// the micro-kernel walking the block. What differs is packing, which is also
+// where the 16 bits are read:
+//
+//   Widen path: A(i, p) and B(p, j) are converted to float32 as they are
+//     packed, into the float32 kernel's layout ([kc][mr] and [kc][nr]).
+//   Pair path: two neighbouring steps of K share one 32-bit word, the even
+//     step in the low half ([kc/2][mr] and [kc/2][nr] words), the layout
+//     vdpbf16ps reads; an odd last step is paired with a zero.
+//
+// The row-sharing refinements of gemm.cpp (row_share.h) are left out: this
+// file keeps the plain two-barrier form of the same idea.
+#include "tensor/cpu/gemm_16bit.h"
+
+#include <algorithm>
+#include <string>
+
+#include <omp.h>
+
+#include "tensor/cpu/allocator.h"
+#include "tensor/error.h"
+#include "tensor/half.h"
+
+namespace nc {
+namespace cpu {
+
+const char* gemm16_path_name(Gemm16Path path) {
+    return path == Gemm16Path::Bf16Dot ? "AVX512-BF16" : "widen to float32";
+}
+
+bool cpu_supports(Gemm16Path path, DType dtype) {
+    if (dtype != kBFloat16 && dtype != kFloat16) return false;
+    if (path == Gemm16Path::Widen) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    // vdpbf16ps multiplies bfloat16 only; float16 always widens.
+    return dtype == kBFloat16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
+}
+
+Gemm16Path best_gemm16_path(DType dtype) {
+    return cpu_supports(Gemm16Path::Bf16Dot, dtype) ? Gemm16Path::Bf16Dot : Gemm16Path::Widen;
+}
+
+namespace {
+
+int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+// One matrix of 16-bit numbers: element (r, c) at data[r * rs + c * cs].
+struct Matrix16 {
+    const uint16_t* data;
+    int64_t rs, cs;
+    uint16_t at(int64_t r, int64_t c) const { return data[r * rs + c * cs]; }
+    Matrix16 shifted(int64_t r, int64_t c) const { return {data + r * rs + c * cs, rs, cs}; }
+};
+
+float widen(uint16_t bits, DType dtype) {
+    return dtype == kBFloat16 ? to_float(BFloat16{bits}) : to_float(Float16{bits});
+}
+
+// Steps of K per packed column: one word per step widened, one per pair.
+int64_t words_for(int64_t kc, const float*) { return kc; }
+int64_t words_for(int64_t kc, const uint32_t*) { return ceil_div(kc, 2); }
+
+// ---- widen: float32 panels ----------------------------------------------------
+
+// rows [0, m) x steps [0, kc) of A into panels of mr rows: panel r holds
+// A(r*mr + i, p) at [p][i], rows past m zero.
+void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType dtype, float* out) {
+    for (int64_t r = 0; r < m; r += mr) {
+        float* panel = out + r / mr * kc * mr;
+        int64_t rows = std::min<int64_t>(mr, m - r);
+        for (int64_t i = 0; i < mr; ++i)  // A row by row: contiguous reads when A is row-major
+            for (int64_t p = 0; p < kc; ++p) panel[p * mr + i] = i < rows ? widen(A.at(r + i, p), dtype) : 0.0f;
+    }
+}
+
+// steps [0, kc) x columns [0, n) of B into panels of nr columns: panel c
+// holds B(p, c*nr + j) at [p][j], columns past n zero.
+void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, DType dtype, float* out) {
+    for (int64_t c = 0; c < n; c += nr) {
+        float* panel = out + c * kc;
+        int64_t cols = std::min<int64_t>(nr, n - c);
+        if (B.rs == 1) {  // B = W^T (a Linear's weight): walk W's rows, K contiguous
+            for (int64_t j = 0; j < nr; ++j)
+                for (int64_t p = 0; p < kc; ++p) panel[p * nr + j] = j < cols ? widen(B.at(p, c + j), dtype) : 0.0f;
+        } else {
+            for (int64_t p = 0; p < kc; ++p)
+                for (int64_t j = 0; j < nr; ++j) panel[p * nr + j] = j < cols ? widen(B.at(p, c + j), dtype) : 0.0f;
+        }
+    }
+}
+
+// ---- pairs: two bfloat16 per word ---------------------------------------------
+
+// Steps 2q and 2q+1 of a row (or column) as one word; past kc, a zero.
+uint32_t pair(uint16_t even, uint16_t odd) { return (uint32_t)even | ((uint32_t)odd << 16); }
+
+void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType, uint32_t* out) {
+    const int64_t kq = ceil_div(kc, 2);
+    for (int64_t r = 0; r < m; r += mr) {
+        uint32_t* panel = out + r / mr * kq * mr;
+        int64_t rows = std::min<int64_t>(mr, m - r);
+        for (int64_t i = 0; i < mr; ++i)
+            for (int64_t q = 0; q < kq; ++q)
+                panel[q * mr + i] =
+                    i < rows ? pair(A.at(r + i, 2 * q), 2 * q + 1 < kc ? A.at(r + i, 2 * q + 1) : uint16_t(0)) : 0u;
+    }
+}
+
+void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, DType, uint32_t* out) {
+    const int64_t kq = ceil_div(kc, 2);
+    for (int64_t c = 0; c < n; c += nr) {
+        uint32_t* panel = out + c * kq;
+        int64_t cols = std::min<int64_t>(nr, n - c);
+        auto word = [&](int64_t q, int64_t j) {
+            return j < cols ? pair(B.at(2 * q, c + j), 2 * q + 1 < kc ? B.at(2 * q + 1, c + j) : uint16_t(0)) : 0u;
+        };
+        if (B.rs == 1) {
+            for (int64_t j = 0; j < nr; ++j)
+                for (int64_t q = 0; q < kq; ++q) panel[q * nr + j] = word(q, j);
+        } else {
+            for (int64_t q = 0; q < kq; ++q)
+                for (int64_t j = 0; j < nr; ++j) panel[q * nr + j] = word(q, j);
+        }
+    }
+}
+
+// The kernel of each path, through one name.
+struct Kernels {
+    MicroKernel widened;  // the float32 kernel of this CPU
+    PairKernel pairs;     // AVX512-BF16 (only when the pair path runs)
+};
+void run_kernel(const Kernels& k, int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
+                bool accumulate) {
+    k.widened.run(kc, a, b, c, ldc, m, n, accumulate);
+}
+void run_kernel(const Kernels& k, int64_t kc, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, int m,
+                int n, bool accumulate) {
+    k.pairs.run(ceil_div(kc, 2), a, b, c, ldc, m, n, accumulate);
+}
+
+struct Problem16 {
+    int64_t M, N, K;
+    DType dtype;
+    const MatrixOperand<uint16_t>& A;
+    const MatrixOperand<uint16_t>& B;
+    float* C;
+    const std::vector<int64_t>& c_offsets;
+    int64_t ldc;
+    bool accumulate;
+    Kernels kernels;
+    int mr, nr;
+};
+
+// W: the packed word, float (widen) or uint32_t (pairs).
+template <typename W>
+void blocked_loops_16bit(const Problem16& g) {
+    const int mr = g.mr, nr = g.nr;
+    const int64_t kc_max = 256, nc_max = round_up(1024, nr), mc_max = round_up(144, mr);
+    const int64_t batch = (int64_t)g.c_offsets.size();
+    const bool parallel = (double)g.M * g.N * g.K * batch > 1e5;
+    const int threads = parallel ? omp_get_max_threads() : 1;
+    // Rows in blocks of at most mc, and at least one block per thread when
+    // the rows allow it (a 64-row product should not leave a core idle).
+    const int64_t blocks = std::max(ceil_div(g.M, mc_max), std::min<int64_t>(threads, ceil_div(g.M, mr)));
+    const int64_t mc = round_up(ceil_div(g.M, blocks), mr);
+    const W* none = nullptr;
+    ScratchBuffer<W> b_packed((size_t)(words_for(kc_max, none) * std::min(nc_max, round_up(g.N, nr))));
+#pragma omp parallel if (parallel)
+    {
+        ScratchBuffer<W> a_packed((size_t)(words_for(kc_max, none) * mc));
+        for (int64_t bi = 0; bi < batch; ++bi) {
+            const Matrix16 A{g.A.data + g.A.batch_offsets[bi], g.A.row_stride, g.A.col_stride};
+            const Matrix16 B{g.B.data + g.B.batch_offsets[bi], g.B.row_stride, g.B.col_stride};
+            for (int64_t jc = 0; jc < g.N; jc += nc_max) {
+                const int64_t n = std::min(nc_max, g.N - jc);
+                for (int64_t pc = 0; pc < g.K; pc += kc_max) {  // kc_max is even: only the last slice can be odd
+                    const int64_t kc = std::min(kc_max, g.K - pc), words = words_for(kc, none);
+                    const bool accumulate = g.accumulate || pc > 0;
+#pragma omp for schedule(static)
+                    for (int64_t c = 0; c < ceil_div(n, nr); ++c)
+                        pack_b(B.shifted(pc, jc + c * nr), kc, std::min<int64_t>(nr, n - c * nr), nr, g.dtype,
+                               b_packed.data() + c * nr * words);
+                    // (the loop's barrier: B is packed before anyone reads it)
+#pragma omp for schedule(dynamic)
+                    for (int64_t block = 0; block < ceil_div(g.M, mc); ++block) {
+                        const int64_t ic = block * mc, m = std::min(mc, g.M - ic);
+                        pack_a(A.shifted(ic, pc), m, kc, mr, g.dtype, a_packed.data());
+                        for (int64_t ir = 0; ir < m; ir += mr)
+                            for (int64_t jr = 0; jr < n; jr += nr)
+                                run_kernel(g.kernels, kc, a_packed.data() + ir * words, b_packed.data() + jr * words,
+                                           g.C + g.c_offsets[bi] + (ic + ir) * g.ldc + jc + jr, g.ldc,
+                                           (int)std::min<int64_t>(mr, m - ir), (int)std::min<int64_t>(nr, n - jr),
+                                           accumulate);
+                    }
+                    // (and this one: nobody repacks B while another still reads it)
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperand<uint16_t>& A,
+                const MatrixOperand<uint16_t>& B, float* C, const std::vector<int64_t>& c_offsets,
+                int64_t c_row_stride, Gemm16Path path, bool accumulate) {
+    if (dtype != kBFloat16 && dtype != kFloat16)
+        throw Error(std::string("gemm_16bit: operands must be bfloat16 or float16, got ") + dtype_name(dtype));
+    if (!cpu_supports(path, dtype))
+        throw Error(std::string("gemm_16bit: this CPU cannot multiply ") + dtype_name(dtype) + " on the " +
+                    gemm16_path_name(path) + " path");
+    if (K == 0) {  // an empty sum: C = 0 (or unchanged)
+        if (!accumulate)
+            for (int64_t offset : c_offsets)
+                for (int64_t i = 0; i < M; ++i) std::fill_n(C + offset + i * c_row_stride, N, 0.0f);
+        return;
+    }
+    Kernels kernels{micro_kernel_for(best_simd_isa()), PairKernel{}};
+#if defined(__x86_64__) || defined(__i386__)
+    if (path == Gemm16Path::Bf16Dot) kernels.pairs = kAvx512Bf16Kernel;
+#endif
+    const bool pairs = path == Gemm16Path::Bf16Dot;
+    Problem16 g{M,     N,          K,       dtype,
+                A,     B,          C,       c_offsets,
+                c_row_stride,      accumulate,
+                kernels,
+                pairs ? kernels.pairs.mr : kernels.widened.mr,
+                pairs ? kernels.pairs.nr : kernels.widened.nr};
+    if (pairs) blocked_loops_16bit<uint32_t>(g);
+    else blocked_loops_16bit<float>(g);
+}
+
+}  // namespace cpu
+}  // namespace nc

@@ -1,0 +1,55 @@
+// gemm_16bit.h — C (+)= A B where A and B hold 16-bit numbers (bfloat16 or
+// float16) and C is float32: mixed-precision training's matrix product.
+//
+// The product of two 16-bit numbers is exact in float32 (8 x 8 or 11 x 11
+// significant bits fit in float32's 24), so the only roundings are those of
+// the float32 sums, the same as a float32 GEMM of the widened inputs. What
+// 16 bits buy is speed and memory: half the bytes to move, and on CPUs with
+// AVX512-BF16 one instruction (vdpbf16ps) does two multiply-adds per lane.
+//
+// Two ways to run it, chosen at run time:
+//   Widen:   packing converts to float32 and the float32 micro-kernel runs
+//            (any CPU, both 16-bit formats);
+//   Bf16Dot: packing keeps bfloat16, in pairs along K, and the AVX512-BF16
+//            micro-kernel adds a[2q] b[2q] + a[2q+1] b[2q+1] per lane.
+//
+// Shapes: C [M, N] (+)= A [M, K] B [K, N], each a strided view, as gemm.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/cpu/gemm.h"
+#include "tensor/dtype.h"
+
+namespace nc {
+namespace cpu {
+
+enum class Gemm16Path { Widen, Bf16Dot };
+const char* gemm16_path_name(Gemm16Path path);  // "widen to float32", "AVX512-BF16"
+// Whether this CPU (and build) can run `path` for numbers of `dtype`.
+bool cpu_supports(Gemm16Path path, DType dtype);
+// The fastest path for `dtype` (kBFloat16 or kFloat16) on this CPU.
+Gemm16Path best_gemm16_path(DType dtype);
+
+// A and B hold `dtype` numbers as their 16 bits. C = A B, or C += A B when
+// `accumulate`.
+void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperand<uint16_t>& A,
+                const MatrixOperand<uint16_t>& B, float* C, const std::vector<int64_t>& c_offsets,
+                int64_t c_row_stride, Gemm16Path path, bool accumulate = false);
+
+// The AVX512-BF16 micro-kernel (gemm_kernel_avx512_bf16.cpp): an MR x NR
+// block of C from kq steps of packed pairs, each a uint32 holding two
+// bfloat16 (the even K index in the low half):
+//   C[i][j] (+)= sum_q a0 b0 + a1 b1,  (a0, a1) = a[q*MR + i], (b0, b1) = b[q*NR + j]
+struct PairKernel {
+    int mr, nr;
+    void (*run)(int64_t kq, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, int m, int n,
+                bool accumulate);
+};
+#if defined(__x86_64__) || defined(__i386__)
+extern const PairKernel kAvx512Bf16Kernel;
+#endif
+
+}  // namespace cpu
+}  // namespace nc

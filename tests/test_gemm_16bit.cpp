@@ -1,0 +1,137 @@
+// 16-bit matrix products (tensor/cpu/gemm_16bit.h): bfloat16 or float16
+// operands, a float32 result. The reference is the float64 product of the
+// 16-bit inputs themselves (their exact values), so the only difference
+// allowed is the float32 summation's rounding: per element at most
+// (K + 2) u sum_p |a_ip b_pj| with u = 2^-24, the textbook bound for a sum
+// of K terms (Higham, Accuracy and Stability, eq. 3.5), plus the last
+// rounding. Every product is exact in float32, so a kernel that drops or
+// mis-pairs a step, or rounds a product to 16 bits, is far outside it.
+#include "helpers.h"
+#include "tensor/cpu/gemm_16bit.h"
+
+#include <cmath>
+
+using namespace nc;
+using nc_test::check_error;
+
+namespace {
+
+// Runs gemm_16bit on 2-D 16-bit operands of any strides, C = A B (+ C0).
+Tensor gemm16_with(cpu::Gemm16Path path, const Tensor& a, const Tensor& b, const Tensor& c0 = Tensor()) {
+    int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    Tensor c = c0.defined() ? raw::clone(c0) : raw::zeros({M, N}, kFloat32);
+    cpu::MatrixOperand<uint16_t> A{static_cast<const uint16_t*>(a.raw_data()), {0}, a.strides()[0], a.strides()[1]};
+    cpu::MatrixOperand<uint16_t> B{static_cast<const uint16_t*>(b.raw_data()), {0}, b.strides()[0], b.strides()[1]};
+    cpu::gemm_16bit(M, N, K, a.dtype(), A, B, static_cast<float*>(c.raw_data()), {0}, N, path, c0.defined());
+    return c;
+}
+
+// Checks c against the float64 product of the 16-bit values (+ c0), element
+// by element within the float32 summation bound.
+void check_product(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& c0 = Tensor()) {
+    REQUIRE(c.dtype() == kFloat32);
+    std::vector<double> av = raw::contiguous(raw::to_dtype(a, kFloat64)).to_vector();
+    std::vector<double> bv = raw::contiguous(raw::to_dtype(b, kFloat64)).to_vector();
+    std::vector<double> cv = c.to_vector(), start = c0.defined() ? c0.to_vector() : std::vector<double>(cv.size());
+    int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    const double u = std::ldexp(1.0, -24);
+    double worst_ratio = 0;
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            double exact = start[i * N + j], size = std::fabs(start[i * N + j]);
+            for (int64_t p = 0; p < K; ++p) {
+                exact += av[i * K + p] * bv[p * N + j];
+                size += std::fabs(av[i * K + p] * bv[p * N + j]);
+            }
+            double bound = (K + 2) * u * size + 1e-30;
+            worst_ratio = std::max(worst_ratio, std::fabs(cv[i * N + j] - exact) / bound);
+            if (std::fabs(cv[i * N + j] - exact) > bound) {
+                INFO("C(" << i << ", " << j << ") = " << cv[i * N + j] << ", exact " << exact << ", bound " << bound);
+                REQUIRE(std::fabs(cv[i * N + j] - exact) <= bound);
+            }
+        }
+    INFO("worst error / bound " << worst_ratio);
+    CHECK(worst_ratio <= 1.0);
+}
+
+Tensor random16(Shape shape, DType dtype, Generator& gen) { return raw::to_dtype(raw::randn(shape, gen), dtype); }
+
+// The same values laid out column-major (a transposed view of a contiguous copy).
+Tensor column_major(const Tensor& t) { return raw::transpose(raw::contiguous(raw::transpose(t, 0, 1)), 0, 1); }
+
+}  // namespace
+
+TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within float32's sum", "[matmul][half]") {
+    Generator gen(31);
+    int tested = 0;
+    for (DType dtype : {kBFloat16, kFloat16})
+        for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot}) {
+            if (!cpu::cpu_supports(path, dtype)) {
+                if (dtype == kBFloat16)  // float16 never has the pair path: nothing to report
+                    WARN("skipping the " << cpu::gemm16_path_name(path) << " path: this CPU lacks AVX512-BF16");
+                continue;
+            }
+            ++tested;
+            // Odd K (a last pair with one step), K past one slice (256) and odd
+            // there too, edge rows and columns, one row, one column.
+            for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
+                                                                       {3, 5, 7},
+                                                                       {13, 2, 33},
+                                                                       {1, 600, 40},
+                                                                       {40, 517, 1},
+                                                                       {97, 257, 65},
+                                                                       {150, 300, 70}}) {
+                INFO(dtype_name(dtype) << " on the " << cpu::gemm16_path_name(path) << " path, M=" << M << " K=" << K
+                                       << " N=" << N);
+                Tensor a = random16({M, K}, dtype, gen), b = random16({K, N}, dtype, gen);
+                check_product(gemm16_with(path, a, b), a, b);
+                // Transposed operands (a Linear's x W^T reads W this way), and a slice.
+                check_product(gemm16_with(path, column_major(a), column_major(b)), a, b);
+                Tensor wide = random16({M, K + 3}, dtype, gen), slice = raw::narrow(wide, 1, 2, K);
+                check_product(gemm16_with(path, slice, column_major(b)), slice, b);
+                // C += A B.
+                Tensor c0 = raw::randn({M, N}, gen);
+                check_product(gemm16_with(path, a, b, c0), a, b, c0);
+            }
+        }
+    CHECK(tested >= 2);  // both formats widen on every CPU
+    CHECK(cpu::cpu_supports(cpu::best_gemm16_path(kBFloat16), kBFloat16));
+    CHECK(cpu::best_gemm16_path(kFloat16) == cpu::Gemm16Path::Widen);
+}
+
+TEST_CASE("16-bit GEMM: a float32 result holds what float16 cannot", "[matmul][half]") {
+    // 60000 is a float16 (the largest is 65504); 60000 x 60000 x 3 is 1.08e10,
+    // far past float16's range, exact in float32's.
+    Tensor a = raw::to_dtype(raw::full({1, 3}, 60000.0), kFloat16), b = raw::to_dtype(raw::full({3, 1}, 60000.0), kFloat16);
+    Tensor c = raw::matmul(a, b);
+    CHECK(c.dtype() == kFloat32);
+    CHECK(c.to_vector()[0] == 1.08e10);
+    // A bfloat16 value's 8 significant bits: 1 + 2^-8 rounds to 1 (a tie to
+    // even), 1 + 2^-7 stays; their product with 1 is exact either way.
+    Tensor x = raw::to_dtype(raw::from_vector(std::vector<double>{1 + 1.0 / 256, 1 + 1.0 / 128}, {1, 2}), kBFloat16);
+    CHECK(raw::matmul(x, raw::to_dtype(raw::ones({2, 1}), kBFloat16)).to_vector()[0] == 2 + 1.0 / 128);
+}
+
+TEST_CASE("matmul and linear on 16-bit tensors: float32 out, batched, with a float32 bias", "[matmul][half]") {
+    Generator gen(32);
+    for (DType dtype : {kBFloat16, kFloat16}) {
+        INFO(dtype_name(dtype));
+        // Batched with a broadcast batch dim.
+        Tensor a = random16({3, 20, 70}, dtype, gen), b = random16({70, 9}, dtype, gen);
+        Tensor c = raw::matmul(a, b);
+        REQUIRE(c.shape() == Shape{3, 20, 9});
+        for (int64_t i = 0; i < 3; ++i)
+            check_product(raw::reshape(raw::narrow(c, 0, i, 1), {20, 9}), raw::reshape(raw::narrow(a, 0, i, 1), {20, 70}),
+                          b);
+        // linear: x w^T + bias, bias float32.
+        Tensor x = random16({2, 5, 70}, dtype, gen), w = random16({11, 70}, dtype, gen), bias = raw::randn({11}, gen);
+        Tensor y = raw::linear(x, w, bias);
+        REQUIRE(y.dtype() == kFloat32);
+        check_product(raw::reshape(y, {10, 11}), raw::reshape(x, {10, 70}), raw::transpose(w, 0, 1),
+                      raw::contiguous(raw::expand(raw::view(bias, {1, 11}), {10, 11})));
+        check_error([&] { raw::linear(x, w, raw::to_dtype(bias, dtype)); },
+                    {"linear", "the bias must be the output's", std::string("bias ") + dtype_name(dtype)});
+        check_error([&] { raw::linear(x, raw::to_dtype(w, kFloat32), Tensor()); },
+                    {"linear", std::string("x ") + dtype_name(dtype) + ", w float32"});
+    }
+}

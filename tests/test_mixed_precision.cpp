@@ -1,0 +1,263 @@
+// Mixed precision: linear() with 16-bit operands (autograd/ops.h), a model's
+// precision policy (TransformerModel::set_precision), and float16's dynamic
+// loss scaling (optim/loss_scaler.h) inside train_step.
+//
+// The references are independent of the code under test: products of the
+// rounded values computed in float64, and float16's range limits written
+// out as numbers.
+#include "helpers.h"
+#include "nn/models.h"
+#include "optim/loss_scaler.h"
+#include "train/train_step.h"
+
+#include <cmath>
+
+using namespace nc;
+using namespace nc::nn;
+using nc_test::check_error;
+using nc_test::check_values;
+
+namespace {
+
+// The float64 values of `t` rounded to `dtype` (exactly what a 16-bit tensor holds).
+std::vector<double> rounded(const Tensor& t, DType dtype) {
+    return raw::to_dtype(raw::to_dtype(t, dtype), kFloat64).to_vector();
+}
+
+// C [M, N] = A [M, K] B [K, N], with B given as element (p, j) at b[p * b_rs + j * b_cs], in float64.
+std::vector<double> product(const std::vector<double>& a, const std::vector<double>& b, int64_t M, int64_t K,
+                            int64_t N, int64_t b_rs, int64_t b_cs) {
+    std::vector<double> c(M * N);
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+            for (int64_t p = 0; p < K; ++p) c[i * N + j] += a[i * K + p] * b[p * b_rs + j * b_cs];
+    return c;
+}
+
+std::vector<double> transposed(const std::vector<double>& a, int64_t rows, int64_t cols) {
+    std::vector<double> t(a.size());
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = a[i * cols + j];
+    return t;
+}
+
+TransformerConfig small(TransformerConfig c) {
+    c.n_layer = 2;
+    c.n_embd = 32;
+    c.n_head = 4;
+    c.vocab_size = 64;
+    c.block_size = 12;
+    c.swiglu_multiple = 8;
+    c.image_size = 8;
+    c.patch_size = 4;
+    c.num_classes = 5;
+    return c;
+}
+
+std::unique_ptr<TransformerModel> make(const TransformerConfig& c, uint64_t seed) {
+    Generator gen(seed);
+    if (c.family == Family::GPT2) return std::make_unique<GPT2>(c, gen);
+    if (c.family == Family::Llama) return std::make_unique<Llama>(c, gen);
+    return std::make_unique<ViT>(c, gen);
+}
+
+// A fixed language-model batch: ids [2, 12] and their next tokens.
+std::pair<Tensor, Tensor> batch() {
+    std::vector<int64_t> ids, next;
+    for (int64_t i = 0; i < 24; ++i) {
+        ids.push_back((i * 7 + 3) % 64);
+        next.push_back((i * 7 + 10) % 64);
+    }
+    return {raw::from_indices(ids, {2, 12}), raw::from_indices(next, {2, 12})};
+}
+
+// Every Linear below `m`, with its name.
+void linears(const Module& m, const std::string& name, std::vector<std::pair<std::string, const Linear*>>& out) {
+    if (auto* layer = dynamic_cast<const Linear*>(&m)) out.push_back({name, layer});
+    for (const auto& [child, module] : m.children()) linears(*module, name + "." + child, out);
+}
+
+}  // namespace
+
+TEST_CASE("linear with 16-bit operands: forward and backward are the products of the rounded values",
+          "[half][mixed]") {
+    Generator gen(41);
+    const int64_t M = 6, K = 37, N = 5;  // K odd: the bfloat16 pairs end with a half pair
+    for (DType dtype : {kBFloat16, kFloat16}) {
+        INFO(dtype_name(dtype));
+        Tensor x = raw::randn({2, 3, K}, gen), w = raw::randn({N, K}, gen), b = raw::randn({N}, gen);
+        Tensor r = raw::randn({2, 3, N}, gen);  // the upstream gradient G of loss = sum(y * R)
+        x.set_requires_grad(true);
+        w.set_requires_grad(true);
+        b.set_requires_grad(true);
+        Tensor y = linear(x, w, b, dtype);
+        REQUIRE(y.dtype() == kFloat32);
+        backward(sum(y * r));
+
+        std::vector<double> xr = rounded(x, dtype), wr = rounded(w, dtype), gr = rounded(r, dtype);
+        std::vector<double> bias = b.to_vector(), rv = r.to_vector();
+        // y = round(x) round(w)^T + b; w^T (p, j) = w[j][p]: row stride 1, column stride K.
+        std::vector<double> expected_y = product(xr, wr, M, K, N, 1, K);
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) expected_y[i * N + j] += bias[j];
+        // A float32 sum of 37 products of size ~1: a few 1e-6.
+        check_values(y, expected_y, 2e-5);
+        // dX = round(G) round(w) [M, K]; dw = round(G)^T round(X) [N, K]; db = column sums of G (not rounded).
+        check_values(x.grad(), product(gr, wr, M, N, K, K, 1), 2e-5);
+        check_values(w.grad(), product(transposed(gr, M, N), xr, N, M, K, K, 1), 2e-5);
+        std::vector<double> db(N);
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) db[j] += rv[i * N + j];
+        check_values(b.grad(), db, 1e-5);
+        // The rounding is really there: the float32 products differ by far more than the tolerance.
+        std::vector<double> x32 = x.to_vector(), w32 = w.to_vector(), y32 = product(x32, w32, M, K, N, 1, K);
+        double largest = 0;
+        for (int64_t i = 0; i < M * N; ++i) largest = std::max(largest, std::fabs(y32[i] + bias[i % N] - expected_y[i]));
+        CHECK(largest > 1e-3);
+    }
+    // float32 operands: exactly the plain linear.
+    Tensor x = raw::randn({4, 8}, gen), w = raw::randn({3, 8}, gen);
+    check_values(linear(x, w, Tensor(), kFloat32), linear(x, w).to_vector(), 0);
+    check_error([&] { linear(raw::to_dtype(x, kFloat64), raw::to_dtype(w, kFloat64), Tensor(), kBFloat16); },
+                {"linear", "float64 operands and bfloat16"});
+}
+
+TEST_CASE("a model's precision reaches every linear layer and the tied head; logits stay close", "[half][mixed][models]") {
+    for (TransformerConfig c : {small(gpt2_config()), small(llama_config())}) {
+        INFO(to_string(c.family));
+        auto model = make(c, 3);
+        auto [ids, next] = batch();
+        Tensor full = model->forward(ids);
+        model->set_precision(kBFloat16);
+        CHECK(model->precision() == kBFloat16);
+        std::vector<std::pair<std::string, const Linear*>> found;
+        linears(*model, "model", found);
+        REQUIRE(found.size() >= 2 * c.n_layer);
+        for (const auto& [name, layer] : found) {
+            INFO(name);
+            CHECK(layer->operand_dtype == kBFloat16);
+        }
+        Tensor mixed = model->forward(ids);
+        // bfloat16 keeps 8 significant bits: the logits move by about 2^-8 of their size, not more.
+        std::vector<double> a = full.to_vector(), b = mixed.to_vector();
+        double worst = 0, size = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            worst = std::max(worst, std::fabs(a[i] - b[i]));
+            size = std::max(size, std::fabs(a[i]));
+        }
+        CHECK(worst > 0);
+        CHECK(worst < 0.05 * size);
+        model->set_precision(kFloat32);
+        check_values(model->forward(ids), a, 0);
+        check_error([&] { model->set_precision(kFloat64); }, {"set_precision", "float64"});
+    }
+    // The tied head (logits = h E^T, not a Linear module) follows the policy
+    // too: with every Linear back to float32 and only the model's precision
+    // left at bfloat16, the logits still change.
+    auto model = make(small(gpt2_config()), 4);
+    auto [ids, next] = batch();
+    Tensor plain = model->forward(ids);
+    model->set_precision(kBFloat16);
+    set_linear_operand_dtype(*model, kFloat32);
+    std::vector<double> a = plain.to_vector(), b = model->forward(ids).to_vector();
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    CHECK(worst > 0);
+    CHECK(worst < 0.05);
+}
+
+TEST_CASE("loss scaler: unscales exactly, skips and backs off on inf or NaN, grows after its interval",
+          "[half][mixed][optim]") {
+    Tensor p = raw::zeros({3});
+    p.set_requires_grad(true);
+    optim::LossScaler scaler(1024, 3);
+    auto set_grad = [&](std::vector<double> g) { p.set_grad(raw::from_vector(g, {3})); };
+    set_grad({1024, -512, 3});
+    CHECK(scaler.unscale_and_update({p}));
+    check_values(p.grad(), {1, -0.5, 3.0 / 1024}, 0);  // a power of 2: exact
+    CHECK(scaler.scale() == 1024);
+    set_grad({1, INFINITY, 0});
+    CHECK_FALSE(scaler.unscale_and_update({p}));
+    CHECK(scaler.scale() == 512);
+    CHECK(scaler.skipped_steps() == 1);
+    set_grad({NAN, 0, 0});
+    CHECK_FALSE(scaler.unscale_and_update({p}));
+    CHECK(scaler.scale() == 256);
+    // Three good steps in a row: the scale doubles, and the count starts again.
+    for (int i = 0; i < 3; ++i) {
+        set_grad({1, 2, 3});
+        CHECK(scaler.unscale_and_update({p}));
+    }
+    CHECK(scaler.scale() == 512);
+    CHECK(scaler.good_steps_in_a_row() == 0);
+    // Large but finite gradients are finite: the check cannot overflow.
+    set_grad({3e38, 3e38, 3e38});
+    CHECK(optim::all_gradients_finite({p}));
+    set_grad({-INFINITY, 0, 0});
+    CHECK_FALSE(optim::all_gradients_finite({p}));
+    check_error([] { optim::LossScaler bad(0); }, {"LossScaler", "scale > 0"});
+    check_error([&] { scaler.restore(-1, 0, 0); }, {"LossScaler", "cannot restore"});
+}
+
+TEST_CASE("float16: a small gradient vanishes without loss scaling and survives with it", "[half][mixed]") {
+    // float16's smallest subnormal is 2^-24 (about 6e-8): an upstream gradient
+    // of 1e-8 rounds to 0 in the linear layer's backward, so w gets no
+    // gradient; scaled by 2^16 it is 6.6e-4, well inside the range.
+    Tensor x = raw::ones({1, 4}), w = raw::ones({2, 4});
+    w.set_requires_grad(true);
+    backward(sum(linear(x, w, Tensor(), kFloat16)) * 1e-8);
+    check_values(w.grad(), std::vector<double>(8, 0.0), 0);
+    w.set_grad(Tensor());
+    optim::LossScaler scaler;  // 65536
+    backward(sum(linear(x, w, Tensor(), kFloat16)) * (1e-8 * scaler.scale()));
+    REQUIRE(scaler.unscale_and_update({w}));
+    // 1e-8 * 65536 rounds to float16 (11 significant bits), then comes back /65536: 1e-8 within 2^-11.
+    for (double g : w.grad().to_vector()) CHECK(std::fabs(g - 1e-8) < 1e-8 * std::ldexp(1.0, -10));
+    // bfloat16 has float32's exponent range: no scaling needed.
+    w.set_grad(Tensor());
+    backward(sum(linear(x, w, Tensor(), kBFloat16)) * 1e-8);
+    for (double g : w.grad().to_vector()) CHECK(std::fabs(g - 1e-8) < 1e-8 * std::ldexp(1.0, -7));
+}
+
+TEST_CASE("train_step with a loss scaler: overflowing steps are skipped, weights untouched, then training goes on",
+          "[half][mixed][training]") {
+    TransformerConfig c = small(gpt2_config());
+    auto model = make(c, 6);
+    model->set_precision(kFloat16);
+    auto [ids, next] = batch();
+    optim::AdamW opt({{model->parameters(), 0.0}}, 1e-3);
+    // 2^40: every gradient overflows float16 (65504) until the scale has come down.
+    optim::LossScaler scaler(std::ldexp(1.0, 40), 1000);
+    app::TrainStep s;
+    s.loss = [&] { return cross_entropy(model->forward(ids), next); };
+    s.params = model->parameters();
+    s.optimizer = &opt;
+    s.scaler = &scaler;
+    std::map<std::string, std::vector<double>> before;
+    for (const auto& [name, p] : model->named_parameters()) before[name] = p.to_vector();
+    app::StepResult first = app::train_step(s);
+    CHECK(first.skipped);
+    CHECK(first.refused == app::Refusal::None);
+    CHECK(std::isfinite(first.loss));
+    for (const auto& [name, p] : model->named_parameters()) {
+        INFO(name);
+        CHECK(p.to_vector() == before[name]);  // no update
+    }
+    int skipped = 1, taken = 0;
+    double first_loss = first.loss, last_loss = first.loss;
+    for (int i = 0; i < 60; ++i) {
+        app::StepResult r = app::train_step(s);
+        REQUIRE(r.refused == app::Refusal::None);
+        (r.skipped ? skipped : taken) += 1;
+        last_loss = r.loss;
+    }
+    // The scale halves per skipped step until the gradients fit: from 2^40 to
+    // at most 2^16 or so takes a couple of dozen steps, then every step counts.
+    CHECK(skipped == scaler.skipped_steps());
+    CHECK(skipped >= 10);
+    CHECK(skipped <= 40);
+    CHECK(scaler.scale() < std::ldexp(1.0, 40));
+    CHECK(taken >= 20);
+    CHECK(last_loss < first_loss - 0.1);
+    for (const auto& [name, p] : model->named_parameters()) CHECK(raw::all_finite(p));
+}
