@@ -37,6 +37,27 @@ std::string shapes_str(const std::vector<Tensor>& tensors) {
     return s;
 }
 
+// What a node keeps of one input. A leaf is kept as it is: backward adds to
+// its .grad. Of any other tensor the node needs only what the backward pass
+// reads: its shape, dtype and device, and its grad_fn, where the pass goes
+// next. So it keeps a copy of that description without the memory behind it.
+// An activation then lives exactly as long as some op's backward saved it
+// (captured in its lambda) or the forward code still holds it; keeping the
+// tensor itself here would keep every intermediate result of the forward
+// pass alive until backward, whether a gradient formula needs it or not.
+static Tensor edge_to(const Tensor& t) {
+    if (t.is_leaf()) return t;
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = t.shape();
+    impl->strides = t.strides();
+    impl->offset = t.offset();
+    impl->dtype = t.dtype();
+    impl->device = t.device();
+    impl->requires_grad = true;
+    impl->grad_fn = t.grad_fn();  // (no storage: the description only)
+    return Tensor(impl);
+}
+
 Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward) {
     if (is_anomaly_enabled() && !raw::all_finite(out))
         throw Error(std::string("anomaly mode: the forward pass of ") + op + " produced NaN or Inf (inputs " +
@@ -53,7 +74,13 @@ Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, Bac
 
     auto node = std::make_shared<Node>();
     node->name = std::string(op) + "Backward";
-    for (const Tensor& t : inputs) node->inputs.push_back(t.defined() && t.requires_grad() ? t : Tensor());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& t = inputs[i];
+        Tensor edge = t.defined() && t.requires_grad() ? edge_to(t) : Tensor();
+        for (size_t j = 0; j < i; ++j)  // x * x: both inputs are one tensor, so one edge
+            if (inputs[j].same(t)) edge = node->inputs[j];
+        node->inputs.push_back(edge);
+    }
     node->backward = std::move(backward);
     node->output_shape = out.shape();
     node->output_dtype = out.dtype();

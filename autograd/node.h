@@ -7,7 +7,10 @@
 //             trace and in graph dumps;
 //   inputs    the input tensors that need a gradient (undefined for those
 //             that don't, so input i is always inputs[i]); following their
-//             grad_fn pointers is how backward() walks the graph;
+//             grad_fn pointers is how backward() walks the graph. A leaf
+//             is the tensor itself; any other input is a description of it
+//             (shape, dtype, device, grad_fn) without its memory, so that
+//             the graph keeps no activation a gradient formula does not need;
 //   backward  a function from the gradient of the output to one gradient per
 //             input. It is a lambda written next to the forward code (see
 //             autograd/ops_*.cpp) and captures what it needs (the "saved

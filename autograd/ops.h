@@ -107,7 +107,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // y = x w^T + bias (bias may be undefined): one GEMM over all rows of x.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 // Mixed precision's linear layer: x and w are rounded to `operand_dtype`
-// (kBFloat16 or kFloat16; kFloat32 is the plain linear above) for the
+// (kBFloat16 or kFloat16; any other dtype: the plain linear above) for the
 // product, which sums in float32 and returns float32 like x. Backward rounds
 // the incoming gradient the same way for its two products; the bias and its
 // gradient stay float32. What is kept for backward is the 16-bit copies:

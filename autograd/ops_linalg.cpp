@@ -39,8 +39,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, DType operand_dtype) {
-    if (operand_dtype == x.dtype()) return linear(x, w, bias);
-    if (!is_16bit_float(operand_dtype) || x.dtype() != kFloat32)
+    if (!is_16bit_float(operand_dtype)) return linear(x, w, bias);  // float32 (or float64): nothing rounded
+    if (x.dtype() != kFloat32)
         fail("linear", std::string("rounds float32 operands to bfloat16 or float16, got ") + dtype_name(x.dtype()) +
                            " operands and " + dtype_name(operand_dtype));
     // The same products as linear's, each operand rounded first:

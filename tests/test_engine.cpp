@@ -281,3 +281,30 @@ TEST_CASE("backward frees each activation once no later step needs it", "[engine
                  1e-12);
     check_error([&] { backward(y); }, {"second time", "retain_graph"});
 }
+
+TEST_CASE("the graph keeps no activation that no backward saved", "[engine][memory]") {
+    // h = 3 x feeds tanh. Scaling's backward needs only the 3, and tanh's
+    // saves its output, not h: so once the forward code drops h, nothing
+    // holds its memory, though the graph still passes through it.
+    Tensor x = nc_test::leaf({0.5, -1, 2});
+    std::weak_ptr<Storage> h_memory;
+    Tensor loss;
+    {
+        Tensor h = x * 3.0;
+        h_memory = h.storage();
+        loss = sum(tanh(h));
+        CHECK(loss.grad_fn()->name == "SumBackward");
+    }
+    CHECK(h_memory.expired());
+    backward(loss);
+    // d/dx sum tanh(3x) = 3 (1 - tanh(3x)^2)
+    std::vector<double> expected;
+    for (double v : {0.5, -1.0, 2.0}) expected.push_back(3 * (1 - std::tanh(3 * v) * std::tanh(3 * v)));
+    check_values(x.grad(), expected, 1e-12);
+    // x * x: one tensor twice, one edge (and the gradient 2x through both).
+    Tensor y = nc_test::leaf({1.5, -2});
+    Tensor square = y * y;
+    CHECK(square.grad_fn()->inputs[0].same(square.grad_fn()->inputs[1]));
+    backward(sum(square));
+    check_values(y.grad(), {3, -4}, 0);
+}

@@ -240,10 +240,11 @@ int main() {
         double activations_mib, ms;
         std::vector<std::vector<double>> grads;
     };
-    auto one_step = [&](bool recompute) {
+    auto one_step = [&](bool recompute, DType precision = kFloat32) {
         Generator init(5);
         nn::GPT2 model(cfg, init);
         model.set_recompute(recompute);
+        model.set_precision(precision);
         double param_bytes = 4.0 * (double)model.num_parameters();
         cpu::reset_peak_bytes();
         size_t before = cpu::allocator_stats().bytes_in_use;
@@ -274,6 +275,32 @@ int main() {
     std::printf("  time: kept %.0f ms, recomputed %.0f ms (%.2fx)\n", kept.ms, recomputed.ms, recomputed.ms / kept.ms);
     expect(worst == 0, "the same gradients, bit for bit, with recomputation");
     expect(recomputed.activations_mib * 2.5 < kept.activations_mib, "recomputation to cut the activations' memory");
+
+    // 16-bit numbers: what bfloat16 and float16 keep of a float32 value.
+    std::printf("\n%-12s %16s %16s %16s\n", "value", "float32", "bfloat16", "float16");
+    for (double v : {1 + 1.0 / 256, 3.14159265358979, 1e-8, 70000.0}) {
+        Tensor f = raw::full({1}, v);
+        std::printf("%-12.9g %16.9g %16.9g %16.9g\n", v, f.item(), raw::to_dtype(raw::to_dtype(f, kBFloat16), kFloat32).item(),
+                    raw::to_dtype(raw::to_dtype(f, kFloat16), kFloat32).item());
+    }
+    // The same step with bfloat16 products (train --precision bf16): every
+    // linear layer rounds its operands and keeps the 16-bit copies.
+    Measured bf16 = one_step(false, kBFloat16), bf16_recomputed = one_step(true, kBFloat16);
+    double largest = 0, error = 0;
+    for (size_t i = 0; i < kept.grads.size(); ++i)
+        for (size_t j = 0; j < kept.grads[i].size(); ++j) {
+            largest = std::max(largest, std::fabs(kept.grads[i][j]));
+            error = std::max(error, std::fabs(kept.grads[i][j] - bf16.grads[i][j]));
+        }
+    for (int again = 0; again < 2; ++again) bf16.ms = std::min(bf16.ms, one_step(false, kBFloat16).ms);
+    std::printf("\nbfloat16 products, the same forward and backward:\n");
+    std::printf("  activations kept:       peak %6.1f MiB above the weights and their gradients\n", bf16.activations_mib);
+    std::printf("  activations recomputed: peak %6.1f MiB above the weights and their gradients\n",
+                bf16_recomputed.activations_mib);
+    std::printf("  largest difference from the float32 gradients: %.1e of the largest gradient\n", error / largest);
+    std::printf("  time: float32 %.0f ms, bfloat16 products %.0f ms (%.2fx)\n", kept.ms, bf16.ms, bf16.ms / kept.ms);
+    expect(bf16.activations_mib < kept.activations_mib, "16-bit copies to take less memory than float32 activations");
+    expect(error / largest < 0.05, "bfloat16 gradients within a few percent of float32's");
     write_packing_picture("09-packing.gp");
     write_attention_picture("09-attention-tiles.gp");
     return 0;
