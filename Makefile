@@ -227,6 +227,7 @@ ifneq ($(TARGET_X86),)
 $(BUILD)/obj/tensor/cpu/gemm_kernel_avx2.o: CXXFLAGS += -mavx2 -mfma
 $(BUILD)/obj/tensor/cpu/gemm_kernel_avx512.o: CXXFLAGS += -mavx512f -mfma
 $(BUILD)/obj/tensor/cpu/gemm_kernel_avx512_bf16.o: CXXFLAGS += -mavx512f -mavx512bf16
+$(BUILD)/obj/tensor/cpu/gemm_kernel_amx.o: CXXFLAGS += -mamx-tile -mamx-bf16
 endif
 
 $(BUILD)/obj/%.o: %.cpp

@@ -65,10 +65,11 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
     Generator gen(31);
     int tested = 0;
     for (DType dtype : {kBFloat16, kFloat16})
-        for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot}) {
+        for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot, cpu::Gemm16Path::Amx}) {
             if (!cpu::cpu_supports(path, dtype)) {
-                if (dtype == kBFloat16)  // float16 never has the pair path: nothing to report
-                    WARN("skipping the " << cpu::gemm16_path_name(path) << " path: this CPU lacks AVX512-BF16");
+                if (dtype == kBFloat16)  // float16 never has the pair paths: nothing to report
+                    WARN("skipping the " << cpu::gemm16_path_name(path)
+                                         << " path: this CPU (or operating system) does not offer it");
                 continue;
             }
             ++tested;
@@ -80,7 +81,8 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
                                                                        {1, 600, 40},
                                                                        {40, 517, 1},
                                                                        {97, 257, 65},
-                                                                       {150, 300, 70}}) {
+                                                                       {150, 300, 70},
+                                                                       {70, 40, 100}}) {
                 INFO(dtype_name(dtype) << " on the " << cpu::gemm16_path_name(path) << " path, M=" << M << " K=" << K
                                        << " N=" << N);
                 Tensor a = random16({M, K}, dtype, gen), b = random16({K, N}, dtype, gen);
@@ -96,6 +98,8 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
         }
     CHECK(tested >= 2);  // both formats widen on every CPU
     CHECK(cpu::cpu_supports(cpu::best_gemm16_path(kBFloat16), kBFloat16));
+    CHECK(cpu::best_gemm16_path(kBFloat16) ==
+          (cpu::cpu_supports(cpu::Gemm16Path::Amx, kBFloat16) ? cpu::Gemm16Path::Amx : cpu::Gemm16Path::Widen));
     CHECK(cpu::best_gemm16_path(kFloat16) == cpu::Gemm16Path::Widen);
 }
 

@@ -18,9 +18,16 @@
 #include "tensor/cpu/gemm_16bit.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include <omp.h>
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "tensor/cpu/allocator.h"
 #include "tensor/error.h"
@@ -30,22 +37,48 @@ namespace nc {
 namespace cpu {
 
 const char* gemm16_path_name(Gemm16Path path) {
-    return path == Gemm16Path::Bf16Dot ? "AVX512-BF16" : "widen to float32";
+    switch (path) {
+        case Gemm16Path::Bf16Dot: return "AVX512-BF16";
+        case Gemm16Path::Amx: return "AMX";
+        case Gemm16Path::Widen: break;
+    }
+    return "widen to float32";
+}
+
+// AMX needs the CPU (CPUID leaf 7: AMX-TILE is bit 24 of EDX, AMX-BF16 bit
+// 22) and the operating system's permission: Linux saves the 8 KiB of tile
+// state only for a process that asked (ARCH_REQ_XCOMP_PERM for the tile
+// data, feature 18); without it the first tile instruction kills the
+// process. Asked once, the first time anyone wants to know.
+static bool amx_usable() {
+#if defined(__x86_64__) && defined(__linux__)
+    static const bool usable = [] {
+        unsigned eax, ebx, ecx, edx;
+        if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+        if (!(edx & (1u << 24)) || !(edx & (1u << 22))) return false;
+        const long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+        return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+    }();
+    return usable;
+#else
+    return false;
+#endif
 }
 
 bool cpu_supports(Gemm16Path path, DType dtype) {
     if (dtype != kBFloat16 && dtype != kFloat16) return false;
     if (path == Gemm16Path::Widen) return true;
+    if (dtype != kBFloat16) return false;  // the pair paths multiply bfloat16 only; float16 widens
 #if defined(__x86_64__) || defined(__i386__)
-    // vdpbf16ps multiplies bfloat16 only; float16 always widens.
-    return dtype == kBFloat16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+    if (path == Gemm16Path::Bf16Dot) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+    return amx_usable();
 #else
     return false;
 #endif
 }
 
 Gemm16Path best_gemm16_path(DType dtype) {
-    return cpu_supports(Gemm16Path::Bf16Dot, dtype) ? Gemm16Path::Bf16Dot : Gemm16Path::Widen;
+    return cpu_supports(Gemm16Path::Amx, dtype) ? Gemm16Path::Amx : Gemm16Path::Widen;
 }
 
 namespace {
@@ -65,9 +98,13 @@ float widen(uint16_t bits, DType dtype) {
     return dtype == kBFloat16 ? to_float(BFloat16{bits}) : to_float(Float16{bits});
 }
 
-// Steps of K per packed column: one word per step widened, one per pair.
-int64_t words_for(int64_t kc, const float*) { return kc; }
-int64_t words_for(int64_t kc, const uint32_t*) { return ceil_div(kc, 2); }
+// Words per packed row or column for kc steps of K: one per step widened,
+// one per pair, and for AMX pairs padded to whole tiles of 16 pairs.
+int64_t words_for(Gemm16Path path, int64_t kc) {
+    if (path == Gemm16Path::Widen) return kc;
+    if (path == Gemm16Path::Bf16Dot) return ceil_div(kc, 2);
+    return round_up(ceil_div(kc, 2), 16);
+}
 
 // ---- widen: float32 panels ----------------------------------------------------
 
@@ -115,20 +152,83 @@ void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType, uint32_t* o
     }
 }
 
-void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, DType, uint32_t* out) {
-    const int64_t kq = ceil_div(kc, 2);
+// `kq` words per column: ceil(kc / 2) pairs, then zero pairs (AMX pads to 16).
+void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, int64_t kq, uint32_t* out) {
     for (int64_t c = 0; c < n; c += nr) {
         uint32_t* panel = out + c * kq;
         int64_t cols = std::min<int64_t>(nr, n - c);
         auto word = [&](int64_t q, int64_t j) {
-            return j < cols ? pair(B.at(2 * q, c + j), 2 * q + 1 < kc ? B.at(2 * q + 1, c + j) : uint16_t(0)) : 0u;
+            if (j >= cols || 2 * q >= kc) return 0u;
+            return pair(B.at(2 * q, c + j), 2 * q + 1 < kc ? B.at(2 * q + 1, c + j) : uint16_t(0));
         };
+        const int64_t whole = kc / 2;  // pairs with both steps inside kc
         if (B.rs == 1) {
-            for (int64_t j = 0; j < nr; ++j)
-                for (int64_t q = 0; q < kq; ++q) panel[q * nr + j] = word(q, j);
+            // B = W^T (a Linear's weight): column j is row j of W, so a pair of
+            // steps is one 32-bit load (low half first: x86 is little-endian).
+            for (int64_t j = 0; j < nr; ++j) {
+                if (j >= cols) {
+                    for (int64_t q = 0; q < kq; ++q) panel[q * nr + j] = 0u;
+                    continue;
+                }
+                const uint16_t* column = B.data + (c + j) * B.cs;
+                for (int64_t q = 0; q < whole; ++q) std::memcpy(&panel[q * nr + j], column + 2 * q, 4);
+                for (int64_t q = whole; q < kq; ++q) panel[q * nr + j] = word(q, j);
+            }
+        } else if (B.cs == 1) {
+            // Row-major B (dX = G W): steps 2q and 2q+1 are two stored rows,
+            // interleaved element by element.
+            for (int64_t q = 0; q < kq; ++q) {
+                uint32_t* out_row = panel + q * nr;
+                if (q < whole && cols == nr) {
+                    const uint16_t *even = B.data + 2 * q * B.rs + c, *odd = even + B.rs;
+                    for (int64_t j = 0; j < nr; ++j) out_row[j] = pair(even[j], odd[j]);
+                } else {
+                    for (int64_t j = 0; j < nr; ++j) out_row[j] = word(q, j);
+                }
+            }
         } else {
             for (int64_t q = 0; q < kq; ++q)
                 for (int64_t j = 0; j < nr; ++j) panel[q * nr + j] = word(q, j);
+        }
+    }
+}
+
+// AMX's A: chunks of 16 pairs, each chunk the mr = 32 rows' 16 words in a
+// row (a tile row is one row of A, 64 bytes): chunk k holds pair q = 16k + w
+// of row i at [k][i][w]; zero past m rows and past kc.
+void pack_a_amx(const Matrix16& A, int64_t m, int64_t kc, int mr, int64_t kq, uint32_t* out) {
+    const int64_t whole = kc / 2;  // pairs with both steps inside kc
+    for (int64_t r = 0; r < m; r += mr) {
+        uint32_t* panel = out + r / mr * kq * mr;
+        int64_t rows = std::min<int64_t>(mr, m - r);
+        auto word = [&](int64_t i, int64_t q) {
+            if (i >= rows || 2 * q >= kc) return 0u;
+            return pair(A.at(r + i, 2 * q), 2 * q + 1 < kc ? A.at(r + i, 2 * q + 1) : uint16_t(0));
+        };
+        auto at = [&](int64_t i, int64_t q) -> uint32_t& { return panel[q / 16 * 16 * mr + i * 16 + q % 16]; };
+        if (A.cs == 1) {
+            // Row-major A (x in x W^T): a row's 16 pairs of a chunk are 64
+            // contiguous bytes, copied as they are.
+            for (int64_t i = 0; i < mr; ++i) {
+                int64_t q = 0;
+                if (i < rows)
+                    for (; q + 16 <= whole; q += 16) std::memcpy(&at(i, q), A.data + (r + i) * A.rs + 2 * q, 64);
+                for (; q < kq; ++q) at(i, q) = word(i, q);
+            }
+        } else if (A.rs == 1) {
+            // A transposed (G^T in dW = G^T X): steps 2q and 2q+1 are two
+            // stored rows, interleaved element by element.
+            for (int64_t q = 0; q < kq; ++q) {
+                if (q < whole && rows == mr) {
+                    const uint16_t *even = A.data + 2 * q * A.cs + r, *odd = even + A.cs;
+                    for (int64_t i = 0; i < mr; ++i) at(i, q) = pair(even[i], odd[i]);
+                } else {
+                    for (int64_t i = 0; i < mr; ++i) at(i, q) = word(i, q);
+                }
+            }
+        } else {
+            for (int64_t i = 0; i < mr; ++i)
+                for (int64_t q = 0; q < kq; ++q) at(i, q) = word(i, q);
         }
     }
 }
@@ -142,10 +242,16 @@ void run_kernel(const Kernels& k, int64_t kc, const float* a, const float* b, fl
                 bool accumulate) {
     k.widened.run(kc, a, b, c, ldc, m, n, accumulate);
 }
-void run_kernel(const Kernels& k, int64_t kc, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, int m,
+void run_kernel(const Kernels& k, int64_t words, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, int m,
                 int n, bool accumulate) {
-    k.pairs.run(ceil_div(kc, 2), a, b, c, ldc, m, n, accumulate);
+    k.pairs.run(words, a, b, c, ldc, m, n, accumulate);
 }
+
+struct Problem16;
+void pack_a_block(const Problem16& g, const Matrix16& A, int64_t m, int64_t kc, int64_t words, float* out);
+void pack_a_block(const Problem16& g, const Matrix16& A, int64_t m, int64_t kc, int64_t words, uint32_t* out);
+void pack_b_block(const Problem16& g, const Matrix16& B, int64_t kc, int64_t n, int64_t words, float* out);
+void pack_b_block(const Problem16& g, const Matrix16& B, int64_t kc, int64_t n, int64_t words, uint32_t* out);
 
 struct Problem16 {
     int64_t M, N, K;
@@ -157,8 +263,24 @@ struct Problem16 {
     int64_t ldc;
     bool accumulate;
     Kernels kernels;
+    Gemm16Path path;
     int mr, nr;
 };
+
+// Packing for the path: widened floats, or pairs in the kernel's layout.
+void pack_a_block(const Problem16& g, const Matrix16& A, int64_t m, int64_t kc, int64_t, float* out) {
+    pack_a(A, m, kc, g.mr, g.dtype, out);
+}
+void pack_a_block(const Problem16& g, const Matrix16& A, int64_t m, int64_t kc, int64_t words, uint32_t* out) {
+    if (g.path == Gemm16Path::Amx) pack_a_amx(A, m, kc, g.mr, words, out);
+    else pack_a(A, m, kc, g.mr, g.dtype, out);
+}
+void pack_b_block(const Problem16& g, const Matrix16& B, int64_t kc, int64_t n, int64_t, float* out) {
+    pack_b(B, kc, n, g.nr, g.dtype, out);
+}
+void pack_b_block(const Problem16& g, const Matrix16& B, int64_t kc, int64_t n, int64_t words, uint32_t* out) {
+    pack_b(B, kc, n, g.nr, words, out);
+}
 
 // W: the packed word, float (widen) or uint32_t (pairs).
 template <typename W>
@@ -172,31 +294,33 @@ void blocked_loops_16bit(const Problem16& g) {
     // the rows allow it (a 64-row product should not leave a core idle).
     const int64_t blocks = std::max(ceil_div(g.M, mc_max), std::min<int64_t>(threads, ceil_div(g.M, mr)));
     const int64_t mc = round_up(ceil_div(g.M, blocks), mr);
-    const W* none = nullptr;
-    ScratchBuffer<W> b_packed((size_t)(words_for(kc_max, none) * std::min(nc_max, round_up(g.N, nr))));
+    ScratchBuffer<W> b_packed((size_t)(words_for(g.path, kc_max) * std::min(nc_max, round_up(g.N, nr))));
 #pragma omp parallel if (parallel)
     {
-        ScratchBuffer<W> a_packed((size_t)(words_for(kc_max, none) * mc));
+#if defined(__x86_64__)
+        if (g.path == Gemm16Path::Amx) amx_configure_tiles();  // the tiles' shapes, on this thread
+#endif
+        ScratchBuffer<W> a_packed((size_t)(words_for(g.path, kc_max) * mc));
         for (int64_t bi = 0; bi < batch; ++bi) {
             const Matrix16 A{g.A.data + g.A.batch_offsets[bi], g.A.row_stride, g.A.col_stride};
             const Matrix16 B{g.B.data + g.B.batch_offsets[bi], g.B.row_stride, g.B.col_stride};
             for (int64_t jc = 0; jc < g.N; jc += nc_max) {
                 const int64_t n = std::min(nc_max, g.N - jc);
                 for (int64_t pc = 0; pc < g.K; pc += kc_max) {  // kc_max is even: only the last slice can be odd
-                    const int64_t kc = std::min(kc_max, g.K - pc), words = words_for(kc, none);
+                    const int64_t kc = std::min(kc_max, g.K - pc), words = words_for(g.path, kc);
                     const bool accumulate = g.accumulate || pc > 0;
 #pragma omp for schedule(static)
                     for (int64_t c = 0; c < ceil_div(n, nr); ++c)
-                        pack_b(B.shifted(pc, jc + c * nr), kc, std::min<int64_t>(nr, n - c * nr), nr, g.dtype,
-                               b_packed.data() + c * nr * words);
+                        pack_b_block(g, B.shifted(pc, jc + c * nr), kc, std::min<int64_t>(nr, n - c * nr), words,
+                                     b_packed.data() + c * nr * words);
                     // (the loop's barrier: B is packed before anyone reads it)
 #pragma omp for schedule(dynamic)
                     for (int64_t block = 0; block < ceil_div(g.M, mc); ++block) {
                         const int64_t ic = block * mc, m = std::min(mc, g.M - ic);
-                        pack_a(A.shifted(ic, pc), m, kc, mr, g.dtype, a_packed.data());
+                        pack_a_block(g, A.shifted(ic, pc), m, kc, words, a_packed.data());
                         for (int64_t ir = 0; ir < m; ir += mr)
                             for (int64_t jr = 0; jr < n; jr += nr)
-                                run_kernel(g.kernels, kc, a_packed.data() + ir * words, b_packed.data() + jr * words,
+                                run_kernel(g.kernels, words, a_packed.data() + ir * words, b_packed.data() + jr * words,
                                            g.C + g.c_offsets[bi] + (ic + ir) * g.ldc + jc + jr, g.ldc,
                                            (int)std::min<int64_t>(mr, m - ir), (int)std::min<int64_t>(nr, n - jr),
                                            accumulate);
@@ -205,6 +329,9 @@ void blocked_loops_16bit(const Problem16& g) {
                 }
             }
         }
+#if defined(__x86_64__)
+        if (g.path == Gemm16Path::Amx) amx_release_tiles();
+#endif
     }
 }
 
@@ -228,11 +355,14 @@ void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperan
 #if defined(__x86_64__) || defined(__i386__)
     if (path == Gemm16Path::Bf16Dot) kernels.pairs = kAvx512Bf16Kernel;
 #endif
-    const bool pairs = path == Gemm16Path::Bf16Dot;
+#if defined(__x86_64__)
+    if (path == Gemm16Path::Amx) kernels.pairs = kAmxKernel;
+#endif
+    const bool pairs = path != Gemm16Path::Widen;
     Problem16 g{M,     N,          K,       dtype,
                 A,     B,          C,       c_offsets,
                 c_row_stride,      accumulate,
-                kernels,
+                kernels,           path,
                 pairs ? kernels.pairs.mr : kernels.widened.mr,
                 pairs ? kernels.pairs.nr : kernels.widened.nr};
     if (pairs) blocked_loops_16bit<uint32_t>(g);

@@ -7,11 +7,18 @@
 // 16 bits buy is speed and memory: half the bytes to move, and on CPUs with
 // AVX512-BF16 one instruction (vdpbf16ps) does two multiply-adds per lane.
 //
-// Two ways to run it, chosen at run time:
+// Three ways to run it:
 //   Widen:   packing converts to float32 and the float32 micro-kernel runs
 //            (any CPU, both 16-bit formats);
 //   Bf16Dot: packing keeps bfloat16, in pairs along K, and the AVX512-BF16
-//            micro-kernel adds a[2q] b[2q] + a[2q+1] b[2q+1] per lane.
+//            micro-kernel adds a[2q] b[2q] + a[2q+1] b[2q+1] per lane;
+//   Amx:     the same pairs, multiplied 16 x 16 x 32 at a time by AMX tiles
+//            (gemm_kernel_amx.cpp).
+// matmul takes AMX where the CPU has it, else widens: on the development
+// machine (a Sapphire Rapids-class Xeon) vdpbf16ps runs at half the rate
+// of the FMA, so its two products per lane buy nothing (chapter 9 has the
+// numbers); the AVX512-BF16 path stays for CPUs where it pays, and for the
+// tests and `bench`.
 //
 // Shapes: C [M, N] (+)= A [M, K] B [K, N], each a strided view, as gemm.h.
 #pragma once
@@ -25,11 +32,11 @@
 namespace nc {
 namespace cpu {
 
-enum class Gemm16Path { Widen, Bf16Dot };
-const char* gemm16_path_name(Gemm16Path path);  // "widen to float32", "AVX512-BF16"
+enum class Gemm16Path { Widen, Bf16Dot, Amx };
+const char* gemm16_path_name(Gemm16Path path);  // "widen to float32", "AVX512-BF16", "AMX"
 // Whether this CPU (and build) can run `path` for numbers of `dtype`.
 bool cpu_supports(Gemm16Path path, DType dtype);
-// The fastest path for `dtype` (kBFloat16 or kFloat16) on this CPU.
+// The path matmul takes for `dtype` (kBFloat16 or kFloat16) on this CPU.
 Gemm16Path best_gemm16_path(DType dtype);
 
 // A and B hold `dtype` numbers as their 16 bits. C = A B, or C += A B when
@@ -49,6 +56,14 @@ struct PairKernel {
 };
 #if defined(__x86_64__) || defined(__i386__)
 extern const PairKernel kAvx512Bf16Kernel;
+#endif
+// The AMX kernel (gemm_kernel_amx.cpp): 32 x 32 blocks; A packed in chunks of
+// 16 pairs x 32 rows, B as above, kq a multiple of 16. Each thread sets the
+// tiles' shapes before its first call and releases them after its last.
+#if defined(__x86_64__)
+extern const PairKernel kAmxKernel;
+void amx_configure_tiles();
+void amx_release_tiles();
 #endif
 
 }  // namespace cpu
