@@ -105,6 +105,10 @@ std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds
 
 struct StepTiming {
     std::string model, size;
+    DType precision = kFloat32;  // what the linear layers' products read (--precisions)
+    std::string name() const {  // "gpt2 tiny", "gpt2 tiny bf16"
+        return model + " " + size + (precision == kFloat32 ? "" : std::string(" ") + precision_name(precision));
+    }
     int64_t params = 0, batch = 0, seq = 0;
     double ms_per_step = 0, tokens_per_s = 0;
     size_t peak_bytes = 0;
@@ -133,15 +137,18 @@ nn::TransformerConfig bench_config(const std::string& model, const std::string& 
     return c;
 }
 
-StepTiming time_training_step(const std::string& model, const std::string& size, int steps, Device device) {
+StepTiming time_training_step(const std::string& model, const std::string& size, int steps, Device device,
+                              DType precision) {
     StepTiming r;
     r.model = model;
     r.size = size;
+    r.precision = precision;
     nn::TransformerConfig cfg = bench_config(model, size, r.batch);
     r.seq = cfg.block_size;
     Generator gen(1234);
     LanguageModel lm = build_language_model(cfg, gen);
     lm.module->to(device);
+    lm.module->set_precision(precision);
     r.params = lm.module->num_parameters();
     optim::AdamW opt(optim::decay_groups(*lm.module, 0.1), 3e-4);
     // Random tokens: the speed of a step does not depend on the text.
@@ -215,7 +222,7 @@ void print_step_gemm_shapes(const std::vector<StepTiming>& results, double peak,
                                                          {"percent_of_peak", percent(rate, peak)}});
         }
         std::sort(by_rate.begin(), by_rate.end());
-        std::string name = results[i].model + " " + results[i].size;
+        std::string name = results[i].name();
         std::printf("  %-12s %zu shapes, slowest:", name.c_str(), by_rate.size());
         for (size_t k = 0; k < by_rate.size() && k < 3; ++k)
             std::printf("%s %s %.0f GF/s (%.0f%%)", k ? ";" : "", by_rate[k].second.c_str(), by_rate[k].first,
@@ -266,17 +273,21 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
 
 // 3. Training steps, each timed and split by kind of op.
 static std::vector<StepTiming> bench_training(const std::vector<std::string>& models, const std::vector<std::string>& sizes,
-                                              int64_t steps, Device device, double peak, json& out) {
+                                              const std::vector<DType>& precisions, int64_t steps, Device device,
+                                              double peak, json& out) {
     std::vector<StepTiming> results;
+    // A model's precisions one right after the other: their ratio compares
+    // the same stretch of the machine's time.
     for (const std::string& size : sizes)
-        for (const std::string& model : models) {
-            std::printf("timing %s %s ...\n", model.c_str(), size.c_str());
-            std::fflush(stdout);
-            results.push_back(time_training_step(model, size, (int)steps, device));
-        }
+        for (const std::string& model : models)
+            for (DType precision : precisions) {
+                std::printf("timing %s %s (%s) ...\n", model.c_str(), size.c_str(), precision_name(precision));
+                std::fflush(stdout);
+                results.push_back(time_training_step(model, size, (int)steps, device, precision));
+            }
     std::printf("\nTraining step on %s (forward + backward + AdamW), median of %lld steps; time by kind of op:\n",
                 device.str().c_str(), (long long)steps);
-    std::printf("  %-12s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
+    std::printf("  %-17s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
                 "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
                 "gemm GF/s");
     for (const StepTiming& r : results) {
@@ -285,8 +296,8 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
         for (double s : p.seconds) timed += s;
         double other = std::max(0.0, r.profiled_seconds - timed);
         double gemm_rate = p.seconds[(int)OpKind::Gemm] > 0 ? p.gemm_flops / p.seconds[(int)OpKind::Gemm] / 1e9 : 0;
-        std::string name = r.model + " " + r.size;
-        std::printf("  %-12s %7.2fM %10.1f %9.0f %9.1f", name.c_str(), (double)r.params / 1e6, r.ms_per_step,
+        std::string name = r.name();
+        std::printf("  %-17s %7.2fM %10.1f %9.0f %9.1f", name.c_str(), (double)r.params / 1e6, r.ms_per_step,
                     r.tokens_per_s, (double)r.peak_bytes / 1048576.0);
         json split;
         for (int k = 0; k < kOpKinds; ++k) {
@@ -295,12 +306,22 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
         }
         split["other"] = percent(other, r.profiled_seconds);
         std::printf(" %5.1f%% %11.1f\n", percent(other, r.profiled_seconds), gemm_rate);
-        out["training"].push_back({{"model", r.model}, {"size", r.size}, {"params", r.params},
+        out["training"].push_back({{"model", r.model}, {"size", r.size}, {"precision", precision_name(r.precision)},
+                                   {"params", r.params},
                                    {"batch", r.batch}, {"seq", r.seq}, {"ms_per_step", r.ms_per_step},
                                    {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
                                    {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
     }
     std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
+    // Each 16-bit step against the float32 step of the same model, timed just before it.
+    for (const StepTiming& r : results) {
+        if (r.precision == kFloat32) continue;
+        for (const StepTiming& base : results)
+            if (base.precision == kFloat32 && base.model == r.model && base.size == r.size)
+                std::printf("  %s: %.2fx the float32 step's speed (%.1f vs %.1f ms), peak memory %.2fx\n",
+                            r.name().c_str(), base.ms_per_step / r.ms_per_step, r.ms_per_step, base.ms_per_step,
+                            (double)r.peak_bytes / (double)base.peak_bytes);
+    }
     if (device == kCPU)
         print_step_gemm_shapes(results, peak, out);
     else
@@ -322,7 +343,7 @@ static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_
         std::printf("%-34s %7.1f GF/s %9.1f%%\n", what, g, percent(g, peak));
     }
     for (const StepTiming& r : results) {
-        std::string what = r.model + " " + r.size + " step";
+        std::string what = r.name() + " step";
         std::printf("%-34s %9.1f ms %10s\n", what.c_str(), r.ms_per_step, "");
     }
 }
@@ -332,6 +353,7 @@ static std::vector<FlagSpec> bench_flags() {
         {"models", "gpt2,llama", "models to time (gpt2, llama)"},
         {"sizes", "tiny,small", "sizes to time: tiny (L4 C256 T128 B8), small (L6 C384 T256 B8)"},
         {"steps", "10", "timed training steps per model (after 2 warm-up steps)"},
+        {"precisions", "fp32", "the --precision of each timed step, a list: fp32,bf16,fp16 (each 16-bit one is compared with fp32)"},
         {"repeats", "20", "runs per GEMM shape (the best is reported)"},
         {"threads", "0", "OpenMP threads (0: all cores)"},
         {"device", "cpu", "cpu | cuda: where the training steps run (the peak and GEMM table are CPU only)"},
@@ -349,6 +371,10 @@ int bench_command(int argc, char** argv) {
         return 0;
     }
     std::vector<std::string> models = split_list(flags.str("models")), sizes = split_list(flags.str("sizes"));
+    std::vector<DType> precisions;
+    for (const std::string& p : split_list(flags.str("precisions"))) precisions.push_back(parse_precision(p));
+    if (precisions.empty()) throw Error("flag --precisions: name at least one of fp32, bf16, fp16");
+
     for (const std::string& m : models)
         if (m != "gpt2" && m != "llama") throw Error("flag --models: unknown model '" + m + "' (choose gpt2, llama)");
     for (const std::string& s : sizes)
@@ -374,7 +400,7 @@ int bench_command(int argc, char** argv) {
     std::vector<std::pair<GemmShape, double>> gemm_rows;
     if (!flags.on("skip-gemm")) gemm_rows = bench_gemm(repeats, isa, nthreads, peak, out);
     std::vector<StepTiming> results;
-    if (!flags.on("skip-training")) results = bench_training(models, sizes, steps, device, peak, out);
+    if (!flags.on("skip-training")) results = bench_training(models, sizes, precisions, steps, device, peak, out);
     print_summary(gemm_rows, results, nthreads, peak);
     if (!flags.str("json").empty()) {
         std::ofstream f(flags.str("json"));

@@ -22,6 +22,7 @@ namespace app {
 static LanguageModel load_model(const Flags& flags) {
     if (!flags.given("init") && !flags.given("resume"))
         throw Error("give the weights with --init (a safetensors file or a model directory) or --resume (a training checkpoint)");
+    DType precision = parse_precision(flags.str("precision"));  // a mistyped flag before any file is read
     nn::TransformerConfig cfg = resolve_config(flags);
     Generator gen(0);
     LanguageModel lm = build_language_model(cfg, gen);
@@ -32,7 +33,7 @@ static LanguageModel load_model(const Flags& flags) {
         load_weights(*lm.module, flags.str("init"));
     }
     lm.module->eval();
-    lm.module->set_precision(parse_precision(flags.str("precision")));
+    lm.module->set_precision(precision);
     return lm;
 }
 
@@ -88,11 +89,12 @@ int generate_command(int argc, char** argv) {
 // The ViT: loss and accuracy on Fashion-MNIST's test split (or an image folder).
 static int eval_vit(const Flags& flags, const nn::TransformerConfig& cfg) {
     if (!flags.given("init")) throw Error("eval --model vit: give the weights with --init");
+    DType precision = parse_precision(flags.str("precision"));
     Generator gen(0);
     nn::ViT model(cfg, gen);
     load_weights(model, flags.str("init"));
     model.eval();
-    model.set_precision(parse_precision(flags.str("precision")));
+    model.set_precision(precision);
     std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
     data::ImageSet set = std::filesystem::exists(path + "/t10k-images-idx3-ubyte.gz")
                              ? data::load_fashion_mnist(path, false, flags.integer("limit"))
@@ -136,6 +138,7 @@ int eval_command(int argc, char** argv) {
                   << flags.usage();
         return 0;
     }
+    parse_precision(flags.str("precision"));  // checked before any file is read
     nn::TransformerConfig cfg = resolve_config(flags);
     if (cfg.family == nn::Family::ViT) return eval_vit(flags, cfg);
     LanguageModel lm = load_model(flags);

@@ -50,6 +50,35 @@ cmp -s <(cut -d, -f2,3,5 "$work/run-recompute/train_log.csv") <(cut -d, -f2,3,5 
   || fail "train --recompute should give the same losses and gradient norms: $(paste -d' ' "$work/run-recompute/train_log.csv" "$work/run-recompute--recompute/train_log.csv")"
 grep -q "activations recomputed during backward" "$work/recompute--recompute.txt" || fail "train --recompute does not say so"
 
+# 1a''. --precision: bf16 and fp16 train, say what they do, and keep the loss near float32's; fp16's loss
+# scaler is reported, saved in the checkpoint and restored on --resume; generate and eval take it too.
+for p in fp32 bf16 fp16; do
+  "$bin" train --data "$work/tiny.txt" --steps 6 --batch 2 --seq 16 --layers 2 --width 16 --heads 2 --eval-every 0 \
+    --eval-batches 1 --sample-tokens 0 --precision $p --run-dir "$work/run-$p" --save "$work/model-$p/" > "$work/precision-$p.txt" 2>&1 \
+    || fail "train --precision $p: $(cat "$work/precision-$p.txt")"
+done
+grep -q "precision: every linear layer multiplies bfloat16 operands and sums in float32" "$work/precision-bf16.txt" \
+  || fail "train --precision bf16 does not say so: $(cat "$work/precision-bf16.txt")"
+grep -qE "^loss scaling: [0-9]+ of this run's 6 steps skipped because a gradient overflowed float16" "$work/precision-fp16.txt" \
+  || fail "train --precision fp16: no loss scaling line: $(cat "$work/precision-fp16.txt")"
+! grep -q "loss scaling" "$work/precision-bf16.txt" || fail "bf16 needs no loss scaling"
+grep -q '"loss_scale": [0-9]' "$work/run-fp16/result.json" || fail "result.json: no loss_scale: $(cat "$work/run-fp16/result.json")"
+train_loss() { sed -n 's/^ *"train_loss": \([0-9.e+-]*\),*$/\1/p' "$1"; }
+for p in bf16 fp16; do
+  awk -v a="$(train_loss "$work/run-fp32/result.json")" -v b="$(train_loss "$work/run-$p/result.json")" \
+    'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d < 0.05 * a) }' \
+    || fail "train --precision $p: the loss strays from float32's ($(train_loss "$work/run-fp32/result.json") vs $(train_loss "$work/run-$p/result.json"))"
+done
+grep -qa '"loss_scale"' "$work/run-fp16/checkpoint.safetensors" || fail "the fp16 checkpoint has no loss scale"
+out=$("$bin" train --data "$work/tiny.txt" --steps 8 --batch 2 --seq 16 --layers 2 --width 16 --heads 2 --eval-every 0 \
+      --eval-batches 1 --sample-tokens 0 --precision fp16 --resume "$work/run-fp16/checkpoint.safetensors" --run-dir "$work/run-fp16" 2>&1) \
+  || fail "train --precision fp16 --resume: $out"
+grep -q "resumed from" <<<"$out" || fail "fp16 resume: $out"
+out=$("$bin" generate --init "$work/model-bf16/" --max-tokens 5 --precision bf16 2>&1) || fail "generate --precision bf16: $out"
+out=$("$bin" eval --init "$work/model-fp16/" --data "$work/tiny.txt" --batch 2 --seq 16 --batches 1 --precision fp16 2>&1) \
+  || fail "eval --precision fp16: $out"
+grep -qE '^eval: loss=[0-9.]+ ' <<<"$out" || fail "eval --precision fp16: $out"
+
 # 1b. the ViT on (a slice of) Fashion-MNIST reports its accuracy.
 out=$("$bin" train --model vit --train-images 256 --steps 3 --batch 8 --width 16 --heads 2 --layers 1 --eval-batches 2 \
       --run-dir "$work/run-vit" 2>&1) || fail "train --model vit: $out"
@@ -160,7 +189,14 @@ if ! "$bin" train --device cuda --data "$work/tiny.txt" --steps 1 --layers 1 --w
     || fail "--device cuda without a GPU should say so first: $out"
 fi
 expect_error "unknown model 'gpt3'" bench --models gpt3
+expect_error "flag --precision: unknown precision 'fp8' (choose fp32, bf16 or fp16)" train --precision fp8
+expect_error "flag --precision: unknown precision 'half'" generate --init x --precision half
+expect_error "flag --precision: unknown precision 'int8'" bench --precisions fp32,int8
 expect_error "flag --steps: 0 is out of range" bench --steps 0
+
+# 6'. bench --precisions: the bfloat16 step beside the float32 one, with their ratio.
+out=$("$bin" bench --models gpt2 --sizes tiny --steps 1 --skip-gemm --precisions fp32,bf16 2>&1) || fail "bench --precisions: $out"
+grep -qE '^  gpt2 tiny bf16: [0-9.]+x the float32 step.s speed' <<<"$out" || fail "bench --precisions: no ratio line: $out"
 
 # 6. bench: one small run prints the peak, the GEMM table and a step time, and writes JSON.
 out=$("$bin" bench --models gpt2 --sizes tiny --steps 1 --repeats 1 --json "$work/bench.json" 2>&1) || fail "bench: $out"
