@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "tensor/cpu/gemm_16bit.h"
 #include "train/lm.h"
 #include "train/train_step.h"
 #include "autograd/engine.h"
@@ -95,6 +96,46 @@ std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds
             best[i] = std::min(best[i], seconds_since(start));
         }
     }
+    std::vector<double> gflops;
+    for (size_t i = 0; i < shapes.size(); ++i)
+        gflops.push_back(2.0 * (double)shapes[i].M * (double)shapes[i].N * (double)shapes[i].K / best[i] / 1e9);
+    return gflops;
+}
+
+// The same, for bfloat16 operands through one path of tensor/cpu/gemm_16bit.h
+// (float32 result). No FMA peak here: the rates are read against the
+// float32 table above, which ran just before.
+std::vector<double> gemm16_gflops(const std::vector<GemmShape>& shapes, int rounds, cpu::Gemm16Path path) {
+    Generator gen(1);
+    struct Operands {
+        Tensor a, b, c;
+    };
+    std::vector<Operands> operands;
+    auto operand = [](const Tensor& t) {
+        return cpu::MatrixOperand<uint16_t>{static_cast<const uint16_t*>(t.raw_data()), {0}, t.strides()[0],
+                                            t.strides()[1]};
+    };
+    for (const GemmShape& s : shapes) {
+        std::string layout = s.layout;
+        auto bf16 = [&](int64_t rows, int64_t cols) { return raw::to_dtype(raw::randn({rows, cols}, gen), kBFloat16); };
+        Tensor a = layout == "TN" ? raw::transpose(bf16(s.K, s.M), 0, 1) : bf16(s.M, s.K);
+        Tensor b = layout == "NT" ? raw::transpose(bf16(s.N, s.K), 0, 1) : bf16(s.K, s.N);
+        operands.push_back({a, b, raw::zeros({s.M, s.N})});
+    }
+    auto run = [&](size_t i) {
+        const GemmShape& s = shapes[i];
+        cpu::gemm_16bit(s.M, s.N, s.K, kBFloat16, operand(operands[i].a), operand(operands[i].b),
+                        static_cast<float*>(operands[i].c.raw_data()), {0}, s.N, path);
+    };
+    for (size_t i = 0; i < shapes.size(); ++i) run(i);  // warm-up
+    std::vector<double> best(shapes.size(), 1e30);
+    for (int r = 0; r < rounds; ++r)
+        for (size_t i = 0; i < shapes.size(); ++i) {
+            run(i);
+            auto start = Clock::now();
+            run(i);
+            best[i] = std::min(best[i], seconds_since(start));
+        }
     std::vector<double> gflops;
     for (size_t i = 0; i < shapes.size(); ++i)
         gflops.push_back(2.0 * (double)shapes[i].M * (double)shapes[i].N * (double)shapes[i].K / best[i] / 1e9);
@@ -266,6 +307,28 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
         std::printf("  %-20s %-6s %-24s %10.1f %7.1f%%\n", dims, s.layout, s.label, g, percent(g, peak));
         out["gemm"].push_back({{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"what", s.label},
                                {"gflops", g}, {"percent_of_peak", percent(g, peak)}});
+    }
+    // bfloat16 operands, through each path this CPU offers, beside float32.
+    std::vector<std::pair<cpu::Gemm16Path, std::vector<double>>> paths;
+    for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot, cpu::Gemm16Path::Amx})
+        if (cpu::cpu_supports(path, kBFloat16)) paths.push_back({path, gemm16_gflops(shapes, (int)repeats, path)});
+    std::printf("\nGEMM with bfloat16 operands and a float32 result (matmul's path: %s), GFLOP/s and x float32:\n",
+                cpu::gemm16_path_name(cpu::best_gemm16_path(kBFloat16)));
+    std::printf("  %-20s %-6s", "M x K x N", "layout");
+    for (const auto& [path, rates16] : paths) std::printf(" %22s", cpu::gemm16_path_name(path));
+    std::printf("\n");
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        const GemmShape& s = shapes[i];
+        char dims[64];
+        std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)s.M, (long long)s.K, (long long)s.N);
+        std::printf("  %-20s %-6s", dims, s.layout);
+        json row = {{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"float32_gflops", rates[i]}};
+        for (const auto& [path, rates16] : paths) {
+            std::printf(" %12.1f (%5.2fx)", rates16[i], rates16[i] / rates[i]);
+            row[cpu::gemm16_path_name(path)] = rates16[i];
+        }
+        std::printf("\n");
+        out["gemm_bfloat16"].push_back(row);
     }
     std::printf("\n");
     return gemm_rows;
