@@ -13,7 +13,10 @@
 #   3. training on cuda against the same run on the CPU: gpt2 and llama on a
 #      text file written here, vit on a generated image folder, 200 steps,
 #      --no-shuffle, the same seed; final train loss compared (tolerance 2%);
-#   4. `normcore bench --device cuda` at GPT-2 small and 124M;
+#      gpt2 with --precision bf16 and fp16 on cuda against the CPU's float32
+#      (tolerance 3%);
+#   4. `normcore bench --device cuda` at GPT-2 small and 124M, float32 and
+#      with bf16/fp16 products;
 #   5. PyTorch eager on the same steps (bench/compare_pytorch.py --device cuda),
 #      fp32 with TF32 off and on (normcore: NORMCORE_TF32=1);
 #   6. interop with transformers (tools/hf_interop.py): GPT2LMHeadModel,
@@ -123,12 +126,28 @@ for model in gpt2 llama vit; do
   fi
 done
 
+# 3'. Mixed precision on the device (cublasGemmEx with 16-bit operands): GPT-2
+# with bf16 and fp16 products against the float32 CPU run (tolerance 3%).
+for p in bf16 fp16; do
+  if [ $dry -eq 1 ]; then skip "train_gpt2_cuda_$p" "dry run"; continue; fi
+  run "train_gpt2_cuda_$p" "$bin/normcore" train --model gpt2 --data "$data/text.txt" --seq 64 --batch 8 "${common[@]}" \
+    --device cuda --precision "$p" --run-dir "$out/runs/gpt2-cuda-$p"
+  cpu=$(sed -nE 's/^summary: .*train_loss=([0-9.na-]+) .*/\1/p' "$out/logs/train_gpt2_cpu.log")
+  gpu=$(sed -nE 's/^summary: .*train_loss=([0-9.na-]+) .*/\1/p' "$out/logs/train_gpt2_cuda_$p.log")
+  if python3 -c "import sys; c, g = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(c - g) <= 0.03 * abs(c) else 1)" "$cpu" "$gpu" 2>/dev/null; then
+    say "    gpt2 --precision $p: final train loss cpu fp32 $cpu, cuda $p $gpu: within 3%"
+  else
+    say "    gpt2 --precision $p: final train loss cpu fp32 '$cpu', cuda $p '$gpu': NOT within 3%"; failures=$((failures + 1))
+  fi
+done
+
 # 4-5. Speed: normcore on the device, PyTorch eager on the same steps.
 if [ $dry -eq 1 ]; then
   skip bench_cuda "dry run"
   skip pytorch_cuda "dry run"
 else
   run bench_cuda "$bin/normcore" bench --device cuda --skip-gemm --models gpt2 --sizes small,124m --steps 10 --json "$out/logs/bench_cuda.json"
+  run bench_cuda_bf16 "$bin/normcore" bench --device cuda --skip-gemm --models gpt2 --sizes small,124m --steps 10 --precisions fp32,bf16,fp16 --json "$out/logs/bench_cuda_bf16.json"
   NORMCORE_TF32=1 run bench_cuda_tf32 "$bin/normcore" bench --device cuda --skip-gemm --models gpt2 --sizes small,124m --steps 10 --json "$out/logs/bench_cuda_tf32.json"
   if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     run pytorch_cuda python3 bench/compare_pytorch.py --device cuda --models gpt2 --sizes small,124m --steps 10 --json "$out/logs/pytorch_cuda.json"
