@@ -40,6 +40,9 @@ def parse_args():
     p.add_argument("--as-is", action="store_true", help="keep the environment's thread settings")
     p.add_argument("--coretype", default="auto", help="OPENBLAS_CORETYPE (auto: probe SkylakeX, Cooperlake, Haswell)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (PyTorch eager on the GPU; no BLAS tuning then)")
+    p.add_argument("--precisions", default="fp32",
+                   help="fp32 and/or bf16, comma-separated: bf16 runs forward and loss under "
+                        "torch.autocast(device, dtype=torch.bfloat16), as normcore's bench --precisions does")
     return p.parse_args()
 
 
@@ -176,7 +179,7 @@ class Model(nn.Module):
 SIZES = {"tiny": (4, 256, 4, 128, 8, 256), "small": (6, 384, 6, 256, 8, 256), "124m": (12, 768, 12, 1024, 8, 50257)}
 
 
-def time_step(model_name, size, steps):
+def time_step(model_name, size, steps, precision="fp32"):
     layers, c, h, t, b, vocab = SIZES[size]
     torch.manual_seed(0)
     device = torch.device(args.device)
@@ -189,7 +192,8 @@ def time_step(model_name, size, steps):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(ids).view(-1, vocab), targets.view(-1))
+        with torch.autocast(args.device, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = F.cross_entropy(model(ids).view(-1, vocab).float(), targets.view(-1))
         loss.backward()
         opt.step()
         loss.item()  # waits for the GPU, as normcore bench does
@@ -203,7 +207,7 @@ def time_step(model_name, size, steps):
         times.append(time.perf_counter() - start)
     times.sort()
     ms = 1e3 * times[len(times) // 2]
-    return {"model": model_name, "size": size, "ms_per_step": ms, "tokens_per_s": b * t / (ms / 1e3),
+    return {"model": model_name, "size": size, "precision": precision, "ms_per_step": ms, "tokens_per_s": b * t / (ms / 1e3),
             "params": sum(p.numel() for p in model.parameters())}
 
 
@@ -214,10 +218,11 @@ def main():
     results = []
     for size in args.sizes.split(","):
         for m in args.models.split(","):
-            r = time_step(m, size, args.steps)
-            results.append(r)
-            print(f"  {m:6s} {size:6s} {r['params'] / 1e6:6.2f}M params  {r['ms_per_step']:8.1f} ms/step  "
-                  f"{r['tokens_per_s']:8.0f} tok/s", flush=True)
+            for precision in args.precisions.split(","):
+                r = time_step(m, size, args.steps, precision)
+                results.append(r)
+                print(f"  {m:6s} {size:6s} {precision:4s} {r['params'] / 1e6:6.2f}M params  {r['ms_per_step']:8.1f} ms/step  "
+                      f"{r['tokens_per_s']:8.0f} tok/s", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "threads": args.threads,
