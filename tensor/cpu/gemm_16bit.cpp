@@ -50,6 +50,7 @@ const char* gemm16_path_name(Gemm16Path path) {
 // state only for a process that asked (ARCH_REQ_XCOMP_PERM for the tile
 // data, feature 18); without it the first tile instruction kills the
 // process. Asked once, the first time anyone wants to know.
+#if defined(__x86_64__) || defined(__i386__)
 static bool amx_usable() {
 #if defined(__x86_64__) && defined(__linux__)
     static const bool usable = [] {
@@ -64,6 +65,7 @@ static bool amx_usable() {
     return false;
 #endif
 }
+#endif
 
 bool cpu_supports(Gemm16Path path, DType dtype) {
     if (dtype != kBFloat16 && dtype != kFloat16) return false;
