@@ -321,12 +321,14 @@ test:
 	$(BUILD)/bench/attention_time 2 70 8
 	$(BUILD)/bench/gemm_ab_self 2 33x65x17:TN
 	bench/generate/generate_speed.sh tests/data/reference/gpt2_pre 8 1 $(BUILD)/normcore
-	$(TEST_BIN)
+	$(TEST_BIN) $(if $(TEST_FILTER),'$(TEST_FILTER)')
 
 # The same under ASan + UBSan, less the two studies' smoke runs in
-# cli_test.sh (five minutes under ASan; the release pass runs them).
+# cli_test.sh (five minutes under ASan) and the unit tests tagged [slow]
+# (long training runs and the 124M model: two more minutes, with their code
+# paths covered by the faster tests too); the release pass runs them all.
 test-asan:
-	@NORMCORE_CLI_SKIP_STUDIES=1 $(MAKE) --no-print-directory MODE=asan BUILD=build/asan test
+	@NORMCORE_CLI_SKIP_STUDIES=1 $(MAKE) --no-print-directory MODE=asan BUILD=build/asan TEST_FILTER='~[slow]' test
 
 # The chapters' output blocks rewritten from their programs' output
 # (tools/chapter_outputs.sh; `make test` checks that they agree).

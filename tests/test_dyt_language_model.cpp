@@ -135,9 +135,9 @@ TEST_CASE("the final DyT gain that matches a LayerNorm at initialization", "[mod
 // grows until the final DyT saturates and not one gradient reaches the
 // blocks; with the LayerNorm-matching gain nothing saturates and the model
 // keeps learning.
-TEST_CASE("a DyT language model starting at final gain 1 stops passing gradient to its blocks", "[training][dyt]") {
-    Outcome collapsed = train_dyt(1.0, 80);
-    Outcome trains = train_dyt(1 / (2 * 0.02 * std::sqrt(2.0)), 80);
+TEST_CASE("a DyT language model starting at final gain 1 stops passing gradient to its blocks", "[training][dyt][slow]") {
+    Outcome collapsed = train_dyt(1.0, 40);
+    Outcome trains = train_dyt(1 / (2 * 0.02 * std::sqrt(2.0)), 40);
     INFO("gain 1: saturation " << collapsed.final_saturation << ", block-0 gradient " << collapsed.block_0_gradient
                                << ", loss " << collapsed.loss);
     INFO("matched gain: saturation " << trains.final_saturation << ", block-0 gradient " << trains.block_0_gradient
@@ -146,5 +146,5 @@ TEST_CASE("a DyT language model starting at final gain 1 stops passing gradient 
     CHECK(collapsed.block_0_gradient < 1e-6);
     CHECK(trains.final_saturation < 0.05);
     CHECK(trains.block_0_gradient > 1e-2);
-    CHECK(trains.loss < collapsed.loss - 0.5);
+    CHECK(trains.loss < collapsed.loss - 0.3);
 }
