@@ -54,11 +54,10 @@ TransformerConfig small(TransformerConfig c) {
     return c;
 }
 
-std::unique_ptr<TransformerModel> make(const TransformerConfig& c, uint64_t seed) {
+// A float32 model of `c` from `seed` (nn::make_model picks the family).
+std::shared_ptr<TransformerModel> make(const TransformerConfig& c, uint64_t seed) {
     Generator gen(seed);
-    if (c.family == Family::GPT2) return std::make_unique<GPT2>(c, gen);
-    if (c.family == Family::Llama) return std::make_unique<Llama>(c, gen);
-    return std::make_unique<ViT>(c, gen);
+    return make_model(c, gen);
 }
 
 // A fixed language-model batch: ids [2, 12] and their next tokens.
