@@ -11,6 +11,7 @@ int bench_command(int argc, char** argv);     // cli/bench.cpp
 int tokenize_command(int argc, char** argv);  // cli/tokenize.cpp
 int experiment_command(int argc, char** argv);  // cli/experiment.cpp
 int corpus_command(int argc, char** argv);      // cli/corpus.cpp
+int memory_command(int argc, char** argv);      // cli/memory.cpp
 
 }  // namespace app
 }  // namespace nc

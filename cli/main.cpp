@@ -1,4 +1,4 @@
-// main.cpp — the `normcore` program: `normcore train | generate | eval | tokenize | corpus | bench | experiment`.
+// main.cpp — the `normcore` program: `normcore train | memory | generate | eval | tokenize | corpus | bench | experiment`.
 //
 // Every error a user can cause ends here as one clear line on stderr and a
 // non-zero exit status; nothing crashes.
@@ -15,6 +15,7 @@ static const char* kUsage =
     "\n"
     "commands:\n"
     "  train     train a model (no flags: the default small GPT-2 on the fortunes corpus)\n"
+    "  memory    the tensor memory a training run needs (flags as train), predicted without allocating it\n"
     "  generate  sample text from trained weights\n"
     "  eval      loss and perplexity of trained weights on a data set\n"
     "  tokenize  encode a corpus once into a token file that train and eval map into memory\n"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (!std::strcmp(argv[1], "train")) return nc::app::train_command(argc, argv);
+        if (!std::strcmp(argv[1], "memory")) return nc::app::memory_command(argc, argv);
         if (!std::strcmp(argv[1], "generate")) return nc::app::generate_command(argc, argv);
         if (!std::strcmp(argv[1], "eval")) return nc::app::eval_command(argc, argv);
         if (!std::strcmp(argv[1], "bench")) return nc::app::bench_command(argc, argv);

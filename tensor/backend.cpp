@@ -21,6 +21,7 @@ bool cuda_available(std::string* why) {
 
 const Backend& backend_for(Device device) {
     if (device.type == DeviceType::CPU) return cpu_backend();
+    if (device.type == DeviceType::Meta) return meta_backend();
     std::string why;
     if (!cuda_available(&why)) throw Error("device " + device.str() + ": " + why);
     if (device.index != 0) throw Error("device " + device.str() + ": only cuda:0 is supported");

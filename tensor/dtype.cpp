@@ -39,7 +39,12 @@ void check_compute_dtype(DType dtype, const std::string& op) {
 DType product_dtype(DType dtype) { return is_16bit_float(dtype) ? kFloat32 : dtype; }
 
 std::string Device::str() const {
-    return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index);
+    switch (type) {
+        case DeviceType::CPU: return "cpu";
+        case DeviceType::Meta: return "meta";
+        case DeviceType::CUDA: break;
+    }
+    return "cuda:" + std::to_string(index);
 }
 
 void fail(const std::string& op, const std::string& message) { throw Error(op + ": " + message); }

@@ -34,7 +34,10 @@ void check_compute_dtype(DType dtype, const std::string& op);
 // multiply into float32 (every product is exact there), the others keep theirs.
 DType product_dtype(DType dtype);
 
-enum class DeviceType { CPU, CUDA };
+// Meta: tensors with a shape, a dtype and strides but no memory; its
+// kernels do nothing and its allocator only counts (tensor/meta_backend.cpp).
+// `normcore memory` runs a training step there to predict a run's memory.
+enum class DeviceType { CPU, CUDA, Meta };
 
 struct Device {
     DeviceType type = DeviceType::CPU;
@@ -42,9 +45,10 @@ struct Device {
 
     bool operator==(const Device& other) const { return type == other.type && index == other.index; }
     bool operator!=(const Device& other) const { return !(*this == other); }
-    std::string str() const;  // "cpu" or "cuda:0"
+    std::string str() const;  // "cpu", "cuda:0" or "meta"
 };
 
 const Device kCPU{DeviceType::CPU, 0};
+const Device kMeta{DeviceType::Meta, 0};
 
 }  // namespace nc

@@ -50,6 +50,25 @@ cmp -s <(cut -d, -f2,3,5 "$work/run-recompute/train_log.csv") <(cut -d, -f2,3,5 
   || fail "train --recompute should give the same losses and gradient norms: $(paste -d' ' "$work/run-recompute/train_log.csv" "$work/run-recompute--recompute/train_log.csv")"
 grep -q "activations recomputed during backward" "$work/recompute--recompute.txt" || fail "train --recompute does not say so"
 
+# 1a, memory: the same flags as train; its predicted peak is train's measured one (within the packing
+# buffers' bound); a budget it does not fit exits 2 with the settings that would cut it; a bad budget is one error.
+mem_flags=(--data "$work/tiny.txt" --batch 8 --seq 64 --layers 2 --width 64 --heads 4)
+"$bin" memory "${mem_flags[@]}" > "$work/memory.txt" 2>&1 || fail "memory: $(cat "$work/memory.txt")"
+"$bin" train "${mem_flags[@]}" --steps 2 --eval-every 0 --eval-batches 1 --sample-tokens 0 --run-dir "$work/run-memory" \
+  > "$work/memory-train.txt" 2>&1 || fail "train for memory: $(cat "$work/memory-train.txt")"
+predicted=$(awk '$1 == "peak" { print $2 }' "$work/memory.txt")
+bound=$(sed -n 's/^  plus up to \([0-9.]*\) MiB.*/\1/p' "$work/memory.txt")
+measured=$(sed -n 's/^memory: peak \([0-9.]*\) MiB.*/\1/p' "$work/memory-train.txt")
+awk -v p="$predicted" -v b="$bound" -v m="$measured" 'BEGIN { exit !(p > 0 && b > 0 && m >= p - 0.1 && m <= p + b + 0.1) }' \
+  || fail "memory predicted $predicted MiB (+ up to $bound), train measured $measured"
+"$bin" memory "${mem_flags[@]}" --budget 1MB > "$work/memory-budget.txt" 2>&1
+[ $? -eq 2 ] || fail "memory --budget 1MB should exit 2 (does not fit)"
+grep -q "does not fit" "$work/memory-budget.txt" && grep -q -- "--recompute --precision bf16 " "$work/memory-budget.txt" \
+  || fail "memory --budget 1MB: $(cat "$work/memory-budget.txt")"
+"$bin" memory "${mem_flags[@]}" --budget 8GiB 2>&1 | grep -q "fits, the peak" || fail "memory --budget 8GiB should fit"
+out=$("$bin" memory --budget 6XB 2>&1) && fail "memory --budget 6XB should fail"
+grep -q "flag --budget: '6XB' is not a memory size" <<<"$out" || fail "memory --budget 6XB: $out"
+
 # 1a''. --precision: bf16 and fp16 train, say what they do, and keep the loss near float32's; fp16's loss
 # scaler is reported, saved in the checkpoint and restored on --resume; generate and eval take it too.
 for p in fp32 bf16 fp16; do

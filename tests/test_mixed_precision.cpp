@@ -131,7 +131,7 @@ TEST_CASE("a model's precision reaches every linear layer and the tied head; log
         CHECK(model->precision() == kBFloat16);
         std::vector<std::pair<std::string, const Linear*>> found;
         linears(*model, "model", found);
-        REQUIRE(found.size() >= 2 * c.n_layer);
+        REQUIRE((int64_t)found.size() >= 2 * c.n_layer);
         for (const auto& [name, layer] : found) {
             INFO(name);
             CHECK(layer->operand_dtype == kBFloat16);

@@ -74,14 +74,18 @@ TEST_CASE("training runtime: the result is the run's own log, and result.json ke
     CHECK(r.train_loss == r.losses.back());
     CHECK(r.ms_per_step > 0);
     CHECK(r.tok_per_s > 0);
-    // The peak's split: the parameters by the closed-form count, AdamW's two
-    // moments per parameter, and activations as the rest of the peak.
+    // The peak's split: the parameters by the closed-form count (in the
+    // allocator's size classes: at most a quarter more, and 64 bytes per
+    // small tensor), AdamW's two moments per parameter, the activations
+    // measured, and the rest of the peak.
     int64_t n_params = nn::count_parameters(resolve_config(parse_train_flags(tiny_run(tiny_corpus(dir)))));
-    CHECK(r.parameters_mib * 1048576.0 == Approx(4.0 * (double)n_params));
+    CHECK(r.parameters_mib * 1048576.0 >= 4.0 * (double)n_params);
+    CHECK(r.parameters_mib * 1048576.0 <= 1.25 * 4.0 * (double)n_params + 64 * 20);
     CHECK(r.gradients_mib == r.parameters_mib);
     CHECK(r.optimizer_mib == Approx(2 * r.parameters_mib).epsilon(0.01));
     CHECK(r.activations_mib > 0);
-    CHECK(r.parameters_mib + r.gradients_mib + r.optimizer_mib + r.activations_mib == Approx(r.peak_mib));
+    CHECK(r.workspace_mib > 0);
+    CHECK(r.parameters_mib + r.optimizer_mib + r.activations_mib + r.workspace_mib == Approx(r.peak_mib));
     // train_log.csv, written by the same loop step by step, has the same
     // losses (printed with 6 significant digits) and the last validation.
     Csv log = read_csv(run_dir + "/train_log.csv");

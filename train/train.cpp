@@ -21,6 +21,8 @@
 #include "tensor/cpu/gemm_kernels.h"
 #include "train/checkpoint.h"
 #include "train/lm.h"
+#include "train/memory_plan.h"
+#include "tensor/cpu/allocator.h"
 #include "train/run_log.h"
 #include "train/train_step.h"
 #include "train/train_task.h"
@@ -73,6 +75,12 @@ struct RunPlan {
     std::string run_dir;
 };
 
+void check_run_shape(const Flags& flags, const nn::TransformerConfig& cfg) {
+    if (cfg.family != nn::Family::ViT && flags.integer("seq") > cfg.block_size && cfg.positions == nn::Positions::Learned)
+        throw Error("--seq " + flags.str("seq") + " is longer than the model's position table (" + std::to_string(cfg.block_size) + ")");
+    if (flags.integer("steps") <= 0 || flags.integer("accum") <= 0) throw Error("flags --steps and --accum must be positive");
+}
+
 static RunPlan plan_run(const Flags& flags, const nn::TransformerConfig& cfg, const Distributed& dist) {
     // Every rank's dropout generator starts from the same seed, so ranks would
     // drop the same positions of their different rows: correlated masks, and
@@ -82,12 +90,10 @@ static RunPlan plan_run(const Flags& flags, const nn::TransformerConfig& cfg, co
                     "same dropout masks for its rows); use --dropout 0 or one rank (chapter 14)");
     if (flags.on("diagnostics") && dist.active())
         throw Error("flag --diagnostics: not with data-parallel ranks yet (train on one rank to log diagnostics)");
-    if (cfg.family != nn::Family::ViT && flags.integer("seq") > cfg.block_size && cfg.positions == nn::Positions::Learned)
-        throw Error("--seq " + flags.str("seq") + " is longer than the model's position table (" + std::to_string(cfg.block_size) + ")");
+    check_run_shape(flags, cfg);
     RunPlan plan;
     plan.steps = flags.integer("steps");
     plan.accum = flags.integer("accum");
-    if (plan.steps <= 0 || plan.accum <= 0) throw Error("flags --steps and --accum must be positive");
     plan.stop = flags.integer("stop-after") > 0 ? std::min(plan.steps, flags.integer("stop-after")) : plan.steps;
     plan.lr = flags.number("lr");
     plan.schedule = optim::parse_schedule(flags.str("schedule"));
@@ -102,7 +108,7 @@ static RunPlan plan_run(const Flags& flags, const nn::TransformerConfig& cfg, co
     return plan;
 }
 
-static std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& flags, nn::Module& model) {
+std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& flags, nn::Module& model) {
     std::vector<optim::ParamGroup> groups = optim::decay_groups(model, flags.number("weight-decay"));
     double lr = flags.number("lr");
     if (flags.str("optimizer") == "adamw")
@@ -229,6 +235,7 @@ struct Run {
     std::vector<Tensor> params;
     int64_t first_step = 0;
     TrainLog log;
+    ForwardMemoryProbe forward_memory;  // the activations (train/memory_plan.h)
 };
 
 static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOutput& output) {
@@ -238,6 +245,7 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
     // Each rank on a machine takes its own GPU, before anything touches one.
     if (dist.active() && flags.str("device").rfind("cuda", 0) == 0) choose_gpu(dist);
     run.device = parse_device(flags.str("device"));
+    run.forward_memory.device = run.device;
     // A run alone in its process starts its memory peak afresh (a study's
     // cells that run one after the other each see their own).
     if (output.runs_in_process == 1) backend_for(run.device).reset_peak_bytes();
@@ -311,7 +319,8 @@ static TrainStep make_step(const Flags& flags, Run& run, GradientAverager& avera
                            diag::RunDiagnostics& diagnostics) {
     TrainStep step;
     Task* task = run.task.get();
-    step.loss = [task] { return task->train_loss(); };
+    ForwardMemoryProbe* probe = &run.forward_memory;
+    step.loss = [task, probe] { return probe->measure([task] { return task->train_loss(); }); };
     step.params = run.params;
     step.optimizer = run.opt.get();
     step.accum = run.plan.accum;
@@ -325,24 +334,30 @@ static TrainStep make_step(const Flags& flags, Run& run, GradientAverager& avera
     return step;
 }
 
-// Bytes of tensor data (the allocator rounds each block up a little more).
+// The allocator's bytes for these tensors' blocks (their size classes, as
+// the peak counts them: tensor/cpu/allocator.h).
 static double mib_of(const std::vector<Tensor>& tensors) {
     double bytes = 0;
-    for (const Tensor& t : tensors) bytes += (double)t.numel() * (double)dtype_size(t.dtype());
+    for (const Tensor& t : tensors) bytes += (double)cpu::size_class(t.storage()->nbytes);
     return bytes / 1048576.0;
 }
 
-// The peak split into what stays from step to step and the rest.
+// The peak's parts (train/memory_plan.h): parameters, gradients and the
+// optimizer's state are exact sizes, the activations what the forward pass
+// kept. The peak comes during backward, when part of the gradients exist:
+// what backward holds there besides (those gradients, the gradient flowing
+// back, temporaries) is the rest of the peak; `normcore memory` splits it.
 static void report_memory_split(const Run& run, TrainResult& r, std::FILE* out) {
     std::vector<Tensor> state;
     for (const auto& [name, t] : run.opt->state()) state.push_back(t);
     r.parameters_mib = mib_of(run.params);
     r.gradients_mib = r.parameters_mib;  // every parameter trains: one gradient of its size
     r.optimizer_mib = mib_of(state);
-    r.activations_mib = std::max(0.0, r.peak_mib - r.parameters_mib - r.gradients_mib - r.optimizer_mib);
-    std::fprintf(out, "memory at the peak: parameters %.1f MiB, gradients %.1f, optimizer state %.1f, activations and "
-                      "workspace %.1f (the rest)\n",
-                 r.parameters_mib, r.gradients_mib, r.optimizer_mib, r.activations_mib);
+    r.activations_mib = (double)run.forward_memory.largest_bytes / 1048576.0;
+    r.workspace_mib = r.peak_mib - r.parameters_mib - r.optimizer_mib - r.activations_mib;
+    std::fprintf(out, "memory at the peak: parameters %.1f MiB, optimizer state %.1f, activations %.1f (what the forward "
+                      "pass keeps for backward), gradients and workspace %.1f (the rest); all gradients: %.1f\n",
+                 r.parameters_mib, r.optimizer_mib, r.activations_mib, r.workspace_mib, r.gradients_mib);
 }
 
 // What the loop carries from step to step into the summary.

@@ -15,10 +15,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/flags.h"
+#include "nn/config.h"
+#include "nn/module.h"
+#include "optim/optimizer.h"
 #include "train/distributed.h"
 
 namespace nc {
@@ -26,6 +30,14 @@ namespace app {
 
 // Every flag `normcore train` takes (the model's, then the run's).
 std::vector<FlagSpec> train_flags();
+
+// The optimizer of --optimizer and its flags, over the model's parameters
+// (weight decay on matrices only, optim::decay_groups).
+std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& flags, nn::Module& model);
+
+// Throws if the run's shape flags cannot work: --seq longer than a learned
+// position table, --steps or --accum not positive.
+void check_run_shape(const Flags& flags, const nn::TransformerConfig& cfg);
 
 // Why a run ended. (A run that cannot start or fails on the way, such as on
 // a missing file or a bad flag, throws an Error instead.)
@@ -50,11 +62,13 @@ struct TrainResult {
     int64_t overflow_skipped_steps = 0;
     double loss_scale = NAN;
     double peak_mib = NAN;      // tensor memory at its peak on the training device
-    // What that peak held: the parameters, their gradients (one per
-    // parameter, kept from backward to the update) and the optimizer's
-    // state are exact sizes; activations and workspace are the rest of the
-    // peak (what backward saved, and the kernels' temporaries).
-    double parameters_mib = NAN, gradients_mib = NAN, optimizer_mib = NAN, activations_mib = NAN;
+    // What that peak held (train/memory_plan.h): the parameters, their
+    // gradients (one per parameter, kept from backward to the update) and
+    // the optimizer's state are exact sizes; the activations are what the
+    // forward pass kept for backward (measured); workspace_mib is the rest
+    // of the peak: what backward holds besides (the gradients made so far,
+    // the gradient flowing back, temporaries).
+    double parameters_mib = NAN, gradients_mib = NAN, optimizer_mib = NAN, activations_mib = NAN, workspace_mib = NAN;
     std::vector<double> losses;       // the training loss of every step this run ran
     std::string run_dir;
     std::vector<std::string> files;   // what the run wrote besides train_log.csv and the checkpoint (diagnostics)

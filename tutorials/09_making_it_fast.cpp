@@ -276,6 +276,35 @@ int main() {
     expect(worst == 0, "the same gradients, bit for bit, with recomputation");
     expect(recomputed.activations_mib * 2.5 < kept.activations_mib, "recomputation to cut the activations' memory");
 
+    // The same forward and backward on the meta device: tensors with shapes
+    // but no memory, kernels that do nothing, an allocator that only counts
+    // (tensor/meta_backend.cpp). The peak comes out without the memory.
+    auto meta_step = [&](bool recompute) {
+        Generator init(5);
+        nn::GPT2 model(cfg, init, nn::Options{kFloat32, kMeta});
+        model.set_recompute(recompute);
+        double param_bytes = 4.0 * (double)model.num_parameters();
+        const Backend& meta = meta_backend();
+        meta.reset_peak_bytes();
+        size_t before = meta.allocator_stats().bytes_in_use;
+        auto t0 = std::chrono::steady_clock::now();
+        backward(cross_entropy(model.forward(raw::to_device(tokens, kMeta)), raw::to_device(targets, kMeta)));
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        double above = (double)(meta.allocator_stats().peak_bytes_in_use - before) - param_bytes;
+        return Measured{above / 1048576.0, ms, {}};
+    };
+    Measured meta_kept = meta_step(false), meta_recomputed = meta_step(true);
+    std::printf("\nthe same on the meta device (no memory, no arithmetic):\n");
+    std::printf("  activations kept:       peak %6.1f MiB above the weights and their gradients\n", meta_kept.activations_mib);
+    std::printf("  activations recomputed: peak %6.1f MiB above the weights and their gradients\n",
+                meta_recomputed.activations_mib);
+    std::printf("  time: %.1f ms and %.1f ms\n", meta_kept.ms, meta_recomputed.ms);
+    // The CPU's GEMM packing buffers come from the same allocator inside its
+    // kernels, which the meta device does not run: at most about a MiB.
+    expect(std::fabs(meta_kept.activations_mib - kept.activations_mib) < 1.5 &&
+               std::fabs(meta_recomputed.activations_mib - recomputed.activations_mib) < 1.5,
+           "the meta device's peak to be the CPU's but for the GEMM's packing buffers");
+
     // 16-bit numbers: what bfloat16 and float16 keep of a float32 value.
     std::printf("\n%-12s %16s %16s %16s\n", "value", "float32", "bfloat16", "float16");
     for (double v : {1 + 1.0 / 256, 3.14159265358979, 1e-8, 70000.0}) {

@@ -397,6 +397,18 @@ Operand<T> operand(const MatrixOperand<T>& m) { return {m.data, m.batch_offsets.
 
 }  // namespace
 
+size_t packing_buffers_bound_bytes(int threads) {
+    // The widest micro-kernel's mr and nr (32), and a cache line of padding
+    // per packed panel, bound any kernel's blocks; the 16-bit paths use the
+    // same blocking with words no wider than a float.
+    Blocking most = blocking_for(32, 32);
+    size_t a_block = size_class((size_t)(most.mc + 32) * (size_t)(most.kc + 16) * sizeof(float));
+    size_t b_block = size_class((size_t)most.kc * (size_t)(most.nc + 32) * sizeof(float));
+    // Many tasks: every thread its own A and B; few tasks: each thread its
+    // A, and two shared B blocks used by turns (blocked_loops above).
+    return (size_t)threads * a_block + (size_t)std::max(threads, 2) * b_block;
+}
+
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
           const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa, bool accumulate) {
     if (!cpu_supports(isa))

@@ -6,6 +6,7 @@
 // row stride c_row_stride (columns contiguous).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct MatrixOperand {
     std::vector<int64_t> batch_offsets;  // element offset of each batch's matrix
     int64_t row_stride, col_stride;
 };
+
+// The most the packing buffers of float32 (or 16-bit) products running on
+// `threads` threads take from the caching allocator at once. They are no
+// op's tensors, so a dry run on the meta device cannot see them; `normcore
+// memory` states this bound beside its prediction for the CPU.
+size_t packing_buffers_bound_bytes(int threads);
 
 // float32 runs the micro-kernel of `isa` (tests pass each one the CPU
 // supports; matmul passes best_simd_isa()); float64 always runs the plain one.
