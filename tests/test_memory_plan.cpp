@@ -3,6 +3,7 @@
 // what real training runs measure on the CPU.
 #include <fstream>
 
+#include "data/images.h"
 #include "helpers.h"
 #include "tensor/backend.h"
 #include "tensor/cpu/allocator.h"
@@ -150,6 +151,29 @@ TEST_CASE("normcore memory predicts train's peak within 10% and its activations 
         // (With --accum 2 the first micro-batch's detached loss is live too.)
         CHECK(p.at_peak.activations <= p.activations_mib + 1e-3);
     }
+}
+
+// A ViT on the CPU: its images sit in the same tensor memory all run long,
+// and the prediction counts them from the data set's header.
+TEST_CASE("normcore memory predicts a ViT's peak, its images included", "[memory][slow]") {
+    if (!std::filesystem::exists(std::string(data::kFashionMnist) + "/train-labels-idx1-ubyte.gz")) {
+        WARN("skipped: no Fashion-MNIST at " << data::kFashionMnist << " (Debian's dataset-fashion-mnist)");
+        return;
+    }
+    std::filesystem::path dir = nc_test::temp_dir("normcore_memory_plan_vit");
+    Flags flags = train_flags_of({"--model", "vit", "--train-images", "3000", "--batch", "32", "--steps", "2",
+                                  "--eval-every", "0", "--eval-batches", "2", "--run-dir", (dir / "run").string()});
+    MemoryPrediction p = predict_memory(flags);
+    CHECK(p.data_mib * 1048576.0 >= 4.0 * 28 * 28 * (3000 + 64));
+    std::FILE* quiet = std::tmpfile();
+    REQUIRE(quiet != nullptr);
+    double before = (double)cpu::allocator_stats().bytes_in_use / 1048576.0;
+    TrainResult r = train_run(flags, Distributed{}, TrainOutput{quiet, 1});
+    std::fclose(quiet);
+    double measured = r.peak_mib - before;
+    INFO("predicted peak " << p.peak_mib << " MiB (images " << p.data_mib << "), measured " << measured);
+    CHECK(std::fabs(p.peak_mib / measured - 1) < 0.10);
+    CHECK(measured <= p.peak_mib + p.packing_bound_mib + 0.01);
 }
 
 TEST_CASE("recomputation and 16-bit operands shrink the predicted activations", "[memory]") {

@@ -9,6 +9,7 @@
 
 #include <omp.h>
 
+#include "data/images.h"
 #include "nn/models.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm.h"
@@ -98,6 +99,37 @@ static PeakSplit split_the_peak(const std::vector<MetaEvent>& events, const std:
     return s;
 }
 
+// The ViT's images as train loads them (train/train_task.cpp): float32
+// [N, channels, size, size], the training set and the validation set, each
+// one tensor. Only their number is read here: Fashion-MNIST's label files'
+// headers, or the image files of a folder.
+static double image_data_mib(const Flags& flags, const nn::TransformerConfig& cfg) {
+    namespace fs = std::filesystem;
+    std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
+    int64_t train = 0, val = 0;
+    if (fs::exists(path + "/train-images-idx3-ubyte.gz")) {
+        std::vector<int64_t> dims;
+        data::read_idx(path + "/train-labels-idx1-ubyte.gz", dims);
+        train = dims.at(0);
+        if (flags.integer("train-images") > 0) train = std::min(train, flags.integer("train-images"));
+        val = std::min<int64_t>(flags.integer("eval-batches") * flags.integer("batch"), 5000);
+    } else if (fs::is_directory(path)) {
+        int64_t n = 0;
+        for (const auto& cls : fs::directory_iterator(path))
+            if (cls.is_directory())
+                for (const auto& f : fs::directory_iterator(cls.path())) {
+                    std::string ext = f.path().extension().string();
+                    if (f.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg")) ++n;
+                }
+        val = (int64_t)((double)n * flags.number("val-fraction"));
+        train = n - val;
+    } else {
+        throw Error("--data: '" + path + "' is neither Fashion-MNIST's directory nor a folder of root/<class>/<image>");
+    }
+    size_t image = (size_t)(cfg.channels * cfg.image_size * cfg.image_size) * sizeof(float);
+    return (double)(cpu::size_class(image * (size_t)train) + (val > 0 ? cpu::size_class(image * (size_t)val) : 0)) / kMiB;
+}
+
 MemoryPrediction predict_memory(const Flags& flags) {
     MemoryPrediction p;
     p.device = device_name(flags);
@@ -180,7 +212,8 @@ MemoryPrediction predict_memory(const Flags& flags) {
     p.activations_mib = (double)probe.largest_bytes / kMiB;
     if (p.device == "cpu") p.packing_bound_mib = (double)cpu::packing_buffers_bound_bytes(omp_get_max_threads()) / kMiB;
     p.at_peak = split_the_peak(events, parameters, state, gradients, forward_made);
-    p.peak_mib = (double)(meta.allocator_stats().peak_bytes_in_use - baseline) / kMiB;
+    if (!text && p.device == "cpu") p.data_mib = image_data_mib(flags, cfg);
+    p.peak_mib = (double)(meta.allocator_stats().peak_bytes_in_use - baseline) / kMiB + p.data_mib;
     return p;
 }
 
@@ -224,9 +257,16 @@ void print_memory_prediction(const MemoryPrediction& p, double budget_bytes, con
     std::fprintf(out, "  gradients         %12s  made during backward, kept until the update\n", mib(p.gradients_mib).c_str());
     std::fprintf(out, "  optimizer state   %12s\n", mib(p.optimizer_mib).c_str());
     std::fprintf(out, "  activations       %12s  what the forward pass keeps for backward\n", mib(p.activations_mib).c_str());
-    std::fprintf(out, "  peak              %12s  = parameters %.1f + optimizer state %.1f + activations still held %.1f "
+    char images[48] = "";
+    if (p.data_mib > 0) {
+        std::fprintf(out, "  training images   %12s  the data set, in the same tensor memory on the CPU\n",
+                     mib(p.data_mib).c_str());
+        std::snprintf(images, sizeof images, "images %.1f + ", p.data_mib);
+    }
+    std::fprintf(out, "  peak              %12s  = %sparameters %.1f + optimizer state %.1f + activations still held %.1f "
                       "+ gradients made so far %.1f + workspace %.1f\n",
-                 mib(p.peak_mib).c_str(), s.parameters, s.optimizer_state, s.activations, s.gradients, s.workspace);
+                 mib(p.peak_mib).c_str(), images,
+                 s.parameters, s.optimizer_state, s.activations, s.gradients, s.workspace);
     if (p.device == "cpu")
         std::fprintf(out, "  plus up to %.1f MiB of the GEMM's packing buffers, which the kernels take from the same "
                           "allocator (no op's tensors: the dry run cannot see them)\n",

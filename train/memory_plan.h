@@ -51,7 +51,11 @@ struct PeakSplit {
 struct MemoryPrediction {
     double peak_mib = 0;
     double parameters_mib = 0, gradients_mib = 0, optimizer_mib = 0, activations_mib = 0;
-    PeakSplit at_peak;   // what the peak holds (its total is peak_mib)
+    // A ViT's training and validation images: on the CPU they sit in the
+    // same tensor memory for the whole run (the text models' tokens do
+    // not: they are a plain array or a mapped file). 0 on a GPU.
+    double data_mib = 0;
+    PeakSplit at_peak;   // what the step's peak holds (its total is peak_mib - data_mib)
     // On the CPU: the most the GEMM's packing buffers, which come from the
     // same allocator but from no op, can add to the peak (0 for a GPU,
     // whose cuBLAS keeps its own workspace).
