@@ -32,7 +32,7 @@ static void suggest(const Flags& flags, double budget_bytes) {
         {{"--recompute"}, !recompute},
         {{"--precision", "bf16"}, fp32},
         {{"--recompute", "--precision", "bf16"}, !recompute && fp32},
-        {{"--batch", half, "--accum", twice}, B >= 2},
+        {{"--batch", half, "--accum", twice}, B >= 2 && B % 2 == 0},  // the same examples per step
     };
     std::printf("what would change it (each a prediction like the one above):\n");
     for (const Option& o : options) {

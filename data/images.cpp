@@ -264,6 +264,22 @@ static std::vector<unsigned char> read_checked_image(const std::string& name) {
     return bytes;
 }
 
+bool is_image_file(const std::string& path) {
+    std::string ext = std::filesystem::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+    return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+int64_t count_image_folder(const std::string& root) {
+    namespace fs = std::filesystem;
+    int64_t n = 0;
+    for (const auto& cls : fs::directory_iterator(root))
+        if (cls.is_directory())
+            for (const auto& f : fs::directory_iterator(cls.path()))
+                if (f.is_regular_file() && is_image_file(f.path().string())) ++n;
+    return n;
+}
+
 ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channels) {
     namespace fs = std::filesystem;
     if (channels != 1 && channels != 3) throw Error("image folder: --channels must be 1 or 3, got " + std::to_string(channels));
@@ -277,9 +293,7 @@ ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channe
     for (size_t c = 0; c < set.class_names.size(); ++c) {
         std::vector<fs::path> files;
         for (const auto& entry : fs::directory_iterator(fs::path(root) / set.class_names[c])) {
-            std::string ext = entry.path().extension().string();
-            std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
-            if (entry.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg")) files.push_back(entry.path());
+            if (entry.is_regular_file() && is_image_file(entry.path().string())) files.push_back(entry.path());
         }
         std::sort(files.begin(), files.end());
         for (const fs::path& file : files) {

@@ -31,6 +31,10 @@ std::vector<uint8_t> read_idx(const std::string& path, std::vector<int64_t>& dim
 ImageSet load_fashion_mnist(const std::string& dir, bool train, int64_t limit = 0, int64_t offset = 0);
 // Every image below root/<class>/, resized to size x size with `channels` (1 or 3).
 ImageSet load_image_folder(const std::string& root, int64_t size, int64_t channels);
+// Whether load_image_folder reads this file: .png, .jpg or .jpeg in any case.
+bool is_image_file(const std::string& path);
+// How many images load_image_folder would read, without reading them.
+int64_t count_image_folder(const std::string& root);
 // Resizes [N, C, H, W] images to size x size (bilinear, align_corners = false).
 Tensor resize_images(const Tensor& images, int64_t size);
 

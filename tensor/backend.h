@@ -133,20 +133,7 @@ std::vector<int64_t> matrix_batch_offsets(const Tensor& t);
 // CUDA, if no GPU can be used: the message says why).
 const Backend& backend_for(Device device);
 const Backend& cpu_backend();  // tensor/cpu/cpu_backend.cpp
-const Backend& meta_backend();  // tensor/meta_backend.cpp
-
-// The meta device's allocations in the order they happened (tensor/
-// meta_backend.cpp): each block's fake address, its size class and whether
-// it was handed out or returned. start_meta_record() clears the record and
-// opens it with every block live at that moment (as handed out), so a
-// replay from nothing gives the blocks in use at any point after it.
-struct MetaEvent {
-    std::uintptr_t block;
-    size_t bytes;
-    bool allocated;
-};
-void start_meta_record();
-std::vector<MetaEvent> meta_record();
+const Backend& meta_backend();  // tensor/meta_backend.cpp (its record: tensor/meta_backend.h)
 
 // Whether this build has the CUDA backend and a GPU it can use; when not,
 // `why` (if given) says which of the two is missing.

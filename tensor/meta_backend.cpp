@@ -4,14 +4,18 @@
 // Every kernel does nothing and the allocator hands out addresses nobody may
 // read, counting the bytes as the CPU's caching allocator would (the same
 // size classes, tensor/cpu/allocator.cpp). Running a model's training step
-// on this device therefore goes through exactly the allocations and frees a
-// real step makes — the same ops, the same saved tensors, the same order —
-// in milliseconds and without the memory. `normcore memory` (train/
+// on this device therefore goes through every allocation and free its ops
+// make on a real device — the same ops, the same saved tensors, the same
+// order — in milliseconds and without the memory. What it cannot see is
+// scratch a kernel takes from the allocator for itself (the CPU GEMM's
+// packing buffers), since its kernels do not run. `normcore memory` (train/
 // memory_plan.h) predicts a run's peak that way, as PyTorch's "meta" device
 // and fake tensors let it do.
 //
 // Reading a meta tensor from the host (item(), to_vector()) gives zeros: a
 // dry run's loss is 0, its gradient norm 0, every check of them passes.
+#include "tensor/meta_backend.h"
+
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -55,7 +59,7 @@ void deallocate(void* data) {
     Ledger& l = ledger();
     std::lock_guard<std::mutex> lock(l.mutex);
     auto it = l.live.find(reinterpret_cast<std::uintptr_t>(data));
-    if (it == l.live.end()) return;
+    if (it == l.live.end()) return;  // not a meta block: nothing of ours to free
     l.stats.bytes_in_use -= it->second;  // nothing is cached: the block is gone
     if (l.recording) l.events.push_back({it->first, it->second, false});
     l.live.erase(it);
@@ -96,9 +100,25 @@ void start_meta_record() {
     for (const auto& [block, bytes] : l.live) l.events.push_back({block, bytes, true});
 }
 
-std::vector<MetaEvent> meta_record() {
+size_t meta_record_size() {
     std::lock_guard<std::mutex> lock(ledger().mutex);
-    return ledger().events;
+    return ledger().events.size();
+}
+
+std::vector<MetaEvent> meta_record_since(size_t first) {
+    std::lock_guard<std::mutex> lock(ledger().mutex);
+    const std::vector<MetaEvent>& events = ledger().events;
+    if (first >= events.size()) return {};
+    return std::vector<MetaEvent>(events.begin() + (std::ptrdiff_t)first, events.end());
+}
+
+std::vector<MetaEvent> stop_meta_record() {
+    std::lock_guard<std::mutex> lock(ledger().mutex);
+    Ledger& l = ledger();
+    l.recording = false;
+    std::vector<MetaEvent> events;
+    events.swap(l.events);
+    return events;
 }
 
 const Backend& meta_backend() {

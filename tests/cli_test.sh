@@ -65,7 +65,8 @@ awk -v p="$predicted" -v b="$bound" -v m="$measured" 'BEGIN { exit !(p > 0 && b 
 [ $? -eq 2 ] || fail "memory --budget 1MB should exit 2 (does not fit)"
 grep -q "does not fit" "$work/memory-budget.txt" && grep -q -- "--recompute --precision bf16 " "$work/memory-budget.txt" \
   || fail "memory --budget 1MB: $(cat "$work/memory-budget.txt")"
-"$bin" memory "${mem_flags[@]}" --budget 8GiB 2>&1 | grep -q "fits, the peak" || fail "memory --budget 8GiB should fit"
+out=$("$bin" memory "${mem_flags[@]}" --budget 8GiB 2>&1) || fail "memory --budget 8GiB: $out"
+grep -q "fits, the peak" <<<"$out" || fail "memory --budget 8GiB should fit: $out"
 out=$("$bin" memory --budget 6XB 2>&1) && fail "memory --budget 6XB should fail"
 grep -q "flag --budget: '6XB' is not a memory size" <<<"$out" || fail "memory --budget 6XB: $out"
 

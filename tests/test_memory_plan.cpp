@@ -7,6 +7,7 @@
 #include "helpers.h"
 #include "tensor/backend.h"
 #include "tensor/cpu/allocator.h"
+#include "tensor/meta_backend.h"
 #include "train/memory_plan.h"
 #include "train/train.h"
 
@@ -44,20 +45,24 @@ TEST_CASE("autograd runs on the meta device: the gradients have their shapes", "
 TEST_CASE("the meta record opens with the live blocks, then every allocation and free in order", "[memory][meta]") {
     Tensor kept = raw::zeros({100}, kFloat32, kMeta);
     start_meta_record();
-    std::vector<MetaEvent> opening = meta_record();
+    std::vector<MetaEvent> opening = meta_record_since(0);
     auto kept_block = reinterpret_cast<std::uintptr_t>(kept.storage()->data);
     bool found = false;
-    for (const MetaEvent& e : opening) found = found || (e.block == kept_block && e.allocated && e.bytes == 448);
+    for (const MetaEvent& e : opening)
+        found = found || (e.block == kept_block && e.allocated && e.bytes == cpu::size_class(400));
     CHECK(found);
     {
         Tensor t = raw::zeros({1000}, kFloat32, kMeta);
     }
-    std::vector<MetaEvent> events = meta_record();
+    CHECK(meta_record_size() == opening.size() + 2);
+    std::vector<MetaEvent> events = stop_meta_record();
     REQUIRE(events.size() == opening.size() + 2);
     CHECK(events[opening.size()].allocated);
     CHECK(events[opening.size()].bytes == cpu::size_class(4000));
     CHECK_FALSE(events[opening.size() + 1].allocated);
     CHECK(events[opening.size() + 1].block == events[opening.size()].block);
+    Tensor after = raw::zeros({10}, kFloat32, kMeta);  // a stopped record stays empty
+    CHECK(meta_record_size() == 0);
 }
 
 TEST_CASE("memory sizes: SI and binary units, and one clear error", "[memory]") {
@@ -93,11 +98,11 @@ Flags train_flags_of(const std::vector<std::string>& args) {
 // The prediction against the measured peak of a real run with the same
 // flags, over the settings that change memory: family, precision,
 // recomputation, accumulation, optimizer, placement, norm, attention,
-// dropout. The CPU GEMM's packing buffers come from the same allocator but
-// from no op, so the dry run leaves them out and states a bound for them:
-// the measured peak lies between the prediction and the prediction plus
-// that bound.
-TEST_CASE("normcore memory predicts train's peak within 10% and its activations exactly", "[memory][slow]") {
+// dropout. The CPU kernels' scratch (the GEMM's packing buffers) comes from
+// the same allocator but from no op, so the dry run leaves it out and states
+// a bound for it: the measured peak lies between the prediction and the
+// prediction plus that bound, which is within 10% at these sizes.
+TEST_CASE("normcore memory predicts train's peak to within the kernels' scratch, and its activations exactly", "[memory][slow]") {
     std::filesystem::path dir = nc_test::temp_dir("normcore_memory_plan");
     std::vector<std::string> base = {"--data", corpus(dir), "--layers", "2", "--width", "96", "--heads", "4",
                                      "--seq", "128", "--batch", "8", "--steps", "2", "--eval-every", "0",
@@ -141,8 +146,8 @@ TEST_CASE("normcore memory predicts train's peak within 10% and its activations 
         CHECK(p.activations_mib == Approx(r.activations_mib).epsilon(1e-9));
         CHECK(p.parameters_mib == Approx(r.parameters_mib).epsilon(1e-9));
         CHECK(p.optimizer_mib == Approx(r.optimizer_mib).epsilon(1e-9));
-        CHECK(p.gradients_mib == Approx(r.gradients_mib).epsilon(1e-9));
-        // The split of the peak adds up to it.
+        // The replay's highest point is the step's peak: the split adds up to
+        // it only if the second step is where the run peaks.
         CHECK(p.at_peak.total() == Approx(p.peak_mib).epsilon(1e-9));
         CHECK(p.at_peak.parameters == Approx(p.parameters_mib).epsilon(1e-9));
         CHECK(p.at_peak.workspace >= 0);

@@ -207,11 +207,15 @@ std::string describe(const TransformerConfig& c) {
            " attention=" + to_string(c.attention) + " mlp=" + to_string(c.mlp) + " positions=" + to_string(c.positions);
 }
 
-Device parse_device(const std::string& name) {
-    Device device;
+Device device_from_name(const std::string& name) {
     if (name == "cpu") return kCPU;
-    if (name == "cuda" || name == "cuda:0") device = Device{DeviceType::CUDA, 0};
-    else throw Error("flag --device: unknown device '" + name + "' (choose cpu or cuda)");
+    if (name == "cuda" || name == "cuda:0") return Device{DeviceType::CUDA, 0};
+    throw Error("flag --device: unknown device '" + name + "' (choose cpu or cuda)");
+}
+
+Device parse_device(const std::string& name) {
+    Device device = device_from_name(name);
+    if (device == kCPU) return kCPU;
     std::string why;
     if (!cuda_available(&why)) throw Error("flag --device: cuda is not available: " + why);
     return device;

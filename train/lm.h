@@ -45,6 +45,9 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
 // "cpu", "cuda" or "cuda:0" as a Device; throws a clear error for anything
 // else and for a CUDA device this build or machine cannot use.
 Device parse_device(const std::string& name);
+// The same by name only, whether or not the device can be used here
+// (`normcore memory` predicts for a GPU it does not need).
+Device device_from_name(const std::string& name);
 
 // --precision, as train, generate and eval take it: fp32 | bf16 | fp16, the
 // dtype every linear layer rounds its operands to (nn::TransformerModel::

@@ -2,19 +2,23 @@
 // whole run's predicted on the meta device.
 #include "train/memory_plan.h"
 
+#include <omp.h>
+
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
-
-#include <omp.h>
 
 #include "data/images.h"
 #include "nn/models.h"
+#include "optim/loss_scaler.h"
+#include "optim/optimizer.h"
+#include "tensor/backend.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm.h"
-#include "optim/loss_scaler.h"
-#include "tensor/backend.h"
+#include "tensor/meta_backend.h"
+#include "train/checkpoint.h"
 #include "train/lm.h"
 #include "train/train.h"
 #include "train/train_step.h"
@@ -35,10 +39,11 @@ Tensor ForwardMemoryProbe::measure(const std::function<Tensor()>& forward) {
 
 // The vocabulary train would use, without reading the corpus: bytes (256),
 // a saved BPE file or GPT-2's directory (read: small), or --vocab-size for
-// a BPE vocabulary train would learn first. A checkpoint or model directory
+// a BPE vocabulary train would learn first (at most that many: a small
+// corpus can end the merges sooner). A checkpoint or model directory
 // brings its own (resolve_config read it).
 static int64_t vocabulary_size(const Flags& flags, const nn::TransformerConfig& cfg) {
-    if (flags.given("resume") || (flags.given("init") && std::filesystem::is_directory(flags.str("init"))))
+    if (flags.given("resume") || (flags.given("init") && is_directory_target(flags.str("init"))))
         return cfg.vocab_size;
     std::string tokenizer = flags.str("tokenizer");
     if (tokenizer == "byte") return 256;
@@ -46,18 +51,9 @@ static int64_t vocabulary_size(const Flags& flags, const nn::TransformerConfig& 
     return flags.integer("vocab-size");
 }
 
-// The device train would run on, by name only: the prediction needs no GPU.
-static std::string device_name(const Flags& flags) {
-    std::string name = flags.str("device");
-    if (name == "cpu") return "cpu";
-    if (name == "cuda" || name == "cuda:0") return "cuda:0";
-    throw Error("flag --device: unknown device '" + name + "' (choose cpu or cuda)");
-}
-
 static std::uintptr_t block_of(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.storage()->data); }
 
-// The allocator's bytes for these tensors' blocks, as train counts them.
-static double mib_of(const std::vector<Tensor>& tensors) {
+double mib_of_tensors(const std::vector<Tensor>& tensors) {
     double bytes = 0;
     for (const Tensor& t : tensors) bytes += (double)cpu::size_class(t.storage()->nbytes);
     return bytes / kMiB;
@@ -73,8 +69,10 @@ static double mib_of_blocks(const std::set<std::uintptr_t>& blocks, const std::m
 }
 
 // Replays the second step's allocations to the moment the most was in use
-// and sorts what was live then into the five parts.
-static PeakSplit split_the_peak(const std::vector<MetaEvent>& events, const std::set<std::uintptr_t>& parameters,
+// and sorts what was live then into the five parts (the workspace is what
+// is left when the other four are known).
+static PeakSplit split_the_peak(const std::vector<MetaEvent>& events, size_t baseline,
+                                const std::set<std::uintptr_t>& parameters,
                                 const std::set<std::uintptr_t>& optimizer_state,
                                 const std::set<std::uintptr_t>& gradients, const std::set<std::uintptr_t>& forward_made) {
     size_t in_use = 0, most = 0, peak_index = 0;
@@ -95,32 +93,34 @@ static PeakSplit split_the_peak(const std::vector<MetaEvent>& events, const std:
     for (std::uintptr_t b : forward_made)
         if (!parameters.count(b) && !optimizer_state.count(b) && !gradients.count(b)) activations.insert(b);
     s.activations = mib_of_blocks(activations, live);
-    s.workspace = (double)most / kMiB - s.parameters - s.optimizer_state - s.gradients - s.activations;
+    // Meta tensors that were alive before the prediction started (another
+    // prediction's, in a test) are in the record too; they are no part.
+    s.workspace = (double)(most - baseline) / kMiB - s.parameters - s.optimizer_state - s.gradients - s.activations;
     return s;
 }
 
 // The ViT's images as train loads them (train/train_task.cpp): float32
 // [N, channels, size, size], the training set and the validation set, each
 // one tensor. Only their number is read here: Fashion-MNIST's label files'
-// headers, or the image files of a folder.
+// headers, or the image files of a folder. (Loading a folder holds its
+// images twice for a moment, while it shuffles them into the two sets; a
+// run whose step needs less than that peaks there instead.)
 static double image_data_mib(const Flags& flags, const nn::TransformerConfig& cfg) {
     namespace fs = std::filesystem;
     std::string path = flags.given("data") ? flags.str("data") : data::kFashionMnist;
     int64_t train = 0, val = 0;
     if (fs::exists(path + "/train-images-idx3-ubyte.gz")) {
+        // As the task: the first --train-images training images (0: all) and
+        // --eval-batches x --batch test images, from the 5,001st for tuning.
         std::vector<int64_t> dims;
         data::read_idx(path + "/train-labels-idx1-ubyte.gz", dims);
         train = dims.at(0);
         if (flags.integer("train-images") > 0) train = std::min(train, flags.integer("train-images"));
-        val = std::min<int64_t>(flags.integer("eval-batches") * flags.integer("batch"), 5000);
+        data::read_idx(path + "/t10k-labels-idx1-ubyte.gz", dims);
+        int64_t offset = flags.str("eval-split") == "tuning" ? 5000 : 0;
+        val = std::min(flags.integer("eval-batches") * flags.integer("batch"), dims.at(0) - offset);
     } else if (fs::is_directory(path)) {
-        int64_t n = 0;
-        for (const auto& cls : fs::directory_iterator(path))
-            if (cls.is_directory())
-                for (const auto& f : fs::directory_iterator(cls.path())) {
-                    std::string ext = f.path().extension().string();
-                    if (f.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg")) ++n;
-                }
+        int64_t n = data::count_image_folder(path);
         val = (int64_t)((double)n * flags.number("val-fraction"));
         train = n - val;
     } else {
@@ -132,7 +132,7 @@ static double image_data_mib(const Flags& flags, const nn::TransformerConfig& cf
 
 MemoryPrediction predict_memory(const Flags& flags) {
     MemoryPrediction p;
-    p.device = device_name(flags);
+    p.device = device_from_name(flags.str("device")).str();
     nn::TransformerConfig cfg = resolve_config(flags);
     bool text = cfg.family != nn::Family::ViT;
     if (text) cfg.vocab_size = vocabulary_size(flags, cfg);
@@ -172,13 +172,11 @@ MemoryPrediction predict_memory(const Flags& flags) {
     std::set<std::uintptr_t> gradients;
     TrainStep step;
     step.loss = [&] {
-        size_t first = recording ? meta_record().size() : 0;
+        size_t first = recording ? meta_record_size() : 0;
         Tensor loss = probe.measure(forward);
-        if (recording) {
-            std::vector<MetaEvent> events = meta_record();
-            for (size_t i = first; i < events.size(); ++i)
-                if (events[i].allocated) forward_made.insert(events[i].block);
-        }
+        if (recording)
+            for (const MetaEvent& e : meta_record_since(first))
+                if (e.allocated) forward_made.insert(e.block);
         return loss;
     };
     step.params = model->parameters();
@@ -205,13 +203,13 @@ MemoryPrediction predict_memory(const Flags& flags) {
         state.insert(block_of(entry.second));
         state_tensors.push_back(entry.second);
     }
-    std::vector<MetaEvent> events = meta_record();
-    p.parameters_mib = mib_of(step.params);
-    p.optimizer_mib = mib_of(state_tensors);
+    std::vector<MetaEvent> events = stop_meta_record();
+    p.parameters_mib = mib_of_tensors(step.params);
+    p.optimizer_mib = mib_of_tensors(state_tensors);
     p.gradients_mib = p.parameters_mib;  // one per parameter, of its shape
     p.activations_mib = (double)probe.largest_bytes / kMiB;
     if (p.device == "cpu") p.packing_bound_mib = (double)cpu::packing_buffers_bound_bytes(omp_get_max_threads()) / kMiB;
-    p.at_peak = split_the_peak(events, parameters, state, gradients, forward_made);
+    p.at_peak = split_the_peak(events, baseline, parameters, state, gradients, forward_made);
     if (!text && p.device == "cpu") p.data_mib = image_data_mib(flags, cfg);
     p.peak_mib = (double)(meta.allocator_stats().peak_bytes_in_use - baseline) / kMiB + p.data_mib;
     return p;
@@ -259,7 +257,7 @@ void print_memory_prediction(const MemoryPrediction& p, double budget_bytes, con
     std::fprintf(out, "  activations       %12s  what the forward pass keeps for backward\n", mib(p.activations_mib).c_str());
     char images[48] = "";
     if (p.data_mib > 0) {
-        std::fprintf(out, "  training images   %12s  the data set, in the same tensor memory on the CPU\n",
+        std::fprintf(out, "  images            %12s  the training and validation sets, in the same tensor memory on the CPU\n",
                      mib(p.data_mib).c_str());
         std::snprintf(images, sizeof images, "images %.1f + ", p.data_mib);
     }
@@ -268,11 +266,12 @@ void print_memory_prediction(const MemoryPrediction& p, double budget_bytes, con
                  mib(p.peak_mib).c_str(), images,
                  s.parameters, s.optimizer_state, s.activations, s.gradients, s.workspace);
     if (p.device == "cpu")
-        std::fprintf(out, "  plus up to %.1f MiB of the GEMM's packing buffers, which the kernels take from the same "
-                          "allocator (no op's tensors: the dry run cannot see them)\n",
+        std::fprintf(out, "  plus up to %.1f MiB of the kernels' scratch (the GEMM's packing buffers, attention's tiles), "
+                          "which they take from the same allocator and the dry run cannot see\n",
                      p.packing_bound_mib);
     else
-        std::fprintf(out, "  (on a GPU the CUDA context and cuBLAS's workspace come on top: a few hundred MiB)\n");
+        std::fprintf(out, "  (on a GPU the CUDA context, cuBLAS's workspace and the kernels' own scratch come on top: a few "
+                          "hundred MiB)\n");
     if (budget_bytes <= 0) return;
     double budget_mib = budget_bytes / kMiB;
     // The packing buffers' bound counts: a budget must hold the worst case.

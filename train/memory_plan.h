@@ -19,13 +19,17 @@
 //
 // The prediction runs the real training step (the same model, optimizer,
 // precision and recomputation) on the meta device (tensor/meta_backend.cpp),
-// whose kernels do nothing and whose allocator only counts: the same
-// allocations and frees in the same order, so the same peak.
+// whose kernels do nothing and whose allocator only counts: every op's
+// allocations and frees in the same order, so the same peak, but for the
+// scratch some kernels take from the allocator for themselves (on the CPU
+// the GEMM's packing buffers and attention's tiles, for which it states a
+// bound; on a GPU, cuBLAS's workspace and a few kernels' partial sums).
 #pragma once
 
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "cli/flags.h"
 #include "tensor/tensor.h"
@@ -66,11 +70,17 @@ struct MemoryPrediction {
     std::string device;  // the device the run would train on
 };
 
-// Predicts the tensor memory of `normcore train` with these flags (every
-// train flag is accepted; those about data, logging or the schedule change
-// nothing here). Runs two training steps on the meta device; allocates
-// nothing but the model's description. Throws on a bad flag as train would.
+// Predicts the tensor memory of `normcore train` with these flags, run in
+// one process (every train flag is accepted; those about logging or the
+// schedule change nothing; --data and --eval-batches count for a ViT's
+// images; evaluation and data-parallel gradient buckets are not modelled).
+// Runs two training steps on the meta device, so no tensor's memory is
+// allocated, only the bookkeeping. Throws on a bad flag as train would.
 MemoryPrediction predict_memory(const Flags& flags);
+
+// The allocator's bytes (size classes) of these tensors' blocks, in MiB:
+// how train and the prediction count parameters and optimizer state.
+double mib_of_tensors(const std::vector<Tensor>& tensors);
 
 // "6GB", "6 GB", "6GiB", "512MiB", "1.5G", "800M", or a plain number of
 // bytes, as bytes. GB and MB are powers of 10 (a "6 GB" laptop GPU has

@@ -45,7 +45,7 @@ void write_result(const TrainResult& r, const std::string& path) {
               {"gradients_mib", number(r.gradients_mib)},
               {"optimizer_mib", number(r.optimizer_mib)},
               {"activations_mib", number(r.activations_mib)},
-              {"workspace_mib", number(r.workspace_mib)},
+              {"gradients_and_workspace_mib", number(r.gradients_and_workspace_mib)},
               {"run_dir", r.run_dir},
               {"files", r.files},
               {"losses", losses}};
@@ -81,7 +81,8 @@ TrainResult read_result(const std::string& path) {
         r.gradients_mib = number_of(j.at("gradients_mib"));
         r.optimizer_mib = number_of(j.at("optimizer_mib"));
         r.activations_mib = number_of(j.at("activations_mib"));
-        r.workspace_mib = j.contains("workspace_mib") ? number_of(j.at("workspace_mib")) : NAN;
+        r.gradients_and_workspace_mib =
+            j.contains("gradients_and_workspace_mib") ? number_of(j.at("gradients_and_workspace_mib")) : NAN;
         r.run_dir = j.at("run_dir").get<std::string>();
         r.files = j.at("files").get<std::vector<std::string>>();
         for (const json& x : j.at("losses")) r.losses.push_back(number_of(x));

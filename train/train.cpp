@@ -22,7 +22,6 @@
 #include "train/checkpoint.h"
 #include "train/lm.h"
 #include "train/memory_plan.h"
-#include "tensor/cpu/allocator.h"
 #include "train/run_log.h"
 #include "train/train_step.h"
 #include "train/train_task.h"
@@ -77,7 +76,7 @@ struct RunPlan {
 
 void check_run_shape(const Flags& flags, const nn::TransformerConfig& cfg) {
     if (cfg.family != nn::Family::ViT && flags.integer("seq") > cfg.block_size && cfg.positions == nn::Positions::Learned)
-        throw Error("--seq " + flags.str("seq") + " is longer than the model's position table (" + std::to_string(cfg.block_size) + ")");
+        throw Error("flag --seq " + flags.str("seq") + ": longer than the model's position table (" + std::to_string(cfg.block_size) + ")");
     if (flags.integer("steps") <= 0 || flags.integer("accum") <= 0) throw Error("flags --steps and --accum must be positive");
 }
 
@@ -334,14 +333,6 @@ static TrainStep make_step(const Flags& flags, Run& run, GradientAverager& avera
     return step;
 }
 
-// The allocator's bytes for these tensors' blocks (their size classes, as
-// the peak counts them: tensor/cpu/allocator.h).
-static double mib_of(const std::vector<Tensor>& tensors) {
-    double bytes = 0;
-    for (const Tensor& t : tensors) bytes += (double)cpu::size_class(t.storage()->nbytes);
-    return bytes / 1048576.0;
-}
-
 // The peak's parts (train/memory_plan.h): parameters, gradients and the
 // optimizer's state are exact sizes, the activations what the forward pass
 // kept. The peak comes during backward, when part of the gradients exist:
@@ -350,14 +341,14 @@ static double mib_of(const std::vector<Tensor>& tensors) {
 static void report_memory_split(const Run& run, TrainResult& r, std::FILE* out) {
     std::vector<Tensor> state;
     for (const auto& [name, t] : run.opt->state()) state.push_back(t);
-    r.parameters_mib = mib_of(run.params);
+    r.parameters_mib = mib_of_tensors(run.params);
     r.gradients_mib = r.parameters_mib;  // every parameter trains: one gradient of its size
-    r.optimizer_mib = mib_of(state);
+    r.optimizer_mib = mib_of_tensors(state);
     r.activations_mib = (double)run.forward_memory.largest_bytes / 1048576.0;
-    r.workspace_mib = r.peak_mib - r.parameters_mib - r.optimizer_mib - r.activations_mib;
+    r.gradients_and_workspace_mib = r.peak_mib - r.parameters_mib - r.optimizer_mib - r.activations_mib;
     std::fprintf(out, "memory at the peak: parameters %.1f MiB, optimizer state %.1f, activations %.1f (what the forward "
                       "pass keeps for backward), gradients and workspace %.1f (the rest); all gradients: %.1f\n",
-                 r.parameters_mib, r.optimizer_mib, r.activations_mib, r.workspace_mib, r.gradients_mib);
+                 r.parameters_mib, r.optimizer_mib, r.activations_mib, r.gradients_and_workspace_mib, r.gradients_mib);
 }
 
 // What the loop carries from step to step into the summary.

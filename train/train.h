@@ -21,11 +21,15 @@
 
 #include "cli/flags.h"
 #include "nn/config.h"
-#include "nn/module.h"
-#include "optim/optimizer.h"
 #include "train/distributed.h"
 
 namespace nc {
+namespace nn {
+class Module;
+}
+namespace optim {
+class Optimizer;
+}
 namespace app {
 
 // Every flag `normcore train` takes (the model's, then the run's).
@@ -65,10 +69,11 @@ struct TrainResult {
     // What that peak held (train/memory_plan.h): the parameters, their
     // gradients (one per parameter, kept from backward to the update) and
     // the optimizer's state are exact sizes; the activations are what the
-    // forward pass kept for backward (measured); workspace_mib is the rest
-    // of the peak: what backward holds besides (the gradients made so far,
-    // the gradient flowing back, temporaries).
-    double parameters_mib = NAN, gradients_mib = NAN, optimizer_mib = NAN, activations_mib = NAN, workspace_mib = NAN;
+    // forward pass kept for backward (measured); the rest of the peak is
+    // what backward holds besides: the gradients made so far, the gradient
+    // flowing back, temporaries (and a ViT's images on the CPU).
+    double parameters_mib = NAN, gradients_mib = NAN, optimizer_mib = NAN, activations_mib = NAN;
+    double gradients_and_workspace_mib = NAN;
     std::vector<double> losses;       // the training loss of every step this run ran
     std::string run_dir;
     std::vector<std::string> files;   // what the run wrote besides train_log.csv and the checkpoint (diagnostics)

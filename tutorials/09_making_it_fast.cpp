@@ -240,21 +240,23 @@ int main() {
         double activations_mib, ms;
         std::vector<std::vector<double>> grads;
     };
-    auto one_step = [&](bool recompute, DType precision = kFloat32) {
+    auto one_step = [&](bool recompute, DType precision = kFloat32, Device device = kCPU) {
         Generator init(5);
-        nn::GPT2 model(cfg, init);
+        nn::GPT2 model(cfg, init, nn::Options{kFloat32, device});
         model.set_recompute(recompute);
         model.set_precision(precision);
         double param_bytes = 4.0 * (double)model.num_parameters();
-        cpu::reset_peak_bytes();
-        size_t before = cpu::allocator_stats().bytes_in_use;
+        const Backend& memory = backend_for(device);
+        memory.reset_peak_bytes();
+        size_t before = memory.allocator_stats().bytes_in_use;
         auto t0 = std::chrono::steady_clock::now();
-        backward(cross_entropy(model.forward(tokens), targets));
+        backward(cross_entropy(model.forward(raw::to_device(tokens, device)), raw::to_device(targets, device)));
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         // Above the weights: the gradients (one per parameter) and the rest.
-        double above = (double)(cpu::allocator_stats().peak_bytes_in_use - before) - param_bytes;
+        double above = (double)(memory.allocator_stats().peak_bytes_in_use - before) - param_bytes;
         Measured m{above / 1048576.0, ms, {}};
-        for (const Tensor& p : model.parameters()) m.grads.push_back(p.grad().to_vector());
+        if (device == kCPU)
+            for (const Tensor& p : model.parameters()) m.grads.push_back(p.grad().to_vector());
         return m;
     };
     one_step(false);  // warm the allocator's cache and the threads
@@ -279,21 +281,7 @@ int main() {
     // The same forward and backward on the meta device: tensors with shapes
     // but no memory, kernels that do nothing, an allocator that only counts
     // (tensor/meta_backend.cpp). The peak comes out without the memory.
-    auto meta_step = [&](bool recompute) {
-        Generator init(5);
-        nn::GPT2 model(cfg, init, nn::Options{kFloat32, kMeta});
-        model.set_recompute(recompute);
-        double param_bytes = 4.0 * (double)model.num_parameters();
-        const Backend& meta = meta_backend();
-        meta.reset_peak_bytes();
-        size_t before = meta.allocator_stats().bytes_in_use;
-        auto t0 = std::chrono::steady_clock::now();
-        backward(cross_entropy(model.forward(raw::to_device(tokens, kMeta)), raw::to_device(targets, kMeta)));
-        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        double above = (double)(meta.allocator_stats().peak_bytes_in_use - before) - param_bytes;
-        return Measured{above / 1048576.0, ms, {}};
-    };
-    Measured meta_kept = meta_step(false), meta_recomputed = meta_step(true);
+    Measured meta_kept = one_step(false, kFloat32, kMeta), meta_recomputed = one_step(true, kFloat32, kMeta);
     std::printf("\nthe same on the meta device (no memory, no arithmetic):\n");
     std::printf("  activations kept:       peak %6.1f MiB above the weights and their gradients\n", meta_kept.activations_mib);
     std::printf("  activations recomputed: peak %6.1f MiB above the weights and their gradients\n",
