@@ -312,6 +312,17 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
     std::vector<std::pair<cpu::Gemm16Path, std::vector<double>>> paths;
     for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot, cpu::Gemm16Path::Amx})
         if (cpu::cpu_supports(path, kBFloat16)) paths.push_back({path, gemm16_gflops(shapes, (int)repeats, path)});
+    // The instruction's own rate first: vdpbf16ps does two multiply-adds per
+    // lane, so it pays only if it issues at more than half the FMA's rate.
+    double dot_peak = 0;
+    if (cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)) {
+        int threads = omp_get_max_threads();
+        cpu::measure_bf16_dot_peak_gflops(threads, 2000000);  // warm up
+        for (int r = 0; r < 5; ++r) dot_peak = std::max(dot_peak, cpu::measure_bf16_dot_peak_gflops(threads, 30000000));
+        std::printf("\nvdpbf16ps peak (AVX512-BF16, %d threads): %.1f GFLOP/s, %.2fx the float32 FMA peak\n", threads,
+                    dot_peak, dot_peak / peak);
+        out["machine"]["bf16_dot_peak_gflops"] = dot_peak;
+    }
     std::printf("\nGEMM with bfloat16 operands and a float32 result (matmul's path: %s), GFLOP/s and x float32:\n",
                 cpu::gemm16_path_name(cpu::best_gemm16_path(kBFloat16)));
     std::printf("  %-20s %-6s", "M x K x N", "layout");

@@ -139,3 +139,9 @@ TEST_CASE("matmul and linear on 16-bit tensors: float32 out, batched, with a flo
                     {"linear", std::string("x ") + dtype_name(dtype) + ", w float32"});
     }
 }
+
+TEST_CASE("the vdpbf16ps peak is measured where the CPU has the instruction, and 0 elsewhere", "[matmul][half]") {
+    double rate = cpu::measure_bf16_dot_peak_gflops(1, 100000);
+    if (cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)) CHECK(rate > 0);
+    else CHECK(rate == 0);
+}

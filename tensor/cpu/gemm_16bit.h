@@ -15,10 +15,10 @@
 //   Amx:     the same pairs, multiplied 16 x 16 x 32 at a time by AMX tiles
 //            (gemm_kernel_amx.cpp).
 // matmul takes AMX where the CPU has it, else widens: on the development
-// machine (a Sapphire Rapids-class Xeon) vdpbf16ps runs at half the rate
-// of the FMA, so its two products per lane buy nothing (chapter 9 has the
-// numbers); the AVX512-BF16 path stays for CPUs where it pays, and for the
-// tests and `bench`.
+// machine (a Sapphire Rapids-class Xeon) vdpbf16ps issues at a quarter of
+// the FMA's rate, so its two products per lane reach half the FMA's FLOPs
+// (measure_bf16_dot_peak_gflops; chapter 9 has the numbers); the
+// AVX512-BF16 path stays for CPUs where it pays, and for the tests and `bench`.
 //
 // Shapes: C [M, N] (+)= A [M, K] B [K, N], each a strided view, as gemm.h.
 #pragma once
@@ -56,7 +56,13 @@ struct PairKernel {
 };
 #if defined(__x86_64__) || defined(__i386__)
 extern const PairKernel kAvx512Bf16Kernel;
+float bf16_dot_loop_avx512(int64_t iterations);  // vdpbf16ps chains, as fma_loop_avx512
 #endif
+// The peak rate of vdpbf16ps on `threads` threads, in GFLOP/s (4 FLOPs per
+// lane: two multiplies, two adds), measured as measure_fma_peak_gflops
+// measures the FMA's; 0 where the CPU has no AVX512-BF16. Beside the FMA
+// peak it says whether the two products per lane can pay (`bench`).
+double measure_bf16_dot_peak_gflops(int threads, int64_t iterations);
 // The AMX kernel (gemm_kernel_amx.cpp): 32 x 32 blocks; A packed in chunks of
 // 16 pairs x 32 rows, B as above, kq a multiple of 16. Each thread sets the
 // tiles' shapes before its first call and releases them after its last.

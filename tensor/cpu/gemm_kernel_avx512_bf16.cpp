@@ -87,6 +87,23 @@ void pair_kernel_avx512_bf16(int64_t kq, const uint32_t* a, const uint32_t* b, f
 
 const PairKernel kAvx512Bf16Kernel{MR, NR, pair_kernel_avx512_bf16};
 
+// fma_loop_avx512's twin: 12 independent chains of vdpbf16ps, each adding
+// two products per lane, so the instruction's issue rate is all it measures.
+float bf16_dot_loop_avx512(int64_t iterations) {
+    __m512 acc[12];
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * (float)i);
+    const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.25f));
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-6f), _mm512_set1_ps(-1e-6f));
+    for (int64_t it = 0; it < iterations; ++it)
+        for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[0]);
+    float total = 0;
+    for (float x : lanes) total += x;
+    return total;
+}
+
 }  // namespace cpu
 }  // namespace nc
 
