@@ -18,7 +18,6 @@
 #include "tensor/cpu/gemm_16bit.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -31,6 +30,7 @@
 #endif
 
 #include "tensor/cpu/allocator.h"
+#include "tensor/cpu/gemm_kernels.h"
 #include "tensor/error.h"
 #include "tensor/half.h"
 
@@ -375,14 +375,8 @@ void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperan
 double measure_bf16_dot_peak_gflops(int threads, int64_t iterations) {
 #if defined(__x86_64__) || defined(__i386__)
     if (!cpu_supports(Gemm16Path::Bf16Dot, kBFloat16)) return 0;
-    float sink = 0;
-    auto start = std::chrono::steady_clock::now();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += bf16_dot_loop_avx512(iterations);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // 12 chains x 16 lanes x 4 FLOPs (two multiplies, two adds) per iteration per thread.
-    double flops = 4.0 * 12 * 16 * (double)iterations * threads;
-    return sink == 12345.678f ? 0 : flops / seconds / 1e9;  // (the comparison only keeps `sink` alive)
+    return time_register_loop_gflops(bf16_dot_loop_avx512, threads, iterations, 4.0 * 12 * 16);
 #else
     (void)threads, (void)iterations;
     return 0;

@@ -85,19 +85,23 @@ static float (*fma_loop_for(SimdIsa isa))(int64_t) {
     }
 }
 
-double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations) {
-    // Floats per chain: one AVX-512 register, one AVX2 register, two NEON
-    // registers, or 8 plain floats (gemm_kernel_portable.cpp).
-    int lanes = isa == SimdIsa::Avx512 ? 16 : 8;
-    float (*loop)(int64_t) = fma_loop_for(isa);
+double time_register_loop_gflops(float (*loop)(int64_t), int threads, int64_t iterations,
+                                 double flops_per_iteration) {
     float sink = 0;
     auto start = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
     sink += loop(iterations);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // 12 chains x lanes x 2 FLOPs (multiply + add) per iteration per thread.
-    double flops = 2.0 * 12 * lanes * (double)iterations * threads;
+    double flops = flops_per_iteration * (double)iterations * threads;
     return sink == 12345.678f ? 0 : flops / seconds / 1e9;  // (the comparison only keeps `sink` alive)
+}
+
+double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations) {
+    // Floats per chain: one AVX-512 register, one AVX2 register, two NEON
+    // registers, or 8 plain floats (gemm_kernel_portable.cpp).
+    int lanes = isa == SimdIsa::Avx512 ? 16 : 8;
+    // 12 chains x lanes x 2 FLOPs (multiply + add) per iteration per thread.
+    return time_register_loop_gflops(fma_loop_for(isa), threads, iterations, 2.0 * 12 * lanes);
 }
 
 }  // namespace cpu

@@ -70,6 +70,11 @@ extern const MicroKernel kNeonKernel;
 // The hardware's limit: GFLOP/s of a loop of independent FMAs on this many
 // threads (each thread runs `iterations` x 12 vector FMAs). 2 FLOPs per lane.
 double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations);
+// The timing both peak measurements share (this one and gemm_16bit.h's
+// vdpbf16ps peak): `loop(iterations)` on `threads` threads at once, as
+// GFLOP/s given the FLOPs one thread does per iteration.
+double time_register_loop_gflops(float (*loop)(int64_t), int threads, int64_t iterations,
+                                 double flops_per_iteration);
 // One thread's FMA loop, used by measure_fma_peak_gflops; returns a value
 // derived from the accumulators so the compiler cannot drop the work.
 float fma_loop_portable(int64_t iterations);
