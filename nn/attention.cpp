@@ -132,7 +132,7 @@ Tensor Attention::standard(const Tensor& q_in, const Tensor& k_in, const Tensor&
         k = apply_rope(k, *rope);
     }
     bool causal = use_cache(k, v, cache);  // the cache holds the Hkv heads, repeated after
-    Tensor y = scaled_dot_product_attention(q, repeat_kv(k, H / Hkv), repeat_kv(v, H / Hkv), causal);
+    Tensor y = scaled_dot_product_attention(q, repeat_kv(k, H / Hkv), repeat_kv(v, H / Hkv), causal, 0, operand_dtype);
     return reshape(transpose(y, 1, 2), {B, T, H * D});  // [B, H, T, D] -> [B, T, C]
 }
 
@@ -151,13 +151,18 @@ Tensor Attention::differential(const Tensor& q_in, const Tensor& k_in, const Ten
     auto pair = [&](const Tensor& t, int64_t which) {  // [B, 2H, S, D_sub] -> sub-head `which` of each pair
         return squeeze(narrow(reshape(t, {B, H, 2, t.size(2), D_sub}), 2, which, 1), 2);
     };
-    Tensor a1 = scaled_dot_product_attention(pair(q, 0), pair(k, 0), v, causal);
-    Tensor a2 = scaled_dot_product_attention(pair(q, 1), pair(k, 1), v, causal);
+    Tensor a1 = scaled_dot_product_attention(pair(q, 0), pair(k, 0), v, causal, 0, operand_dtype);
+    Tensor a2 = scaled_dot_product_attention(pair(q, 1), pair(k, 1), v, causal, 0, operand_dtype);
     // lambda = exp(<lq1, lk1>) - exp(<lq2, lk2>) + lambda_init, one scalar per layer.
     Tensor lambda = exp(sum(lambda_q1_ * lambda_k1_)) - exp(sum(lambda_q2_ * lambda_k2_)) + lambda_init;
     // Per head and position: RMSNorm over 2 D_sub (official), or (o - mean) / std over D_sub (regime).
     Tensor o = (regime ? head_norm_->forward(a1 - lambda * a2) : subln_->forward(a1 - lambda * a2)) * (1.0 - lambda_init);
     return reshape(transpose(o, 1, 2), {B, T, H * D});
+}
+
+void set_attention_operand_dtype(Module& root, DType dtype) {
+    if (auto* attention = dynamic_cast<Attention*>(&root)) attention->operand_dtype = dtype;
+    for (const auto& child : root.children()) set_attention_operand_dtype(*child.second, dtype);
 }
 
 }  // namespace nn

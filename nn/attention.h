@@ -55,6 +55,9 @@ public:
     std::vector<std::shared_ptr<Linear>> linears() const;
 
     double lambda_init = 0;  // differential attention only
+    // Mixed precision (TransformerModel::set_precision): q, k and v rounded
+    // to this dtype for the attention op, kept in it for backward.
+    DType operand_dtype = kFloat32;
 
 private:
     Tensor split_heads(const Tensor& t, int64_t heads, int64_t size) const;  // [B,T,h*s] -> [B,h,T,s]
@@ -72,6 +75,9 @@ private:
     std::shared_ptr<RMSNorm> subln_;       // official differential: learned per-head gain
     std::shared_ptr<LayerNorm> head_norm_;  // regime differential: no parameters
 };
+
+// Sets operand_dtype on every Attention in `root` and below it.
+void set_attention_operand_dtype(Module& root, DType dtype);
 
 }  // namespace nn
 }  // namespace nc

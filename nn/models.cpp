@@ -28,6 +28,7 @@ void TransformerModel::set_precision(DType operand_dtype) {
         fail("set_precision", std::string("products run in float32, bfloat16 or float16, not ") +
                                   dtype_name(operand_dtype));
     set_linear_operand_dtype(*this, operand_dtype);
+    set_attention_operand_dtype(*this, operand_dtype);
     precision_ = operand_dtype;
 }
 

@@ -54,9 +54,10 @@ public:
     bool recompute() const { return recompute_; }
     // Mixed precision (train --precision; tensor/cpu/gemm_16bit.h): every
     // linear layer, the tied head included, rounds its operands to
-    // `operand_dtype` (kBFloat16 or kFloat16) and sums in float32; kFloat32
-    // turns it off. Everything else (norms, attention, softmax, the loss, the
-    // optimizer and the weights themselves) stays float32.
+    // `operand_dtype` (kBFloat16 or kFloat16) and sums in float32, and every
+    // attention rounds q, k and v (kept so for backward); kFloat32 turns it
+    // off. Everything else (norms, softmax, the loss, the optimizer and the
+    // weights themselves) stays float32.
     void set_precision(DType operand_dtype);
     DType precision() const { return precision_; }
 

@@ -5,6 +5,7 @@
 
 #include "data/images.h"
 #include "helpers.h"
+#include "nn/models.h"
 #include "tensor/backend.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/meta_backend.h"
@@ -197,4 +198,33 @@ TEST_CASE("recomputation and 16-bit operands shrink the predicted activations", 
     // Twice the batch, about twice the activations (the batch's share of the memory).
     MemoryPrediction twice = predict({"--batch", "16"});
     CHECK(twice.activations_mib == Approx(2 * fp32.activations_mib).epsilon(0.05));
+}
+
+TEST_CASE("16-bit attention keeps q, k, v and its output in 16 bits: half the bytes", "[memory][meta][mixed]") {
+    // On the meta device: a bfloat16 GPT-2's forward, with the attention op's
+    // operands in bfloat16 and then in float32 (its linear layers bfloat16
+    // both times). A float32 attention keeps q, k, v (views of the fused
+    // qkv output, 3 B T C floats) and its output (B T C): 16 B T C bytes per
+    // layer; the 16-bit one keeps four 16-bit copies, 8 B T C.
+    nn::TransformerConfig c = nn::gpt2_config();
+    c.n_layer = 3;
+    c.n_embd = 64;
+    c.n_head = 4;
+    c.vocab_size = 256;
+    c.block_size = 128;
+    const int64_t B = 8, T = 128;
+    Generator gen(5);
+    auto model = nn::make_model(c, gen, nn::Options{kFloat32, kMeta});
+    model->set_precision(kBFloat16);
+    auto activations = [&] {
+        ForwardMemoryProbe probe{kMeta};
+        Tensor ids = raw::zeros({B, T}, kInt64, kMeta);
+        Tensor loss = probe.measure([&] { return cross_entropy(model->forward(ids), ids); });
+        return (double)probe.largest_bytes;
+    };
+    double sixteen = activations();
+    nn::set_attention_operand_dtype(*model, kFloat32);
+    double thirty_two = activations();
+    double expected = c.n_layer * 8.0 * B * T * c.n_embd;
+    CHECK(thirty_two - sixteen == Approx(expected).epsilon(0.05));
 }

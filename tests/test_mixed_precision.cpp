@@ -1,4 +1,4 @@
-// Mixed precision: linear() with 16-bit operands (autograd/ops.h), a model's
+// Mixed precision: linear() and attention with 16-bit operands, a model's
 // precision policy (TransformerModel::set_precision), and float16's dynamic
 // loss scaling (optim/loss_scaler.h) inside train_step.
 //
@@ -121,6 +121,145 @@ TEST_CASE("linear with 16-bit operands: forward and backward are the products of
                 {"linear", "float64 operands and bfloat16"});
 }
 
+namespace {
+
+// Attention in float64, written out: P = softmax(scale q k^T, keys j > i
+// masked when causal), out = P v, one head n at a time; q [N, T, D],
+// k [N, S, D], v [N, S, Dv] as flat float64 vectors.
+struct AttentionReference {
+    int64_t N, T, S, D, Dv;
+    bool causal;
+    double scale;
+    std::vector<double> q, k, v;
+
+    std::vector<double> probs(int64_t n) const {  // [T, S]
+        std::vector<double> p(T * S, 0.0);
+        for (int64_t i = 0; i < T; ++i) {
+            int64_t visible = causal ? i + 1 : S;
+            double m = -INFINITY, total = 0;
+            for (int64_t j = 0; j < visible; ++j) {
+                double s = 0;
+                for (int64_t d = 0; d < D; ++d) s += q[(n * T + i) * D + d] * k[(n * S + j) * D + d];
+                p[i * S + j] = scale * s;
+                m = std::max(m, scale * s);
+            }
+            for (int64_t j = 0; j < visible; ++j) total += (p[i * S + j] = std::exp(p[i * S + j] - m));
+            for (int64_t j = 0; j < visible; ++j) p[i * S + j] /= total;
+        }
+        return p;
+    }
+    std::vector<double> out() const {
+        std::vector<double> o(N * T * Dv, 0.0);
+        for (int64_t n = 0; n < N; ++n) {
+            std::vector<double> p = probs(n);
+            for (int64_t i = 0; i < T; ++i)
+                for (int64_t j = 0; j < S; ++j)
+                    for (int64_t e = 0; e < Dv; ++e) o[(n * T + i) * Dv + e] += p[i * S + j] * v[(n * S + j) * Dv + e];
+        }
+        return o;
+    }
+    // The gradients for dout, with D_i = <dout_i, kept_out_i> (the softmax
+    // backward's row sum, from the output backward was given):
+    //   dv = P^T dout,  ds_ij = p_ij (<dout_i, v_j> - D_i),  dq = scale ds k,  dk = scale ds^T q.
+    std::vector<std::vector<double>> grads(const std::vector<double>& dout, const std::vector<double>& kept_out) const {
+        std::vector<double> dq(N * T * D, 0.0), dk(N * S * D, 0.0), dv(N * S * Dv, 0.0);
+        for (int64_t n = 0; n < N; ++n) {
+            std::vector<double> p = probs(n);
+            for (int64_t i = 0; i < T; ++i) {
+                const double* g = &dout[(n * T + i) * Dv];
+                double row_dot = 0;
+                for (int64_t e = 0; e < Dv; ++e) row_dot += g[e] * kept_out[(n * T + i) * Dv + e];
+                for (int64_t j = 0; j < S; ++j) {
+                    double pij = p[i * S + j], dp = 0;
+                    for (int64_t e = 0; e < Dv; ++e) {
+                        dp += g[e] * v[(n * S + j) * Dv + e];
+                        dv[(n * S + j) * Dv + e] += pij * g[e];
+                    }
+                    double ds = scale * pij * (dp - row_dot);
+                    for (int64_t d = 0; d < D; ++d) {
+                        dq[(n * T + i) * D + d] += ds * k[(n * S + j) * D + d];
+                        dk[(n * S + j) * D + d] += ds * q[(n * T + i) * D + d];
+                    }
+                }
+            }
+        }
+        return {dq, dk, dv};
+    }
+};
+
+double largest(const std::vector<double>& a) {
+    double m = 0;
+    for (double x : a) m = std::max(m, std::fabs(x));
+    return m;
+}
+
+// Every Attention below `m`.
+void attentions(const Module& m, std::vector<const Attention*>& out) {
+    if (auto* a = dynamic_cast<const Attention*>(&m)) out.push_back(a);
+    for (const auto& [child, module] : m.children()) attentions(*module, out);
+}
+
+}  // namespace
+
+TEST_CASE("attention with 16-bit operands: float32 attention of the rounded q, k, v; backward from a 16-bit output",
+          "[half][mixed][attention]") {
+    Generator gen(21);
+    // 150 queries and 170 keys: two query tiles and two key tiles of the CPU kernel.
+    for (DType dtype : {kBFloat16, kFloat16})
+        for (bool causal : {true, false}) {
+            const int64_t N = 3, T = 150, S = causal ? 150 : 170, D = 16, Dv = 16;
+            const double scale = 0.3;
+            INFO(dtype_name(dtype) << (causal ? " causal" : " full"));
+            Tensor q = raw::randn({N, T, D}, gen), k = raw::randn({N, S, D}, gen), v = raw::randn({N, S, Dv}, gen);
+            Tensor q16 = raw::to_dtype(q, dtype), k16 = raw::to_dtype(k, dtype), v16 = raw::to_dtype(v, dtype);
+            AttentionReference ref{N, T, S, D, Dv, causal, scale, rounded(q, dtype), rounded(k, dtype), rounded(v, dtype)};
+
+            raw::AttentionForward f = raw::attention(q16, k16, v16, causal, scale);
+            REQUIRE(f.out.dtype() == kFloat32);
+            REQUIRE(f.logsumexp.dtype() == kFloat32);
+            std::vector<double> out = ref.out();
+            check_values(f.out, out, 1e-5 * largest(out));
+
+            // Backward from the output rounded to 16 bits, as the op keeps it.
+            Tensor dout = raw::randn({N, T, Dv}, gen), out16 = raw::to_dtype(f.out, dtype);
+            raw::AttentionBackward d = raw::attention_backward(dout, q16, k16, v16, {out16, f.logsumexp}, causal, scale);
+            REQUIRE(d.dq.dtype() == kFloat32);
+            auto want = ref.grads(dout.to_vector(), rounded(f.out, dtype));
+            check_values(d.dq, want[0], 1e-5 * largest(want[0]));
+            check_values(d.dk, want[1], 1e-5 * largest(want[1]));
+            check_values(d.dv, want[2], 1e-5 * largest(want[2]));
+            // The 16-bit output costs about the operands' own rounding: the
+            // exact softmax row sums move dq by a few units of 2^-9, no more.
+            auto exact = ref.grads(dout.to_vector(), out);
+            std::vector<double> dq = d.dq.to_vector();
+            double moved = 0;
+            for (size_t i = 0; i < dq.size(); ++i) moved = std::max(moved, std::fabs(dq[i] - exact[0][i]));
+            CHECK(moved > 1e-4 * largest(exact[0]));
+            CHECK(moved < 0.02 * largest(exact[0]));
+
+            // The differentiable op: rounds float32 q, k, v itself, returns
+            // float32, and its gradients are the raw backward's, bit for bit.
+            Tensor qg = raw::to_dtype(q, kFloat32).set_requires_grad(true), kg = k.detach().set_requires_grad(true),
+                   vg = v.detach().set_requires_grad(true);
+            Tensor y = scaled_dot_product_attention(qg, kg, vg, causal, scale, dtype);
+            check_values(y, f.out.to_vector(), 0);
+            backward(sum(y * dout));
+            check_values(qg.grad(), d.dq.to_vector(), 0);
+            check_values(kg.grad(), d.dk.to_vector(), 0);
+            check_values(vg.grad(), d.dv.to_vector(), 0);
+        }
+    Tensor x = raw::randn({1, 4, 8}, gen);
+    check_error([&] { scaled_dot_product_attention(raw::to_dtype(x, kFloat64), x, x, true, 0, kBFloat16); },
+                {"attention", "float64 operands and bfloat16"});
+    check_error([&] { raw::attention(raw::to_dtype(x, kBFloat16), x, x, true, 0.3); },
+                {"attention: q, k, v must share a floating dtype, got bfloat16, float32, float32"});
+    raw::AttentionForward f = raw::attention(raw::to_dtype(x, kBFloat16), raw::to_dtype(x, kBFloat16),
+                                             raw::to_dtype(x, kBFloat16), true, 0.3);
+    check_error([&] { raw::attention_backward(raw::to_dtype(f.out, kBFloat16), raw::to_dtype(x, kBFloat16),
+                                              raw::to_dtype(x, kBFloat16), raw::to_dtype(x, kBFloat16), f, true, 0.3); },
+                {"attention_backward: the gradient is bfloat16 on cpu, the inputs bfloat16 on cpu"});
+}
+
 TEST_CASE("a model's precision reaches every linear layer and the tied head; logits stay close", "[half][mixed][models]") {
     for (TransformerConfig c : {small(gpt2_config()), small(llama_config())}) {
         INFO(to_string(c.family));
@@ -136,6 +275,10 @@ TEST_CASE("a model's precision reaches every linear layer and the tied head; log
             INFO(name);
             CHECK(layer->operand_dtype == kBFloat16);
         }
+        std::vector<const Attention*> attention_layers;
+        attentions(*model, attention_layers);
+        REQUIRE((int64_t)attention_layers.size() == c.n_layer);
+        for (const Attention* a : attention_layers) CHECK(a->operand_dtype == kBFloat16);
         Tensor mixed = model->forward(ids);
         // bfloat16 keeps 8 significant bits: the logits move by about 2^-8 of their size, not more.
         std::vector<double> a = full.to_vector(), b = mixed.to_vector();
@@ -158,6 +301,7 @@ TEST_CASE("a model's precision reaches every linear layer and the tied head; log
     Tensor plain = model->forward(ids);
     model->set_precision(kBFloat16);
     set_linear_operand_dtype(*model, kFloat32);
+    set_attention_operand_dtype(*model, kFloat32);
     std::vector<double> a = plain.to_vector(), b = model->forward(ids).to_vector();
     double worst = 0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));

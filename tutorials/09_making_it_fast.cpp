@@ -300,8 +300,9 @@ int main() {
         std::printf("%-12.9g %16.9g %16.9g %16.9g\n", v, f.item(), raw::to_dtype(raw::to_dtype(f, kBFloat16), kFloat32).item(),
                     raw::to_dtype(raw::to_dtype(f, kFloat16), kFloat32).item());
     }
-    // The same step with bfloat16 products (train --precision bf16): every
-    // linear layer rounds its operands and keeps the 16-bit copies.
+    // The same step with bfloat16 operands (train --precision bf16): every
+    // linear layer rounds its operands, every attention its q, k and v, and
+    // both keep the 16-bit copies for backward.
     Measured bf16 = one_step(false, kBFloat16), bf16_recomputed = one_step(true, kBFloat16);
     double largest = 0, error = 0;
     for (size_t i = 0; i < kept.grads.size(); ++i)
@@ -310,12 +311,12 @@ int main() {
             error = std::max(error, std::fabs(kept.grads[i][j] - bf16.grads[i][j]));
         }
     for (int again = 0; again < 2; ++again) bf16.ms = std::min(bf16.ms, one_step(false, kBFloat16).ms);
-    std::printf("\nbfloat16 products, the same forward and backward:\n");
+    std::printf("\nbfloat16 operands, the same forward and backward:\n");
     std::printf("  activations kept:       peak %6.1f MiB above the weights and their gradients\n", bf16.activations_mib);
     std::printf("  activations recomputed: peak %6.1f MiB above the weights and their gradients\n",
                 bf16_recomputed.activations_mib);
     std::printf("  largest difference from the float32 gradients: %.1e of the largest gradient\n", error / largest);
-    std::printf("  time: float32 %.0f ms, bfloat16 products %.0f ms (%.2fx)\n", kept.ms, bf16.ms, bf16.ms / kept.ms);
+    std::printf("  time: float32 %.0f ms, bfloat16 operands %.0f ms (%.2fx)\n", kept.ms, bf16.ms, bf16.ms / kept.ms);
     expect(bf16.activations_mib < kept.activations_mib, "16-bit copies to take less memory than float32 activations");
     expect(error / largest < 0.05, "bfloat16 gradients within a few percent of float32's");
     write_packing_picture("09-packing.gp");

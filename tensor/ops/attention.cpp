@@ -76,9 +76,15 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
     if (causal && q.size(-2) > k.size(-2))
         fail(op, "causal attention needs at least as many keys as queries, got T=" + std::to_string(q.size(-2)) +
                      " and S=" + std::to_string(k.size(-2)));
-    check_compute_dtype(q.dtype(), "attention");
-    if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
-        fail(op, "q, k, v must share a floating dtype");
+    if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !(is_floating(q.dtype()) || is_16bit_float(q.dtype())))
+        fail(op, std::string("q, k, v must share a floating dtype, got ") + dtype_name(q.dtype()) + ", " +
+                     dtype_name(k.dtype()) + ", " + dtype_name(v.dtype()));
+    // 16-bit operands (mixed precision): the kernels compute in float32, so
+    // the 16-bit numbers are widened (exactly) and the float32 kernel runs;
+    // out and logsumexp are float32, as a 16-bit matmul's product is. What
+    // the 16 bits save is what the differentiable op keeps for backward.
+    if (is_16bit_float(q.dtype()))
+        return attention(to_dtype(q, kFloat32), to_dtype(k, kFloat32), to_dtype(v, kFloat32), causal, scale);
     Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
     int64_t N = qb.size(0), T = qb.size(1);
     Tensor out = empty({N, T, vb.size(2)}, q.dtype(), q.device());
@@ -95,9 +101,15 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
     if (dout.shape() != saved.out.shape())
         fail("attention_backward", "gradient " + shape_str(dout.shape()) + " does not match the output " +
                                        shape_str(saved.out.shape()));
-    if (dout.dtype() != q.dtype() || dout.device() != q.device())
+    if (dout.dtype() != product_dtype(q.dtype()) || dout.device() != q.device())
         fail("attention_backward", std::string("the gradient is ") + dtype_name(dout.dtype()) + " on " + dout.device().str() +
                                        ", the inputs " + dtype_name(q.dtype()) + " on " + q.device().str());
+    // 16-bit operands, and an output kept in 16 bits: widened, as forward
+    // widens them; the gradients are float32.
+    auto widened = [](const Tensor& t) { return is_16bit_float(t.dtype()) ? to_dtype(t, kFloat32) : t; };
+    if (is_16bit_float(q.dtype()) || is_16bit_float(saved.out.dtype()))
+        return attention_backward(dout, widened(q), widened(k), widened(v), {widened(saved.out), saved.logsumexp},
+                                  causal, scale);
     Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
     AttentionBackward grads{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
                         empty(vb.shape(), q.dtype(), q.device())};
@@ -123,6 +135,32 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     // dV = P^T dO; dZ = P (dP - rowsum(dP P)) with dP = dO V^T; dQ = s dZ K; dK = s dZ^T Q.
     return record("Attention", f.out, {q, k, v}, [q, k, v, saved, causal, scale](const Tensor& g) {
         raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, saved, causal, scale);
+        return Grads{d.dq, d.dk, d.dv};
+    });
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                                    DType operand_dtype) {
+    if (!is_16bit_float(operand_dtype)) return scaled_dot_product_attention(q, k, v, causal, scale);
+    if (q.dtype() != kFloat32)
+        fail("attention", std::string("rounds float32 operands to bfloat16 or float16, got ") + dtype_name(q.dtype()) +
+                              " operands and " + dtype_name(operand_dtype));
+    if (q.dim() < 2) fail("attention", "q needs at least 2 dims [..., T, D], got " + shape_str(q.shape()));
+    if (scale <= 0) scale = 1.0 / std::sqrt((double)q.size(-1));
+    // Mixed precision, as linear's (ops_linalg.cpp): q, k and v rounded to
+    // 16 bits, scores, softmax and P V in float32 (a product of two 16-bit
+    // numbers is exact in float32), out float32. Backward keeps the 16-bit
+    // q, k, v and a 16-bit copy of out (for D_i = <dout_i, out_i>): half the
+    // bytes of the float32 op's saved tensors. The roundings' gradient is
+    // taken as 1 (straight-through), and D_i from the rounded out differs
+    // from the exact one by a relative 2^-9 (bfloat16) at most, the size of
+    // the operands' own rounding.
+    Tensor q16 = raw::to_dtype(q, operand_dtype), k16 = raw::to_dtype(k, operand_dtype),
+           v16 = raw::to_dtype(v, operand_dtype);
+    raw::AttentionForward f = raw::attention(q16, k16, v16, causal, scale);
+    raw::AttentionForward saved{raw::to_dtype(f.out, operand_dtype), f.logsumexp};
+    return record("Attention", f.out, {q, k, v}, [q16, k16, v16, saved, causal, scale](const Tensor& g) {
+        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q16, k16, v16, saved, causal, scale);
         return Grads{d.dq, d.dk, d.dv};
     });
 }

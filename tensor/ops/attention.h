@@ -13,7 +13,8 @@
 
 namespace nc {
 
-// q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous -> out [N, T, Dv],
+// q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous and of one
+// float dtype (never 16-bit: the raw op widens those) -> out [N, T, Dv],
 // and logsumexp [N, T] = log of each softmax row's denominator (in units of
 // the scaled scores), all backward needs to rebuild the probabilities tile
 // by tile.
@@ -43,5 +44,10 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
 // 1/sqrt(D). One fused kernel each way.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                     double scale = 0);
+// Mixed precision (train --precision): q, k and v rounded to `operand_dtype`
+// (bfloat16 or float16), the rest in float32, the 16-bit values kept for
+// backward; kFloat32 is the op above.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                                    DType operand_dtype);
 
 }  // namespace nc
