@@ -313,6 +313,7 @@ test:
 	for n in 67 101; do tools/gemm_ladder.sh $(BUILD) $$n || exit 1; done > $(BUILD)/tutorials/09_gemm_ladder.log \
 	  || { cat $(BUILD)/tutorials/09_gemm_ladder.log; echo "the GEMM ladder failed"; exit 1; }
 	tools/chapter_outputs.sh check $(BUILD)
+	tools/prose_numbers.sh
 	tools/pictures.sh $(BUILD) $(BUILD)/pictures
 	tools/run_exercises.sh $(BUILD)
 	tests/cli_test.sh $(BUILD)

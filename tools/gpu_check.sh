@@ -17,7 +17,7 @@
 #      (tolerance 3%); `normcore memory --device cuda`'s predicted peak
 #      against the cuda runs' measured one (fp32 and bf16, tolerance 10%);
 #   4. `normcore bench --device cuda` at GPT-2 small and 124M, float32 and
-#      with bf16/fp16 products;
+#      with bf16/fp16 operands;
 #   5. PyTorch eager on the same steps (bench/compare_pytorch.py --device cuda),
 #      fp32 with TF32 off and on (normcore: NORMCORE_TF32=1);
 #   6. interop with transformers (tools/hf_interop.py): GPT2LMHeadModel,
@@ -134,7 +134,7 @@ for model in gpt2 llama vit; do
 done
 
 # 3'. Mixed precision on the device (cublasGemmEx with 16-bit operands): GPT-2
-# with bf16 and fp16 products against the float32 CPU run (tolerance 3%).
+# with bf16 and fp16 operands against the float32 CPU run (tolerance 3%).
 for p in bf16 fp16; do
   if [ $dry -eq 1 ]; then skip "train_gpt2_cuda_$p" "dry run"; continue; fi
   run "train_gpt2_cuda_$p" "$bin/normcore" train --model gpt2 --data "$data/text.txt" --seq 64 --batch 8 "${common[@]}" \
@@ -144,7 +144,7 @@ done
 
 # 3''. Memory: `normcore memory`'s prediction (a dry run on the meta device,
 # no GPU needed) beside the peak the device's training run measured, GPT-2
-# in float32 and with bf16 products. Within 10% (the CUDA kernels' own
+# in float32 and with bf16 operands. Within 10% (the CUDA kernels' own
 # scratch is not in the prediction).
 for p in fp32 bf16; do
   trained="train_gpt2_$device"; [ "$p" = bf16 ] && trained="train_gpt2_cuda_bf16"

@@ -141,7 +141,7 @@ MemoryPrediction predict_memory(const Flags& flags) {
     if (B <= 0 || T <= 0) throw Error("flags --batch and --seq must be positive");
     p.model = describe(cfg);
     p.run = "batch " + std::to_string(B) + (text ? " x " + std::to_string(T) + " tokens" : " images") + ", " +
-            flags.str("precision") + " products, activations " + (flags.on("recompute") ? "recomputed" : "kept") +
+            flags.str("precision") + " operands, activations " + (flags.on("recompute") ? "recomputed" : "kept") +
             (accum > 1 ? ", " + std::to_string(accum) + " micro-batches per step" : "") + ", " + flags.str("optimizer");
 
     const Backend& meta = meta_backend();

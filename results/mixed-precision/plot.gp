@@ -3,7 +3,7 @@
 set terminal pngcairo size 1200,800 font "sans,11"
 set output "results/mixed-precision/losses.png"
 set datafile separator ","
-set multiplot layout 2,2 title "The same runs with float32, bfloat16 and float16 products (train --precision), 1,500 steps"
+set multiplot layout 2,2 title "The same runs with float32, bfloat16 and float16 operands (train --precision), 1,500 steps"
 do for [model in "gpt2 llama"] {
   set title model." L4 C128: training loss (50-step mean)"
   set xlabel "step"; set ylabel "loss"; set key top right
