@@ -223,8 +223,8 @@ Device parse_device(const std::string& name) {
 
 FlagSpec precision_flag() {
     return {"precision", "fp32",
-            "fp32 | bf16 | fp16: the dtype every linear layer's product reads (rounded to it; sums, weights, norms, "
-            "attention, softmax and the loss stay float32); fp16 trains with dynamic loss scaling"};
+            "fp32 | bf16 | fp16: the dtype every linear layer's operands and attention's q, k, v are rounded to "
+            "(sums, weights, norms, softmax and the loss stay float32); fp16 trains with dynamic loss scaling"};
 }
 
 DType parse_precision(const std::string& name) {
