@@ -6,7 +6,7 @@
 // In a header of their own so that the CPU emulator (tests/cuda_emulator)
 // runs these very kernels in CI.
 //
-// Shapes: x, u, y, dy, dx, du [rows, C]; alpha [1]; dalpha_rows [rows].
+// Shapes: x, u, y, dy, dx, du [rows, d]; alpha [1]; dalpha_rows [rows].
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,10 +22,10 @@ namespace cuda {
 
 // s = <x, x> and ux = <u, x> of one row, summed by the whole block.
 template <typename T>
-__device__ void row_dots(const T* xr, const T* ur, int64_t C, double& s, double& ux) {
+__device__ void row_dots(const T* xr, const T* ur, int64_t d, double& s, double& ux) {
     s = 0;
     ux = 0;
-    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
         s += (double)xr[i] * xr[i];
         ux += (double)ur[i] * xr[i];
     }
@@ -34,70 +34,70 @@ __device__ void row_dots(const T* xr, const T* ur, int64_t C, double& s, double&
 }
 
 template <typename T>
-__global__ void geodesic_kernel(const T* x, const T* u, const T* alpha_ptr, T* y, int64_t rows, int64_t C) {
+__global__ void geodesic_kernel(const T* x, const T* u, const T* alpha_ptr, T* y, int64_t rows, int64_t d) {
     double alpha = *alpha_ptr;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T *xr = x + r * C, *ur = u + r * C;
+        const T *xr = x + r * d, *ur = u + r * d;
         double s = 0, ux = 0;
-        row_dots(xr, ur, C, s, ux);
+        row_dots(xr, ur, d, s, ux);
         if (s == 0) {  // no sphere through x = 0: plain residual add
-            for (int64_t i = threadIdx.x; i < C; i += blockDim.x) y[r * C + i] = xr[i] + ur[i];
+            for (int64_t i = threadIdx.x; i < d; i += blockDim.x) y[r * d + i] = xr[i] + ur[i];
             continue;
         }
         double c = ux / s, ww = 0;
-        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
             double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
         }
-        SphereCoefficients k = sphere_coefficients(block_sum(ww) / s);
-        for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
-            y[r * C + i] = (T)geodesic_output(k, alpha, xr[i], geodesic_tangent(ur[i], xr[i], c));
+        SphereCoefficients coef = sphere_coefficients(block_sum(ww) / s);
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+            y[r * d + i] = (T)geodesic_output(coef, alpha, xr[i], geodesic_tangent(ur[i], xr[i], c));
     }
 }
 
 template <typename T>
 __global__ void geodesic_backward_kernel(const T* dy, const T* x, const T* u, const T* alpha_ptr, T* dx, T* du,
-                                         T* dalpha, int64_t rows, int64_t C) {
+                                         T* dalpha, int64_t rows, int64_t d) {
     double alpha = *alpha_ptr;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T *dyr = dy + r * C, *xr = x + r * C, *ur = u + r * C;
+        const T *dyr = dy + r * d, *xr = x + r * d, *ur = u + r * d;
         double s = 0, ux = 0;
-        row_dots(xr, ur, C, s, ux);
+        row_dots(xr, ur, d, s, ux);
         if (s == 0) {  // the fallback y = x + u
-            for (int64_t i = threadIdx.x; i < C; i += blockDim.x) dx[r * C + i] = du[r * C + i] = dyr[i];
+            for (int64_t i = threadIdx.x; i < d; i += blockDim.x) dx[r * d + i] = du[r * d + i] = dyr[i];
             if (threadIdx.x == 0) dalpha[r] = 0;
             continue;
         }
         double c = ux / s;
-        // Pass 1: ww = <w,w>, a = <dy,x>, b = <dy,w>.
-        double ww = 0, a = 0, b = 0;
-        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+        // Pass 1: ww = <w,w>, gx = <dy,x>, gw = <dy,w>.
+        double ww = 0, gx = 0, gw = 0;
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
             double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
-            a += (double)dyr[i] * xr[i];
-            b += (double)dyr[i] * w;
+            gx += (double)dyr[i] * xr[i];
+            gw += (double)dyr[i] * w;
         }
         ww = block_sum(ww);
-        a = block_sum(a);
-        b = block_sum(b);
-        GeodesicRowGrad g = geodesic_row_grad(alpha, s, c, ww, a, b);
-        // Pass 2: dL/dalpha = <h, v> and kx = <alpha h, x>.
-        double h_dot_v = 0, kx = 0;
-        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+        gx = block_sum(gx);
+        gw = block_sum(gw);
+        GeodesicRowGrad rg = geodesic_row_grad(alpha, s, c, ww, gx, gw);
+        // Pass 2: dL/dalpha = <dw, v> and dvx = <dL/dv, x> = <alpha dw, x>.
+        double dw_dot_v = 0, dvx = 0;
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
             double v = geodesic_tangent(ur[i], xr[i], c);
-            double h = geodesic_h(g, dyr[i], v);
-            h_dot_v += h * v;
-            kx += alpha * h * xr[i];
+            double dw = geodesic_dw(rg, dyr[i], v);
+            dw_dot_v += dw * v;
+            dvx += alpha * dw * xr[i];
         }
-        h_dot_v = block_sum(h_dot_v);
-        kx = block_sum(kx);
-        if (threadIdx.x == 0) dalpha[r] = (T)h_dot_v;
+        dw_dot_v = block_sum(dw_dot_v);
+        dvx = block_sum(dvx);
+        if (threadIdx.x == 0) dalpha[r] = (T)dw_dot_v;
         // Pass 3: du and dx, element by element.
-        for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
             double dxi, dui;
-            geodesic_input_grads(g, kx, dyr[i], xr[i], ur[i], &dxi, &dui);
-            dx[r * C + i] = (T)dxi;
-            du[r * C + i] = (T)dui;
+            geodesic_input_grads(rg, dvx, dyr[i], xr[i], ur[i], &dxi, &dui);
+            dx[r * d + i] = (T)dxi;
+            du[r * d + i] = (T)dui;
         }
     }
 }

@@ -6,7 +6,7 @@
 // The formulas, per row and per element, are geodesic_update.h's (shared
 // with the CUDA kernels); here are the loops that sum over a row and call them.
 //
-// Shapes: x, u, y, dy, dx, du [rows, C]; alpha [1]; the kernel's
+// Shapes: x, u, y, dy, dx, du [rows, d]; alpha [1]; the kernel's
 // dalpha_rows [rows].
 
 #include <cmath>
@@ -77,30 +77,30 @@ namespace cpu {
 template <typename T>
 static void geodesic_typed(const Tensor& x_tensor, const Tensor& u_tensor, const Tensor& alpha_tensor,
                            const Tensor& out_tensor) {
-    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    int64_t rows = x_tensor.size(0), d = x_tensor.size(1);
     const T *x = ptr_or_null<T>(x_tensor), *u = ptr_or_null<T>(u_tensor);
     double alpha = *ptr_or_null<T>(alpha_tensor);
     T* y = mut_or_null<T>(out_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * d >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
-        const T *xr = x + r * C, *ur = u + r * C;
-        T* yr = y + r * C;
+        const T *xr = x + r * d, *ur = u + r * d;
+        T* yr = y + r * d;
         double s = 0, ux = 0;
-        for (int64_t i = 0; i < C; ++i) {
+        for (int64_t i = 0; i < d; ++i) {
             s += (double)xr[i] * xr[i];
             ux += (double)ur[i] * xr[i];
         }
         if (s == 0) {  // no sphere through x = 0: plain residual add
-            for (int64_t i = 0; i < C; ++i) yr[i] = xr[i] + ur[i];
+            for (int64_t i = 0; i < d; ++i) yr[i] = xr[i] + ur[i];
             continue;
         }
         double c = ux / s, ww = 0;
-        for (int64_t i = 0; i < C; ++i) {
+        for (int64_t i = 0; i < d; ++i) {
             double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
         }
-        SphereCoefficients k = sphere_coefficients(ww / s);
-        for (int64_t i = 0; i < C; ++i) yr[i] = (T)geodesic_output(k, alpha, xr[i], geodesic_tangent(ur[i], xr[i], c));
+        SphereCoefficients coef = sphere_coefficients(ww / s);
+        for (int64_t i = 0; i < d; ++i) yr[i] = (T)geodesic_output(coef, alpha, xr[i], geodesic_tangent(ur[i], xr[i], c));
     }
 }
 
@@ -108,47 +108,47 @@ template <typename T>
 static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, const Tensor& u_tensor,
                                     const Tensor& alpha_tensor, const Tensor& dx_tensor, const Tensor& du_tensor,
                                     const Tensor& dalpha_tensor) {
-    int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
+    int64_t rows = x_tensor.size(0), d = x_tensor.size(1);
     const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *u = ptr_or_null<T>(u_tensor);
     double alpha = *ptr_or_null<T>(alpha_tensor);
     T *dx = mut_or_null<T>(dx_tensor), *du = mut_or_null<T>(du_tensor), *dalpha = mut_or_null<T>(dalpha_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * d >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
-        const T *dyr = dy + r * C, *xr = x + r * C, *ur = u + r * C;
-        T *dxr = dx + r * C, *dur = du + r * C;
+        const T *dyr = dy + r * d, *xr = x + r * d, *ur = u + r * d;
+        T *dxr = dx + r * d, *dur = du + r * d;
         double s = 0, ux = 0;
-        for (int64_t i = 0; i < C; ++i) {
+        for (int64_t i = 0; i < d; ++i) {
             s += (double)xr[i] * xr[i];
             ux += (double)ur[i] * xr[i];
         }
         if (s == 0) {  // the fallback y = x + u
-            for (int64_t i = 0; i < C; ++i) dxr[i] = dur[i] = dyr[i];
+            for (int64_t i = 0; i < d; ++i) dxr[i] = dur[i] = dyr[i];
             dalpha[r] = 0;
             continue;
         }
         double c = ux / s;
-        // Pass 1: ww = <w,w>, a = <dy,x>, b = <dy,w>.
-        double ww = 0, a = 0, b = 0;
-        for (int64_t i = 0; i < C; ++i) {
+        // Pass 1: ww = <w,w>, gx = <dy,x>, gw = <dy,w>.
+        double ww = 0, gx = 0, gw = 0;
+        for (int64_t i = 0; i < d; ++i) {
             double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
-            a += (double)dyr[i] * xr[i];
-            b += (double)dyr[i] * w;
+            gx += (double)dyr[i] * xr[i];
+            gw += (double)dyr[i] * w;
         }
-        GeodesicRowGrad g = geodesic_row_grad(alpha, s, c, ww, a, b);
-        // Pass 2: dL/dalpha = <h, v> and kx = <alpha h, x>.
-        double h_dot_v = 0, kx = 0;
-        for (int64_t i = 0; i < C; ++i) {
+        GeodesicRowGrad rg = geodesic_row_grad(alpha, s, c, ww, gx, gw);
+        // Pass 2: dL/dalpha = <dw, v> and dvx = <dL/dv, x> = <alpha dw, x>.
+        double dw_dot_v = 0, dvx = 0;
+        for (int64_t i = 0; i < d; ++i) {
             double v = geodesic_tangent(ur[i], xr[i], c);
-            double h = geodesic_h(g, dyr[i], v);
-            h_dot_v += h * v;
-            kx += alpha * h * xr[i];
+            double dw = geodesic_dw(rg, dyr[i], v);
+            dw_dot_v += dw * v;
+            dvx += alpha * dw * xr[i];
         }
-        dalpha[r] = (T)h_dot_v;
+        dalpha[r] = (T)dw_dot_v;
         // Pass 3: du and dx, element by element.
-        for (int64_t i = 0; i < C; ++i) {
+        for (int64_t i = 0; i < d; ++i) {
             double dxi, dui;
-            geodesic_input_grads(g, kx, dyr[i], xr[i], ur[i], &dxi, &dui);
+            geodesic_input_grads(rg, dvx, dyr[i], xr[i], ur[i], &dxi, &dui);
             dxr[i] = (T)dxi;
             dur[i] = (T)dui;
         }

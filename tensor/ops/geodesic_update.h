@@ -14,7 +14,7 @@
 
 namespace nc {
 
-// x, u, out, dy, dx, du: contiguous [rows, C]; alpha: one element (the step
+// x, u, out, dy, dx, du: contiguous [rows, d]; alpha: one element (the step
 // size); dalpha_rows: [rows], each row's contribution to dL/dalpha.
 struct GeodesicKernels {
     void (*forward)(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out);
@@ -34,41 +34,42 @@ struct GeodesicKernels {
 // v_i, element i of u's tangent part.
 NC_HOST_DEVICE inline double geodesic_tangent(double u, double x, double c) { return u - c * x; }
 // y_i = C x_i + S alpha v_i.
-NC_HOST_DEVICE inline double geodesic_output(const SphereCoefficients& k, double alpha, double x, double v) {
-    return k.C * x + k.S * alpha * v;
+NC_HOST_DEVICE inline double geodesic_output(const SphereCoefficients& coef, double alpha, double x, double v) {
+    return coef.C * x + coef.S * alpha * v;
 }
 
-// Backward (tutorial 8 derives it), in three passes over the row:
-//   1. ww = <w,w>, a = <dy,x>, b = <dy,w>        -> geodesic_row_grad
-//   2. h = dL/dw (geodesic_h); dL/dalpha = <h,v>; kx = <alpha h, x>
+// Backward (tutorial 8 derives it, in these names), in three passes over
+// the row, g = dL/dy:
+//   1. ww = <w,w>, gx = <g,x>, gw = <g,w>          -> geodesic_row_grad
+//   2. dw = dL/dw (geodesic_dw); dL/dalpha = <dw,v>; dvx = <dL/dv, x> = <alpha dw, x>
 //   3. du and dx per element (geodesic_input_grads)
 struct GeodesicRowGrad {
-    SphereCoefficients k;
+    SphereCoefficients coef;
     double alpha, s, c, q;
-    double gam;  // dL/dq = -(S/2) a + S' b
+    double dq;  // dL/dq = -(S/2) gx + S' gw
 };
-NC_HOST_DEVICE inline GeodesicRowGrad geodesic_row_grad(double alpha, double s, double c, double ww, double a,
-                                                        double b) {
-    GeodesicRowGrad g;
-    g.alpha = alpha;
-    g.s = s;
-    g.c = c;
-    g.q = ww / s;
-    g.k = sphere_coefficients(g.q);
-    g.gam = -(g.k.S / 2) * a + g.k.dS * b;
-    return g;
+NC_HOST_DEVICE inline GeodesicRowGrad geodesic_row_grad(double alpha, double s, double c, double ww, double gx,
+                                                        double gw) {
+    GeodesicRowGrad r;
+    r.alpha = alpha;
+    r.s = s;
+    r.c = c;
+    r.q = ww / s;
+    r.coef = sphere_coefficients(r.q);
+    r.dq = -(r.coef.S / 2) * gx + r.coef.dS * gw;
+    return r;
 }
-// h_i = dL/dw_i = S dy_i + (2 gam / s) w_i.
-NC_HOST_DEVICE inline double geodesic_h(const GeodesicRowGrad& g, double dy, double v) {
-    return g.k.S * dy + (2 * g.gam / g.s) * g.alpha * v;
+// dw_i = dL/dw_i = S g_i + (2 dq / s) w_i.
+NC_HOST_DEVICE inline double geodesic_dw(const GeodesicRowGrad& r, double g, double v) {
+    return r.coef.S * g + (2 * r.dq / r.s) * r.alpha * v;
 }
-// du = P_x(alpha h); dx through C, S, q (w fixed) and through the projection v(x).
-NC_HOST_DEVICE inline void geodesic_input_grads(const GeodesicRowGrad& g, double kx, double dy, double x, double u,
+// du = P_x(dL/dv); dx through C, S, q (w fixed) and through the projection v(x).
+NC_HOST_DEVICE inline void geodesic_input_grads(const GeodesicRowGrad& r, double dvx, double g, double x, double u,
                                                 double* dx, double* du) {
-    double v = geodesic_tangent(u, x, g.c);
-    double kv = g.alpha * geodesic_h(g, dy, v);  // dL/dv_i
-    *du = kv - (kx / g.s) * x;
-    *dx = g.k.C * dy - (2 * g.gam * g.q / g.s) * x - (kx / g.s) * u + (2 * g.c * kx / g.s) * x - g.c * kv;
+    double v = geodesic_tangent(u, x, r.c);
+    double dv = r.alpha * geodesic_dw(r, g, v);  // dL/dv_i
+    *du = dv - (dvx / r.s) * x;
+    *dx = r.coef.C * g - (2 * r.dq * r.q / r.s) * x - (dvx / r.s) * u + (2 * r.c * dvx / r.s) * x - r.c * dv;
 }
 
 namespace raw {
