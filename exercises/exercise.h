@@ -60,6 +60,19 @@ inline void expect_close(double got, double want, double tol, const std::string&
         throw std::runtime_error(what + ": got " + number(got) + ", expected " + number(want));
 }
 
+// The central difference (f(value + h) - f(value - h)) / 2h of a loss f that
+// reads `value` (a number of an input, which is restored afterwards): what
+// the backward exercises compare each gradient with, in float64.
+inline double central_difference(double& value, double h, const std::function<double()>& f) {
+    const double kept = value;
+    value = kept + h;
+    double up = f();
+    value = kept - h;
+    double down = f();
+    value = kept;
+    return (up - down) / (2 * h);
+}
+
 // The largest |a_i - b_i| (tensors' values: Tensor::to_vector()).
 inline double largest_difference(const std::vector<double>& a, const std::vector<double>& b) {
     if (a.size() != b.size()) throw std::runtime_error("compared " + std::to_string(a.size()) + " values with " + std::to_string(b.size()));

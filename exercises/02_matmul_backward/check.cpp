@@ -37,15 +37,9 @@ int main() {
             return total;
         };
         auto check = [&](const std::string& name, const std::vector<double>& got, std::vector<double>& values) {
-            for (size_t i = 0; i < values.size(); ++i) {
-                const double h = 1e-5, kept = values[i];
-                values[i] = kept + h;
-                double up = loss();
-                values[i] = kept - h;
-                double down = loss();
-                values[i] = kept;
-                exercise::expect_close(got[i], (up - down) / (2 * h), 1e-8, name + "[" + std::to_string(i) + "]");
-            }
+            for (size_t i = 0; i < values.size(); ++i)
+                exercise::expect_close(got[i], exercise::central_difference(values[i], 1e-5, loss), 1e-8,
+                                       name + "[" + std::to_string(i) + "]");
         };
         check("dX", g.dX, X);
         check("dW", g.dW, W);

@@ -31,16 +31,6 @@ double loss(const std::vector<double>& x, int64_t rows, int64_t C, const std::ve
     return total;
 }
 
-double numeric(double& value, double h, const std::function<double()>& f) {
-    const double kept = value;
-    value = kept + h;
-    double up = f();
-    value = kept - h;
-    double down = f();
-    value = kept;
-    return (up - down) / (2 * h);
-}
-
 void check_case(const std::string& name, std::vector<double> x, int64_t rows, int64_t C, double spread) {
     Generator gen(3);
     std::vector<double> dy = raw::randn({rows, C}, gen, kFloat64).to_vector();
@@ -52,11 +42,11 @@ void check_case(const std::string& name, std::vector<double> x, int64_t rows, in
     auto f = [&] { return loss(x, rows, C, gamma, beta, eps, dy); };
     // dx is of size 1 / spread; the step and the tolerance scale with it.
     for (size_t k = 0; k < x.size(); ++k)
-        exercise::expect_close(g.dx[k] * spread, numeric(x[k], 1e-6 * spread, f) * spread, 1e-6,
+        exercise::expect_close(g.dx[k] * spread, exercise::central_difference(x[k], 1e-6 * spread, f) * spread, 1e-6,
                                name + ": dL/dx[" + std::to_string(k) + "] (times the spread)");
     for (int64_t j = 0; j < C; ++j) {
-        exercise::expect_close(g.dgamma[j], numeric(gamma[j], 1e-6, f), 1e-6, name + ": dL/dgamma[" + std::to_string(j) + "]");
-        exercise::expect_close(g.dbeta[j], numeric(beta[j], 1e-6, f), 1e-6, name + ": dL/dbeta[" + std::to_string(j) + "]");
+        exercise::expect_close(g.dgamma[j], exercise::central_difference(gamma[j], 1e-6, f), 1e-6, name + ": dL/dgamma[" + std::to_string(j) + "]");
+        exercise::expect_close(g.dbeta[j], exercise::central_difference(beta[j], 1e-6, f), 1e-6, name + ": dL/dbeta[" + std::to_string(j) + "]");
     }
     Tensor xt = raw::from_vector(x, {rows, C}), gt = raw::from_vector(gamma, {C}), bt = raw::from_vector(beta, {C});
     raw::NormForward saved = raw::layer_norm(xt, gt, bt, eps);

@@ -36,15 +36,7 @@ int main() {
                 for (int64_t i = 0; i < C; ++i) total += dy[i] * (s[i] - mean) / std::sqrt(var + eps);
                 return total;
             };
-            auto numeric = [&](double& value) {
-                const double h = 1e-6, kept = value;
-                value = kept + h;
-                double up = loss();
-                value = kept - h;
-                double down = loss();
-                value = kept;
-                return (up - down) / (2 * h);
-            };
+            auto numeric = [&](double& value) { return exercise::central_difference(value, 1e-6, loss); };
             for (int64_t j = 0; j < C; ++j) exercise::expect_close(g.dx[j], numeric(x[j]), 1e-7, where + "dx[" + std::to_string(j) + "]");
             for (int64_t k = 0; k < C * C; ++k) exercise::expect_close(g.dW[k], numeric(W[k]), 1e-7, where + "dW[" + std::to_string(k) + "]");
         }

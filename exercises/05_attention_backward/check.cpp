@@ -33,16 +33,6 @@ double loss(const std::vector<double>& q, const std::vector<double>& k, const st
     return total;
 }
 
-double numeric(double& value, const std::function<double()>& f) {
-    const double h = 1e-6, kept = value;
-    value = kept + h;
-    double up = f();
-    value = kept - h;
-    double down = f();
-    value = kept;
-    return (up - down) / (2 * h);
-}
-
 }  // namespace
 
 int main() {
@@ -57,9 +47,9 @@ int main() {
         exercise::expect(g.dq.size() == q.size() && g.dk.size() == k.size() && g.dv.size() == v.size(),
                          "dq, dk and dv must be shaped as q, k and v");
         auto f = [&] { return loss(q, k, v, T, D, Dv, scale, dout); };
-        for (size_t i = 0; i < q.size(); ++i) exercise::expect_close(g.dq[i], numeric(q[i], f), 1e-7, "dq[" + std::to_string(i) + "]");
-        for (size_t i = 0; i < k.size(); ++i) exercise::expect_close(g.dk[i], numeric(k[i], f), 1e-7, "dk[" + std::to_string(i) + "]");
-        for (size_t i = 0; i < v.size(); ++i) exercise::expect_close(g.dv[i], numeric(v[i], f), 1e-7, "dv[" + std::to_string(i) + "]");
+        for (size_t i = 0; i < q.size(); ++i) exercise::expect_close(g.dq[i], exercise::central_difference(q[i], 1e-6, f), 1e-7, "dq[" + std::to_string(i) + "]");
+        for (size_t i = 0; i < k.size(); ++i) exercise::expect_close(g.dk[i], exercise::central_difference(k[i], 1e-6, f), 1e-7, "dk[" + std::to_string(i) + "]");
+        for (size_t i = 0; i < v.size(); ++i) exercise::expect_close(g.dv[i], exercise::central_difference(v[i], 1e-6, f), 1e-7, "dv[" + std::to_string(i) + "]");
         Tensor qt = raw::from_vector(q, {1, T, D}), kt = raw::from_vector(k, {1, T, D}), vt = raw::from_vector(v, {1, T, Dv});
         raw::AttentionForward fwd = raw::attention(qt, kt, vt, true, scale);
         raw::AttentionBackward lib = raw::attention_backward(raw::from_vector(dout, {1, T, Dv}), qt, kt, vt, fwd, true, scale);

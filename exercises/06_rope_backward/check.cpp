@@ -33,15 +33,8 @@ int main() {
                 }
             return total;
         };
-        for (size_t k = 0; k < x.size(); ++k) {
-            const double h = 1e-6, kept = x[k];
-            x[k] = kept + h;
-            double up = loss();
-            x[k] = kept - h;
-            double down = loss();
-            x[k] = kept;
-            exercise::expect_close(dx[k], (up - down) / (2 * h), 1e-7, "dx[" + std::to_string(k) + "]");
-        }
+        for (size_t k = 0; k < x.size(); ++k)
+            exercise::expect_close(dx[k], exercise::central_difference(x[k], 1e-6, loss), 1e-7, "dx[" + std::to_string(k) + "]");
         Tensor xt = raw::from_vector(x, {T, D});
         xt.set_requires_grad(true);
         nn::RopeTables tables = nn::rope_tables(T, D, theta, kFloat64);

@@ -28,17 +28,6 @@ double loss(const std::vector<double>& x, int64_t C, double alpha, const std::ve
     return total;
 }
 
-// The central difference of `loss` when `value` moves by +-h.
-double numeric(double& value, const std::function<double()>& f) {
-    const double h = 1e-6, kept = value;
-    value = kept + h;
-    double up = f();
-    value = kept - h;
-    double down = f();
-    value = kept;
-    return (up - down) / (2 * h);
-}
-
 void check_case(const std::string& name, const std::vector<double>& x_in, int64_t rows, int64_t C, double alpha_in,
                 const std::vector<double>& gamma_in, const std::vector<double>& beta_in, const std::vector<double>& dy) {
     std::vector<double> x = x_in, gamma = gamma_in, beta = beta_in;
@@ -50,11 +39,11 @@ void check_case(const std::string& name, const std::vector<double>& x_in, int64_
     // Finite differences: accurate to about 1e-9 here; a wrong formula is off by far more.
     const double tol = 1e-7;
     for (size_t k = 0; k < x.size(); ++k)
-        exercise::expect_close(g.dx[k], numeric(x[k], f), tol, name + ": dL/dx[" + std::to_string(k) + "]");
-    exercise::expect_close(g.dalpha, numeric(alpha, f), tol, name + ": dL/dalpha");
+        exercise::expect_close(g.dx[k], exercise::central_difference(x[k], 1e-6, f), tol, name + ": dL/dx[" + std::to_string(k) + "]");
+    exercise::expect_close(g.dalpha, exercise::central_difference(alpha, 1e-6, f), tol, name + ": dL/dalpha");
     for (int64_t j = 0; j < C; ++j) {
-        exercise::expect_close(g.dgamma[j], numeric(gamma[j], f), tol, name + ": dL/dgamma[" + std::to_string(j) + "]");
-        exercise::expect_close(g.dbeta[j], numeric(beta[j], f), tol, name + ": dL/dbeta[" + std::to_string(j) + "]");
+        exercise::expect_close(g.dgamma[j], exercise::central_difference(gamma[j], 1e-6, f), tol, name + ": dL/dgamma[" + std::to_string(j) + "]");
+        exercise::expect_close(g.dbeta[j], exercise::central_difference(beta[j], 1e-6, f), tol, name + ": dL/dbeta[" + std::to_string(j) + "]");
     }
     // The library's fused kernel, in float64, on the same numbers.
     raw::DyTBackward lib = raw::dyt_backward(raw::from_vector(dy, {rows, C}), raw::from_vector(x, {rows, C}),
