@@ -14,7 +14,7 @@
 // standard deviation, dividing by n - 1), and the interval is the mean
 // +- t * s / sqrt(n), with t the 97.5% point of Student's t with n - 1
 // degrees of freedom (t_975 below: with few seeds s is itself uncertain,
-// so t is wider than the normal 1.96).
+// so t is larger than the normal 1.96).
 //
 // The check compares your interval with the formula on fixed numbers and
 // then simulates 4,000 studies of 3 seeds whose true difference is known:

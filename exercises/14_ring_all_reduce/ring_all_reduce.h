@@ -9,14 +9,15 @@
 //
 // The naive way (pass whole buffers around the ring, N - 1 rounds) sends
 // (N - 1) S numbers from every rank. The ring all-reduce sends
-// 2 (N - 1) / N x S, which does not grow with N: cut each buffer into N
+// 2 (N - 1) / N x S, which stays below 2 S whatever N is: cut each buffer into N
 // chunks; in N - 1 rounds of *reduce-scatter* each rank passes one chunk
 // to the right and adds the chunk it receives to its own copy, so that at
 // the end each rank holds one chunk summed over all ranks; in N - 1 rounds
 // of *all-gather* the finished chunks travel once around the ring. Work
 // out which chunk rank r sends in round k (draw N = 3 on paper), then
 // write it. S need not be a multiple of N: chunk c is numbers
-// [c S / N, (c + 1) S / N).
+// [c S / N, (c + 1) S / N), which may be empty when S < N (an empty message
+// is still a message: it counts as the rank's one send of the round).
 //
 // The check runs N = 1, 2, 3 and 5 on S = 1, 7 and 12, and wants the sums
 // (against float64 totals), 2 (N - 1) rounds, and 2 (N - 1) S numbers sent
@@ -45,8 +46,8 @@ public:
         sent_[from] += values.size();
         outbox_[from] = std::move(values);
     }
-    // Ends the round. Returns, for each rank r, what rank r - 1 sent to it
-    // (empty if it sent nothing).
+    // Ends the round. Returns, for each rank r, what rank (r - 1 + N) % N
+    // sent to it (empty if it sent nothing).
     std::vector<std::vector<double>> deliver() {
         int n = size();
         for (int r = 0; r < n; ++r) inbox_[(r + 1) % n] = std::move(outbox_[r]);
