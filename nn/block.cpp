@@ -8,11 +8,13 @@ Tensor MlpLayers::forward(const Tensor& x) const {
     return proj->forward(gelu(fc->forward(x), gelu_tanh));
 }
 
-std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt, double dyt_gamma0) {
+std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt, NormSite site) {
     switch (cfg.norm) {
         case NormKind::LayerNorm: return std::make_shared<LayerNorm>(cfg.n_embd, cfg.norm_eps, true, cfg.bias, opt);
         case NormKind::RMSNorm: return std::make_shared<RMSNorm>(cfg.n_embd, cfg.norm_eps, true, opt);
-        case NormKind::DyT: return std::make_shared<DyT>(cfg.n_embd, cfg.dyt_alpha0, cfg.bias, opt, dyt_gamma0);
+        case NormKind::DyT:
+            return std::make_shared<DyT>(cfg.n_embd, cfg.dyt_alpha0_at(site == NormSite::BeforeAttention), cfg.bias,
+                                         opt, site == NormSite::Final ? cfg.dyt_final_gamma0 : cfg.dyt_gamma0);
         case NormKind::None: return nullptr;
     }
     return nullptr;
@@ -44,16 +46,16 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
     bool sublayer_norms = has_sublayer_norms(cfg) && cfg.placement != Placement::GeoNorm;
     bool output_norms = has_output_norms(cfg.placement);
     if (sublayer_norms) {
-        norm_1 = make_norm(cfg, opt);
+        norm_1 = make_norm(cfg, opt, NormSite::BeforeAttention);
         if (norm_1) register_module(names.norm_1, norm_1);
     }
     attn = register_module(names.attn, std::make_shared<Attention>(cfg, k, gen, opt));
     if (output_norms) {
-        norm_1_out = make_norm(cfg, opt);
+        norm_1_out = make_norm(cfg, opt, NormSite::Other);
         if (norm_1_out) register_module(names.norm_1_out, norm_1_out);
     }
     if (sublayer_norms) {
-        norm_2 = make_norm(cfg, opt);
+        norm_2 = make_norm(cfg, opt, NormSite::Other);
         if (norm_2) register_module(names.norm_2, norm_2);
     }
 
@@ -92,7 +94,7 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
         }
     }
     if (output_norms) {
-        norm_2_out = make_norm(cfg, opt);
+        norm_2_out = make_norm(cfg, opt, NormSite::Other);
         if (norm_2_out) register_module(names.norm_2_out, norm_2_out);
     }
     if (cfg.placement == Placement::DeepNorm) residual_alpha = deepnorm_alpha(cfg.n_layer);
@@ -105,8 +107,8 @@ Block::Block(const TransformerConfig& cfg, int64_t k, Generator& gen, Options op
             register_parameter("mlp_step", mlp_step);
         }
         if (has_sublayer_norms(cfg)) {
-            norm_1 = make_norm(cfg, opt);
-            norm_2 = make_norm(cfg, opt);
+            norm_1 = make_norm(cfg, opt, NormSite::BeforeAttention);
+            norm_2 = make_norm(cfg, opt, NormSite::Other);
             if (norm_1) register_module(names.norm_1, norm_1);
             if (norm_2) register_module(names.norm_2, norm_2);
         }

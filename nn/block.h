@@ -26,9 +26,13 @@ struct MlpLayers {
     Tensor forward(const Tensor& x) const;
 };
 
-// A norm layer of the configured kind, or nullptr for "none". A DyT's gain
-// starts at dyt_gamma0 (the model passes cfg.dyt_final_gamma0 for its last norm).
-std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt, double dyt_gamma0 = 1);
+// Where a norm layer sits, which sets a DyT's alpha0 and gain (config.h).
+enum class NormSite { BeforeAttention, Other, Final };
+
+// A norm layer of the configured kind, or nullptr for "none". A DyT starts
+// at cfg.dyt_alpha0_at(site is BeforeAttention) and at the gain
+// cfg.dyt_final_gamma0 before the head, cfg.dyt_gamma0 elsewhere.
+std::shared_ptr<NormLayer> make_norm(const TransformerConfig& cfg, Options opt, NormSite site);
 
 class Block : public Module {
 public:

@@ -40,10 +40,17 @@ TransformerConfig default_config(Family family) {
     return gpt2_config();
 }
 
-double TransformerConfig::dyt_final_gamma_matching_layernorm() const {
+double TransformerConfig::stream_rms_at_init() const {
     double tables = positions == Positions::Learned ? 2 : 1;  // token (+ position) embeddings
-    double stream_std = init_std * std::sqrt(tables);
-    return 1 / (dyt_alpha0 * stream_std);
+    return init_std * std::sqrt(tables) * (embed_scale0 > 0 ? embed_scale0 : 1);
+}
+
+double TransformerConfig::dyt_final_gamma_matching_layernorm() const {
+    return 1 / (dyt_alpha0 * stream_rms_at_init());
+}
+
+double TransformerConfig::dyt_alpha0_at(bool before_attention) const {
+    return before_attention && dyt_alpha0_attn > 0 ? dyt_alpha0_attn : dyt_alpha0;
 }
 
 void TransformerConfig::validate() const {
@@ -76,6 +83,14 @@ void TransformerConfig::validate() const {
     if (!(dropout >= 0 && dropout < 1)) bad("dropout must be in [0, 1)");
     if (!(std::isfinite(dyt_final_gamma0) && dyt_final_gamma0 != 0))
         bad("the final DyT's initial gain must be finite and non-zero, got " + std::to_string(dyt_final_gamma0));
+    if (!(std::isfinite(dyt_gamma0) && dyt_gamma0 != 0))
+        bad("the DyT layers' initial gain must be finite and non-zero, got " + std::to_string(dyt_gamma0));
+    if (!(std::isfinite(dyt_alpha0_attn) && dyt_alpha0_attn >= 0))
+        bad("the attention DyT layers' alpha0 must be 0 (the same as the others) or positive, got " +
+            std::to_string(dyt_alpha0_attn));
+    if (!(std::isfinite(embed_scale0) && embed_scale0 >= 0))
+        bad("the embedding scale must be 0 (none) or positive, got " + std::to_string(embed_scale0));
+    if (embed_scale0 > 0 && family == Family::ViT) bad("the embedding scale is for language models (gpt2, llama), not vit");
     if (!(geo_max_angle >= 0)) bad("--geo-max-angle must be 0 (unbounded) or a positive angle in radians");
 }
 

@@ -49,9 +49,18 @@ struct TransformerConfig {
     bool tie_embeddings = true;
     double norm_eps = 1e-5;
     double dyt_alpha0 = 0.5;
-    // The initial gain (weight) of the DyT before the head; every other DyT
-    // starts at 1. A language model needs it large (dyt_final_gain below).
+    // > 0: the alpha0 of the DyT layers before attention, which the DyT
+    // paper's LLaMA recipe starts larger than the others; 0: dyt_alpha0.
+    double dyt_alpha0_attn = 0;
+    // The initial gain (weight) of every DyT but the last, and of the DyT
+    // before the head. A language model needs the last one large
+    // (dyt_final_gamma_matching_layernorm below).
+    double dyt_gamma0 = 1;
     double dyt_final_gamma0 = 1;
+    // > 0: a learnable scalar, starting here, multiplies the embeddings
+    // (token plus position) before the first block: the DyT paper's LLaMA
+    // recipe, with sqrt(C). 0: none. Language models only.
+    double embed_scale0 = 0;
     double rope_theta = 10000;
     double dropout = 0;
     int64_t mlp_hidden = 0;      // 0: 4C for gelu, Llama's rule for swiglu
@@ -87,6 +96,12 @@ struct TransformerConfig {
     // grows the stream until the final DyT saturates and passes no gradient
     // (tutorials/12-dyt-and-saturation.md).
     double dyt_final_gamma_matching_layernorm() const;
+    // The stream's RMS at initialization, sigma_x above: init_std times
+    // sqrt(number of embedding tables summed), times embed_scale0 if set.
+    double stream_rms_at_init() const;
+    // The DyT alpha0 of a norm layer: dyt_alpha0_attn (if set) for the ones
+    // before attention, dyt_alpha0 for the rest.
+    double dyt_alpha0_at(bool before_attention) const;
     // Throws nc::Error naming the first setting that cannot work.
     void validate() const;
 };

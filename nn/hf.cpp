@@ -86,6 +86,7 @@ std::string hf_config_json(const TransformerConfig& c) {
                      {"decay", to_string(c.decay)},         {"attention", to_string(c.attention)},
                      {"mlp", to_string(c.mlp)},             {"positions", to_string(c.positions)},
                      {"bias", c.bias},                      {"dyt_alpha0", c.dyt_alpha0}, {"dyt_final_gamma0", c.dyt_final_gamma0},
+                     {"dyt_alpha0_attn", c.dyt_alpha0_attn}, {"dyt_gamma0", c.dyt_gamma0}, {"embed_scale0", c.embed_scale0},
                      {"geo_step", c.geo_step},              {"geo_learnable_step", c.geo_learnable_step},
                      {"swiglu_multiple", c.swiglu_multiple}, {"mlp_hidden", c.mlp_hidden},
                      {"dropout", c.dropout},                {"geo_radius", c.geo_radius}, {"geo_max_angle", c.geo_max_angle},
@@ -229,6 +230,9 @@ TransformerConfig config_from_hf_json(const std::string& text, const std::string
         c.bias = n.flag("bias", c.bias);
         c.dyt_alpha0 = n.number("dyt_alpha0", c.dyt_alpha0, -1e6, 1e6);
         c.dyt_final_gamma0 = n.number("dyt_final_gamma0", c.dyt_final_gamma0, -1e6, 1e6);
+        c.dyt_alpha0_attn = n.number("dyt_alpha0_attn", c.dyt_alpha0_attn, 0, 1e6);
+        c.dyt_gamma0 = n.number("dyt_gamma0", c.dyt_gamma0, -1e6, 1e6);
+        c.embed_scale0 = n.number("embed_scale0", c.embed_scale0, 0, 1e6);
         c.geo_step = n.number("geo_step", c.geo_step, -1e6, 1e6);
         c.geo_learnable_step = n.flag("geo_learnable_step", c.geo_learnable_step);
         c.swiglu_multiple = n.integer("swiglu_multiple", c.swiglu_multiple, 1, 1 << 20);

@@ -15,7 +15,7 @@ void TransformerModel::build(Generator& gen, Options opt) {
     block_list_ = std::make_shared<ModuleList>();
     for (int64_t k = 0; k < cfg_.n_layer; ++k)
         blocks_.push_back(block_list_->push_back(std::make_shared<Block>(cfg_, k, gen, opt, &dropout_gen_)));
-    if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt, cfg_.dyt_final_gamma0);
+    if (has_final_norm(cfg_.placement)) final_norm_ = make_norm(cfg_, opt, NormSite::Final);
 }
 
 Tensor TransformerModel::forward(const Tensor&, KVCache&) const {
@@ -115,6 +115,11 @@ void TransformerModel::init_weights(Generator& gen) {
     }
 }
 
+Tensor TransformerModel::make_embed_scale(Options opt) {
+    if (cfg_.embed_scale0 <= 0) return Tensor();
+    return raw::full({1}, cfg_.embed_scale0, opt.dtype, opt.device);
+}
+
 void TransformerModel::init_language_tables(Generator& gen, const Embedding& tokens, const Embedding* positions,
                                             const Linear* head) {
     NoGradGuard no_grad;
@@ -138,6 +143,7 @@ Tensor TransformerModel::language_forward(const Tensor& ids, const Embedding& to
                         std::to_string(cfg_.block_size));
     Tensor x = tokens.forward(ids);                                 // [B, T, C]
     if (positions) x = x + narrow(positions->weight, 0, past, T);  // learned positions past..past+T-1
+    if (embed_scale_.defined()) x = x * embed_scale_;              // s x, s learnable (config.h)
     Tensor h = run_blocks(x, stream, cache);
     if (cache) cache->length += T;
     // Untied: a separate head. Tied (GPT-2): logits against the token table
@@ -153,6 +159,8 @@ GPT2::GPT2(const TransformerConfig& cfg, Generator& gen, Options opt) : Transfor
     wte = register_module("wte", std::make_shared<Embedding>(cfg.vocab_size, cfg.n_embd, gen, opt));
     if (cfg.positions == Positions::Learned)
         wpe = register_module("wpe", std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, gen, opt));
+    embed_scale_ = make_embed_scale(opt);
+    if (embed_scale_.defined()) register_parameter("embed_scale", embed_scale_);
     build(gen, opt);
     register_module("h", block_list_);
     if (final_norm_) register_module("ln_f", final_norm_);
@@ -176,6 +184,8 @@ Llama::Llama(const TransformerConfig& cfg, Generator& gen, Options opt) : Transf
     embed_tokens = model->add("embed_tokens", std::make_shared<Embedding>(cfg.vocab_size, cfg.n_embd, gen, opt));
     if (cfg.positions == Positions::Learned)
         embed_positions = model->add("embed_positions", std::make_shared<Embedding>(cfg.block_size, cfg.n_embd, gen, opt));
+    embed_scale_ = make_embed_scale(opt);
+    if (embed_scale_.defined()) model->add_parameter("embed_scale", embed_scale_);
     build(gen, opt);
     model->add("layers", block_list_);
     if (final_norm_) model->add("norm", final_norm_);
@@ -290,6 +300,7 @@ int64_t count_parameters(const TransformerConfig& c) {
         total += c.vocab_size * C;
         if (c.positions == Positions::Learned) total += c.block_size * C;
         if (!c.tie_embeddings) total += C * c.vocab_size;
+        if (c.embed_scale0 > 0) total += 1;
     }
     return total;
 }

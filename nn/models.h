@@ -77,7 +77,12 @@ protected:
     Tensor language_forward(const Tensor& ids, const Embedding& tokens, const Embedding* positions, const Linear* head,
                             std::vector<Tensor>* stream, const char* model, KVCache* cache = nullptr) const;
 
+    // The learnable scalar on the embeddings (cfg.embed_scale0 > 0), else
+    // undefined; the subclass registers it under its family's name.
+    Tensor make_embed_scale(Options opt);
+
     TransformerConfig cfg_;
+    Tensor embed_scale_;
     std::shared_ptr<ModuleList> block_list_;
     std::vector<std::shared_ptr<Block>> blocks_;
     std::shared_ptr<NormLayer> final_norm_;

@@ -105,6 +105,21 @@ TEST_CASE("the final DyT gain that matches a LayerNorm at initialization", "[mod
     CHECK(config_from({"--norm", "dyt", "--dyt-final-gamma", "1"}).dyt_final_gamma0 == 1);
     check_error([&] { config_from({"--norm", "dyt", "--dyt-final-gamma", "big"}); }, {"--dyt-final-gamma", "big"});
     check_error([&] { config_from({"--norm", "dyt", "--dyt-final-gamma", "0"}); }, {"final DyT", "non-zero"});
+    // The recipe's other options: every gain auto, the embedding scale (sqrt:
+    // sqrt(width)), which divides the matching gains, and alpha0 before attention.
+    TransformerConfig all = config_from({"--norm", "dyt", "--dyt-alpha", "2", "--dyt-gamma", "auto"});
+    CHECK(all.dyt_gamma0 == Approx(1 / (2 * 0.02 * std::sqrt(2.0))));
+    CHECK(config_from({"--norm", "dyt"}).dyt_gamma0 == 1);
+    TransformerConfig scaled = config_from({"--norm", "dyt", "--dyt-alpha", "2", "--embed-scale", "sqrt", "--width", "64",
+                                            "--dyt-alpha-attn", "0.8"});
+    CHECK(scaled.embed_scale0 == Approx(8));
+    CHECK(scaled.dyt_final_gamma0 == Approx(1 / (2 * 0.02 * std::sqrt(2.0) * 8)));
+    CHECK(scaled.dyt_alpha0_attn == 0.8);
+    CHECK(config_from({"--embed-scale", "2.5"}).embed_scale0 == 2.5);
+    check_error([&] { config_from({"--embed-scale", "wide"}); }, {"--embed-scale", "wide"});
+    check_error([&] { config_from({"--embed-scale", "-1"}); }, {"embedding scale", "positive"});
+    check_error([&] { config_from({"--model", "vit", "--embed-scale", "2"}); }, {"embedding scale", "vit"});
+    check_error([&] { config_from({"--norm", "dyt", "--dyt-gamma", "0"}); }, {"DyT layers' initial gain", "non-zero"});
 
     // In the model: only the last DyT starts at that gain, and at initialization
     // its output has the RMS of a LayerNorm's (1) to within the tanh's curvature.

@@ -95,6 +95,74 @@ TEST_CASE("every DyT layer starts at the configured alpha0", "[models][constants
     }
 }
 
+TEST_CASE("the DyT recipe's options: alpha0 before attention, the gains, the embedding scale", "[models][constants]") {
+    // The DyT paper's LLaMA recipe starts the DyT before attention at a
+    // larger alpha0 than the others; the final DyT and the others have their
+    // own initial gains; the embedding scale is one parameter, starting at
+    // its value, and the matching-LayerNorm gain divides by it.
+    for (Family family : {Family::GPT2, Family::Llama}) {
+        TransformerConfig c = tiny(family);
+        c.norm = NormKind::DyT;
+        c.dyt_alpha0 = 0.25;
+        c.dyt_alpha0_attn = 1.75;
+        c.dyt_gamma0 = 3.5;
+        c.dyt_final_gamma0 = 9.5;
+        c.embed_scale0 = 6.5;
+        Generator gen(4);
+        auto model = build(c, gen);
+        const char* before_attention = family == Family::GPT2 ? ".ln_1." : ".input_layernorm.";
+        const char* final_norm = family == Family::GPT2 ? "ln_f." : "model.norm.";
+        int alphas = 0, gains = 0, scales = 0;
+        for (auto& [name, t] : model->named_parameters()) {
+            INFO(name);
+            bool is_final = name.rfind(final_norm, 0) == 0;
+            if (name.size() > 6 && name.compare(name.size() - 6, 6, ".alpha") == 0) {
+                CHECK(t.item() == (name.find(before_attention) != std::string::npos ? 1.75 : 0.25));
+                ++alphas;
+            } else if (name.find("embed_scale") != std::string::npos) {
+                CHECK(t.numel() == 1);
+                CHECK(t.item() == 6.5);
+                ++scales;
+            } else if ((name.find("ln_") != std::string::npos || name.find("layernorm") != std::string::npos ||
+                        is_final) && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) {
+                std::vector<double> w = t.to_vector();
+                for (double v : w) CHECK(v == (is_final ? 9.5 : 3.5));
+                ++gains;
+            }
+        }
+        CHECK(alphas == 2 * 2 + 1);
+        CHECK(gains == 2 * 2 + 1);
+        CHECK(scales == 1);
+        CHECK(model->num_parameters() == count_parameters(c));
+        // The stream starts s times larger: the last gain that matches a LayerNorm is s times smaller.
+        TransformerConfig unscaled = c;
+        unscaled.embed_scale0 = 0;
+        CHECK(c.dyt_final_gamma_matching_layernorm() == Approx(unscaled.dyt_final_gamma_matching_layernorm() / 6.5));
+    }
+    // The scale multiplies the embeddings: with s = 2 the stream entering block 0 is twice the unscaled one.
+    TransformerConfig c = tiny(Family::GPT2);
+    Generator gen(5), gen2(5);
+    auto plain = build(c, gen);
+    c.embed_scale0 = 2;
+    auto scaled = build(c, gen2);
+    Tensor ids = raw::from_indices({1, 2, 3}, {1, 3});
+    std::vector<Tensor> s1, s2;
+    {
+        NoGradGuard no_grad;
+        plain->forward(ids, &s1);
+        scaled->forward(ids, &s2);
+    }
+    std::vector<double> a = s1[0].to_vector(), b = s2[0].to_vector();
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(b[i] == Approx(2 * a[i]));
+    TransformerConfig v = tiny(Family::ViT);
+    v.embed_scale0 = 2;
+    check_error([&] { ViT m(v, gen); }, {"embedding scale", "vit"});
+    TransformerConfig bad_alpha = tiny(Family::GPT2);
+    bad_alpha.dyt_alpha0_attn = -1;
+    check_error([&] { GPT2 m(bad_alpha, gen); }, {"alpha0", "-1"});
+}
+
 TEST_CASE("parameter names follow Hugging Face", "[models][names]") {
     Generator gen(1);
     std::vector<std::string> g = names(*build(tiny(Family::GPT2), gen));
@@ -267,6 +335,14 @@ TEST_CASE("gradcheck: differential attention, GQA, SwiGLU/GELU swaps, geonorm de
     llama_gelu.positions = Positions::Learned;
     llama_gelu.tie_embeddings = true;
     check_model_gradients(llama_gelu, "llama gelu learned positions tied");
+    for (Family family : {Family::GPT2, Family::Llama}) {
+        TransformerConfig recipe = tiny(family);  // the DyT paper's LLaMA recipe: the embedding scale included
+        recipe.norm = NormKind::DyT;
+        recipe.embed_scale0 = 2.5;
+        recipe.dyt_alpha0_attn = 0.8;
+        recipe.dyt_alpha0 = 0.2;
+        check_model_gradients(recipe, to_string(family) + " dyt with embedding scale");
+    }
     for (Decay d : {Decay::Harmonic, Decay::Sqrt, Decay::Linear}) {
         TransformerConfig geo = tiny(Family::GPT2);
         geo.placement = Placement::GeoNorm;

@@ -2,7 +2,8 @@
 // Face model directories under tests/data/reference/ (random weights; GPT-2
 // pre and post, Llama with GQA and RoPE, a ViT, and GPT-2 and Llama with
 // differential attention, the official kind and the DyT regime study's, and
-// GPT-2 with Dynamic Tanh) and what PyTorch in float64
+// GPT-2 with Dynamic Tanh, with and without the DyT paper's scalar on the
+// embeddings) and what PyTorch in float64
 // computes from them (make_reference.py there): logits at every position for
 // several sequence lengths, and 32 greedy tokens after a one-byte and a
 // ten-byte prompt. normcore loads each directory as `--init DIR` would, in
@@ -52,7 +53,8 @@ void compare(const Tensor& got, const Tensor& expected, double tol, const std::s
 }  // namespace
 
 TEST_CASE("language models equal float64 PyTorch: logits and greedy continuations", "[reference][models]") {
-    for (const char* name : {"gpt2_pre", "gpt2_post", "llama_gqa", "gpt2_diff", "gpt2_diff_regime", "llama_diff_regime", "gpt2_dyt"}) {
+    for (const char* name : {"gpt2_pre", "gpt2_post", "llama_gqa", "gpt2_diff", "gpt2_diff_regime", "llama_diff_regime", "gpt2_dyt",
+                             "gpt2_dyt_embed_scale"}) {
         auto expected = data::read_safetensors(kDir + name + "/expected.safetensors").tensors;
         for (DType dtype : {kFloat64, kFloat32}) {
             double tol = dtype == kFloat64 ? 1e-10 : 2e-5;

@@ -37,6 +37,10 @@ std::vector<FlagSpec> model_flags() {
         {"dyt-final-gamma", "auto",
          "initial gain of the DyT before the head; auto: 1 / (alpha0 x the stream's RMS at initialization) for a language model, so that it "
          "starts as large as a LayerNorm (1 keeps it from learning: tutorials/12-dyt-and-saturation.md), 1 for vit"},
+        {"dyt-gamma", "1", "initial gain of every other DyT; auto: 1 / (alpha0 x the stream's RMS at initialization), as the last one's"},
+        {"dyt-alpha-attn", "0", "initial alpha of the DyT layers before attention (the DyT paper's LLaMA recipe starts them larger; 0: --dyt-alpha)"},
+        {"embed-scale", "0", "language models: a learnable scalar, starting at this value, multiplies the embeddings before the first "
+                             "block (sqrt: sqrt(width), the DyT paper's LLaMA recipe; 0: none)"},
         {"geo-step", "1", "GeoNorm base step size a"},
         {"geo-max-angle", "0", "GeoNorm: bound each update's angle smoothly to this many radians (0: unbounded)"},
         {"geo-radius", "0", "GeoNorm: the radius of the stream's sphere (0: sqrt(C))"},
@@ -76,10 +80,14 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.block_size = flags.integer("seq");
     cfg.dropout = flags.number("dropout");
     cfg.dyt_alpha0 = dyt_alpha0(flags, cfg.family);
+    cfg.dyt_alpha0_attn = flags.number("dyt-alpha-attn");
+    // The embedding scale first: the gains' auto values depend on it.
+    cfg.embed_scale0 = flags.str("embed-scale") == "sqrt" ? std::sqrt((double)cfg.n_embd) : flags.number("embed-scale");
     if (flags.str("dyt-final-gamma") == "auto")
         cfg.dyt_final_gamma0 = cfg.family == Family::ViT ? 1 : cfg.dyt_final_gamma_matching_layernorm();
     else
         cfg.dyt_final_gamma0 = flags.number("dyt-final-gamma");
+    cfg.dyt_gamma0 = flags.str("dyt-gamma") == "auto" ? cfg.dyt_final_gamma_matching_layernorm() : flags.number("dyt-gamma");
     cfg.geo_step = flags.number("geo-step");
     cfg.geo_max_angle = flags.number("geo-max-angle");
     cfg.geo_radius = flags.number("geo-radius");

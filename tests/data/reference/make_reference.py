@@ -137,6 +137,8 @@ def gpt2_forward(p, cfg, ids):
     kind = cfg["normcore"].get("attention", "standard")
     T, hd = len(ids), C // H
     x = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][:T]
+    if "transformer.embed_scale" in p:  # a learnable scalar on the embeddings (the DyT paper's LLaMA recipe)
+        x = x * p["transformer.embed_scale"]
 
     def attn(a, i):
         pre = f"transformer.h.{i}.attn."
@@ -246,7 +248,9 @@ def random_weights(shapes, seed):
             out[name] = torch.tril(torch.ones(shape[-2], shape[-1])).reshape(shape).to(torch.float32)
             continue
         t = torch.randn(*shape, generator=g)
-        if name.endswith(".alpha"):
+        if name.endswith("embed_scale"):
+            t = 4 + t  # around sqrt(C) = 5.7, the DyT paper's start
+        elif name.endswith(".alpha"):
             t = 2 + 0.5 * t  # DyT's alpha, around the regime study's alpha0 = 2
         elif "lambda_" in name:
             t = 0.1 * t  # differential attention's lambda vectors, as initialized (lambda stays near lambda_init)
@@ -272,7 +276,7 @@ def differential_shapes(b, C, H, kind):
     return s
 
 
-def gpt2_model(placement, attention="standard", norm="layernorm"):
+def gpt2_model(placement, attention="standard", norm="layernorm", embed_scale=False):
     C, H, L = 32, 4, 2
     qk = 2 * C if attention == "differential-regime" else C
     cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_layer": L, "n_embd": C, "n_head": H,
@@ -283,6 +287,9 @@ def gpt2_model(placement, attention="standard", norm="layernorm"):
     if norm == "dyt":
         cfg["normcore"]["norm"] = "dyt"
     s = {"transformer.wte.weight": (VOCAB, C), "transformer.wpe.weight": (BLOCK, C)}
+    if embed_scale:
+        cfg["normcore"]["embed_scale0"] = math.sqrt(C)
+        s["transformer.embed_scale"] = (1,)
     for i in range(L):
         b = f"transformer.h.{i}."
         if norm == "dyt":
@@ -370,7 +377,8 @@ def main():
               "vit": vit_model(), "gpt2_diff": gpt2_model("pre", "differential"),
               "gpt2_diff_regime": gpt2_model("pre", "differential-regime"),
               "llama_diff_regime": llama_model("differential-regime"),
-              "gpt2_dyt": gpt2_model("pre", norm="dyt")}
+              "gpt2_dyt": gpt2_model("pre", norm="dyt"),
+              "gpt2_dyt_embed_scale": gpt2_model("pre", norm="dyt", embed_scale=True)}
     for k, (name, (cfg, shapes, forward)) in enumerate(models.items()):
         d = os.path.join(HERE, name)
         os.makedirs(d, exist_ok=True)
