@@ -203,7 +203,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-arm64 setup-arm64 test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises
+.PHONY: all debug asan test test-asan test-arm64 setup-arm64 test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises book setup-book test-book
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(LADDER_BINS) $(BENCH_TOOLS) $(EXERCISE_BINS)
 
@@ -410,14 +410,7 @@ gpu-check-dry-run:
 ARM64_CXX ?= aarch64-linux-gnu-g++
 ARM64_PACKAGES := crossbuild-essential-arm64 qemu-user
 setup-arm64: setup
-	@missing=""; for p in $(ARM64_PACKAGES) zlib1g-dev:arm64; do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
-	  | grep -q "install ok installed" || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "setup-arm64: installing$$missing"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO dpkg --add-architecture arm64 && $$SUDO apt-get update -qq && \
-	  $$SUDO apt-get install -y -qq --no-remove $$missing; \
-	else echo "setup-arm64: all packages present ($(ARM64_PACKAGES) zlib1g-dev:arm64)"; fi
+	@tools/install_packages.sh setup-arm64 --arch arm64 $(ARM64_PACKAGES) zlib1g-dev:arm64
 test-arm64: setup-arm64
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=release BUILD=build/arm64 CXX=$(ARM64_CXX) ARCH=-march=armv8-a \
 	  CUDA=0 MPI=0 STATIC_RUNTIME=1 build/arm64/tests/run_tests build/arm64/normcore
@@ -450,13 +443,19 @@ bench:
 PACKAGES := g++ make catch2 gdb graphviz fortunes nlohmann-json3-dev zlib1g-dev libstb-dev dataset-fashion-mnist gnuplot-nox \
             clang libclang-rt-14-dev libomp-14-dev dict-gcide python3.11-doc libopenmpi-dev openmpi-bin
 setup:
-	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" \
-	  || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "setup: installing$$missing"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
-	else echo "setup: all packages present ($(PACKAGES))"; fi
+	@tools/install_packages.sh setup $(PACKAGES)
+
+# The book: README and chapters as static HTML in build/book (pandoc; math
+# by Debian's MathJax, copied in, so it works offline from disk), and its
+# test in headless Chromium (tools/book/check.sh). Not in `make setup`:
+# Chromium is large, and only the book needs these.
+BOOK_PACKAGES := pandoc libjs-mathjax fonts-mathjax chromium
+setup-book:
+	@tools/install_packages.sh setup-book $(BOOK_PACKAGES)
+book: setup-book
+	tools/book/build.sh build/book
+test-book: book
+	tools/book/check.sh build/book build/book-check
 
 # The studies' corpus (data/corpus.h): about 49 MB of English in
 # runs/corpus/{train,tuning,validation}.txt, written once (seconds).
