@@ -14,10 +14,12 @@ namespace nn {
 
 enum class NormKind { LayerNorm, RMSNorm, DyT, None };
 
-// DyT's alpha0 when train's --dyt-alpha is auto: the DyT paper's 0.5 for a
-// ViT; 3 for a language model, what the DyT study's tuning over 0.5, 1, 2
-// and 3 chose for GPT-2 and Llama in every size band (tutorials/12).
-constexpr double kDytAlpha0Vit = 0.5, kDytAlpha0LanguageModel = 3;
+// train's DyT recipe when its options are auto (tutorials/12, "A recipe for
+// DyT language models"): a ViT gets the DyT paper's alpha0 0.5 and nothing
+// else; a language model gets alpha0 0.5, 1 in the DyT layers before
+// attention, a learnable scalar sqrt(C) on its embeddings, and the last gain
+// that matches a LayerNorm (dyt_final_gamma_matching_layernorm).
+constexpr double kDytAlpha0Vit = 0.5, kDytAlpha0LanguageModel = 0.5, kDytAlpha0AttnLanguageModel = 1;
 enum class Placement { Pre, Post, Sandwich, DeepNorm, GeoNorm };
 enum class Decay { None, Harmonic, Sqrt, Linear };
 // Differential: the official Diff-Transformer (Ye et al. 2024, reference in

@@ -122,6 +122,10 @@ static DytStudy design_from_flags(const StudyOptions& options) {
     if (study.models.empty()) throw Error("flag --models: name at least one of gpt2, llama, vit");
     study.dyt_final_gamma = flags.str("dyt-final-gamma");
     if (study.dyt_final_gamma != "auto") flags.number("dyt-final-gamma");  // a number, or the error naming the flag
+    study.embed_scale = flags.str("embed-scale");
+    if (study.embed_scale != "sqrt") flags.number("embed-scale");
+    study.dyt_alpha_attn = flags.str("dyt-alpha-attn");
+    flags.number("dyt-alpha-attn");
     study.dyt_alphas.clear();
     std::stringstream alphas(flags.str("dyt-alphas"));
     std::string a;
@@ -178,6 +182,8 @@ static ProtocolVariant band_variant(const DytStudy& study, const std::string& mo
         else
             for (const std::string& a : study.dyt_alphas) v.tuned_options.push_back({"--dyt-alpha", a});
         v.args.insert(v.args.end(), {"--dyt-final-gamma", study.dyt_final_gamma});
+        v.args.insert(v.args.end(), {"--dyt-alpha-attn", study.dyt_alpha_attn});
+        if (model != "vit") v.args.insert(v.args.end(), {"--embed-scale", study.embed_scale});
     }
     if (variant == "diffattn")
         v.args.insert(v.args.end(), {"--attention", study.diffattn == "regime" ? "differential-regime" : "differential"});
@@ -267,7 +273,13 @@ Study dyt_study() {
                 "learning rate (0.5,1,2,3: the regime study's sweep)"},
                {"dyt-final-gamma", "1",
                 "the initial gain of the DyT before the head: 1, the regime study's setting (its language models stop "
-                "learning: chapter 12), or auto, the gain at which they train (train --dyt-final-gamma)"}};
+                "learning: chapter 12), or auto, the gain at which they train (train --dyt-final-gamma)"},
+               {"embed-scale", "0",
+                "the language models' learnable scalar on the embeddings with DyT: 0 (none, the regime study's setting) "
+                "or a value or sqrt (train --embed-scale)"},
+               {"dyt-alpha-attn", "0",
+                "alpha0 of the DyT layers before attention: 0 (the same as the others, the regime study's setting) or "
+                "a value (train --dyt-alpha-attn)"}};
     s.run = dyt_experiment;
     return s;
 }

@@ -327,6 +327,10 @@ grep -q -- "--train-tokens 200 " "$work/dyt/commands.txt" && grep -q -- "--train
   || fail "experiment dyt: the smallest subsets are missing from commands.txt"
 grep -q -- "--attention differential-regime" "$work/dyt/commands.txt" && grep -q -- "--mlp gelu" "$work/dyt/commands.txt" \
   || fail "experiment dyt: the regime study's differential attention or the GELU ablation is missing"
+# The study's DyT language models keep the regime study's setting, not train's recipe.
+grep -- "--model gpt2 .*--norm dyt" "$work/dyt/commands.txt" | grep -q -- "--dyt-alpha-attn 0 --embed-scale 0" \
+  || fail "experiment dyt: the DyT language models should run with --dyt-alpha-attn 0 --embed-scale 0"
+
 grep -q -- "--train-tokens 600 .*--eval-split tuning" "$work/dyt/commands.txt" \
   && ! grep -q -- "--train-tokens 200 .*--eval-split tuning" "$work/dyt/commands.txt" \
   || fail "experiment dyt: the small band should be tuned at 600 tokens only"

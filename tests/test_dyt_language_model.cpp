@@ -91,23 +91,39 @@ Outcome train_dyt(double final_gamma0, int steps) {
 TEST_CASE("the final DyT gain that matches a LayerNorm at initialization", "[models][dyt]") {
     // GPT-2: token + position embeddings, each N(0, 0.02^2): the stream's RMS
     // is 0.02 sqrt 2, and DyT(x) ~ gamma alpha0 x has RMS 1 at gamma = 1 / (alpha0 0.02 sqrt 2).
-    TransformerConfig gpt2 = config_from({"--norm", "dyt", "--dyt-alpha", "2"});
+    TransformerConfig gpt2 = config_from({"--norm", "dyt", "--dyt-alpha", "2", "--embed-scale", "0"});
     CHECK(gpt2.dyt_final_gamma0 == Approx(1 / (2 * 0.02 * std::sqrt(2.0))));
-    // Llama: RoPE, no position table; alpha0 auto is 3 for a language model.
-    TransformerConfig llama = config_from({"--model", "llama", "--norm", "dyt"});
-    CHECK(llama.dyt_alpha0 == 3);
-    CHECK(llama.dyt_final_gamma0 == Approx(1 / (3 * 0.02)));
-    CHECK(config_from({"--model", "llama", "--norm", "dyt", "--dyt-alpha", "0.5"}).dyt_final_gamma0 == Approx(100));
+    // Llama: RoPE, no position table.
+    CHECK(config_from({"--model", "llama", "--norm", "dyt", "--dyt-alpha", "0.5", "--embed-scale", "0"}).dyt_final_gamma0 ==
+          Approx(100));
+    // train's recipe for a language model with every option auto (chapter 12):
+    // alpha0 0.5, 1 before attention, the scalar sqrt(C) on the embeddings,
+    // and the last gain that matches a LayerNorm through that scalar.
+    for (const char* model : {"gpt2", "llama"}) {
+        TransformerConfig recipe = config_from({"--model", model, "--norm", "dyt"});
+        double tables = std::string(model) == "gpt2" ? 2 : 1;
+        INFO(model);
+        CHECK(recipe.dyt_alpha0 == 0.5);
+        CHECK(recipe.dyt_alpha0_attn == 1);
+        CHECK(recipe.embed_scale0 == Approx(std::sqrt(128.0)));
+        CHECK(recipe.dyt_final_gamma0 == Approx(1 / (0.5 * 0.02 * std::sqrt(tables) * std::sqrt(128.0))));
+        CHECK(recipe.dyt_gamma0 == 1);
+        // The scalar is DyT's: LayerNorm, RMSNorm and no norm get none unless asked.
+        for (const char* norm : {"layernorm", "rmsnorm", "none"})
+            CHECK(config_from({"--model", model, "--norm", norm}).embed_scale0 == 0);
+    }
     TransformerConfig vit = config_from({"--model", "vit", "--norm", "dyt"});  // the paper's ViT recipe
     CHECK(vit.dyt_final_gamma0 == 1);
     CHECK(vit.dyt_alpha0 == 0.5);
+    CHECK(vit.dyt_alpha0_attn == 0);
+    CHECK(vit.embed_scale0 == 0);
     check_error([&] { config_from({"--norm", "dyt", "--dyt-alpha", "big"}); }, {"--dyt-alpha", "big"});
     CHECK(config_from({"--norm", "dyt", "--dyt-final-gamma", "1"}).dyt_final_gamma0 == 1);
     check_error([&] { config_from({"--norm", "dyt", "--dyt-final-gamma", "big"}); }, {"--dyt-final-gamma", "big"});
     check_error([&] { config_from({"--norm", "dyt", "--dyt-final-gamma", "0"}); }, {"final DyT", "non-zero"});
     // The recipe's other options: every gain auto, the embedding scale (sqrt:
     // sqrt(width)), which divides the matching gains, and alpha0 before attention.
-    TransformerConfig all = config_from({"--norm", "dyt", "--dyt-alpha", "2", "--dyt-gamma", "auto"});
+    TransformerConfig all = config_from({"--norm", "dyt", "--dyt-alpha", "2", "--dyt-gamma", "auto", "--embed-scale", "0"});
     CHECK(all.dyt_gamma0 == Approx(1 / (2 * 0.02 * std::sqrt(2.0))));
     CHECK(config_from({"--norm", "dyt"}).dyt_gamma0 == 1);
     TransformerConfig scaled = config_from({"--norm", "dyt", "--dyt-alpha", "2", "--embed-scale", "sqrt", "--width", "64",
@@ -122,28 +138,34 @@ TEST_CASE("the final DyT gain that matches a LayerNorm at initialization", "[mod
     check_error([&] { config_from({"--norm", "dyt", "--dyt-gamma", "0"}); }, {"DyT layers' initial gain", "non-zero"});
 
     // In the model: only the last DyT starts at that gain, and at initialization
-    // its output has the RMS of a LayerNorm's (1) to within the tanh's curvature.
-    TransformerConfig c = nc_test::tiny_config(gpt2);
-    c.vocab_size = 256;
-    c.dyt_final_gamma0 = c.dyt_final_gamma_matching_layernorm();
-    Generator gen(3);
-    GPT2 model(c, gen);
-    check_values(parameter(model, "ln_f.weight"), std::vector<double>(c.n_embd, c.dyt_final_gamma0), 1e-4);
-    check_values(parameter(model, "h.0.ln_1.weight"), std::vector<double>(c.n_embd, 1.0));
-    std::vector<Tensor> stream;
-    Tensor ids = raw::from_indices(std::vector<int64_t>{1, 50, 99, 200, 7, 7, 3, 128}, {1, 8});
-    model.forward(ids, &stream);
-    // The stream entering the final DyT.
-    Tensor top = stream.back();
-    Tensor y = diag::dyt_layers(model).back().second->forward(top);
-    double rms = std::sqrt(raw::mean(raw::mul(y, y)).item());
-    INFO("RMS of the final DyT's output " << rms);
-    CHECK(rms > 0.8);
-    CHECK(rms < 1.25);
+    // its output has the RMS of a LayerNorm's (1) to within the tanh's curvature,
+    // with and without the scalar on the embeddings.
+    for (double scale : {0.0, 4.0}) {
+        TransformerConfig c = nc_test::tiny_config(gpt2);
+        c.vocab_size = 256;
+        c.embed_scale0 = scale;
+        c.dyt_alpha0 = scale > 0 ? 0.5 : 2;  // alpha0 x stays in tanh's linear part either way
+        c.dyt_final_gamma0 = c.dyt_final_gamma_matching_layernorm();
+        Generator gen(3);
+        GPT2 model(c, gen);
+        check_values(parameter(model, "ln_f.weight"), std::vector<double>(c.n_embd, c.dyt_final_gamma0), 1e-4);
+        check_values(parameter(model, "h.0.ln_1.weight"), std::vector<double>(c.n_embd, 1.0));
+        std::vector<Tensor> stream;
+        Tensor ids = raw::from_indices(std::vector<int64_t>{1, 50, 99, 200, 7, 7, 3, 128}, {1, 8});
+        model.forward(ids, &stream);
+        // The stream entering the final DyT.
+        Tensor top = stream.back();
+        Tensor y = diag::dyt_layers(model).back().second->forward(top);
+        double rms = std::sqrt(raw::mean(raw::mul(y, y)).item());
+        INFO("embedding scale " << scale << ": RMS of the final DyT's output " << rms);
+        CHECK(rms > 0.8);
+        CHECK(rms < 1.25);
 
-    // config.json keeps the gain.
-    TransformerConfig back = config_from_hf_json(hf_config_json(c), "test");
-    CHECK(back.dyt_final_gamma0 == Approx(c.dyt_final_gamma0));
+        // config.json keeps the gain and the scale.
+        TransformerConfig back = config_from_hf_json(hf_config_json(c), "test");
+        CHECK(back.dyt_final_gamma0 == Approx(c.dyt_final_gamma0));
+        CHECK(back.embed_scale0 == c.embed_scale0);
+    }
 }
 
 // The collapse of chapter 12, small: with the final gain at 1, the stream

@@ -33,14 +33,16 @@ std::vector<FlagSpec> model_flags() {
         {"kv-heads", "0", "key/value heads for grouped-query attention (0: = heads)"},
         {"seq", "128", "sequence length T (also the learned position table's size)"},
         {"dropout", "0", "dropout probability"},
-        {"dyt-alpha", "auto", "initial alpha of Dynamic Tanh; auto: 3 for a language model (chapter 12), 0.5 for vit"},
+        {"dyt-alpha", "auto", "initial alpha of Dynamic Tanh; auto: 0.5 (the DyT paper's)"},
         {"dyt-final-gamma", "auto",
          "initial gain of the DyT before the head; auto: 1 / (alpha0 x the stream's RMS at initialization) for a language model, so that it "
          "starts as large as a LayerNorm (1 keeps it from learning: tutorials/12-dyt-and-saturation.md), 1 for vit"},
         {"dyt-gamma", "1", "initial gain of every other DyT; auto: 1 / (alpha0 x the stream's RMS at initialization), as the last one's"},
-        {"dyt-alpha-attn", "0", "initial alpha of the DyT layers before attention (the DyT paper's LLaMA recipe starts them larger; 0: --dyt-alpha)"},
-        {"embed-scale", "0", "language models: a learnable scalar, starting at this value, multiplies the embeddings before the first "
-                             "block (sqrt: sqrt(width), the DyT paper's LLaMA recipe; 0: none)"},
+        {"dyt-alpha-attn", "auto", "initial alpha of the DyT layers before attention (the DyT paper's LLaMA recipe starts them "
+                                   "larger); auto: 1 for a language model, --dyt-alpha for vit; 0: --dyt-alpha"},
+        {"embed-scale", "auto", "language models: a learnable scalar, starting at this value, multiplies the embeddings before the "
+                                "first block (sqrt: sqrt(width), as the DyT paper's LLaMA recipe; 0: none); auto: sqrt with --norm "
+                                "dyt, else none (tutorials/12-dyt-and-saturation.md)"},
         {"geo-step", "1", "GeoNorm base step size a"},
         {"geo-max-angle", "0", "GeoNorm: bound each update's angle smoothly to this many radians (0: unbounded)"},
         {"geo-radius", "0", "GeoNorm: the radius of the stream's sphere (0: sqrt(C))"},
@@ -56,6 +58,22 @@ std::vector<FlagSpec> model_flags() {
 static double dyt_alpha0(const Flags& flags, Family family) {
     if (flags.str("dyt-alpha") != "auto") return flags.number("dyt-alpha");
     return family == Family::ViT ? kDytAlpha0Vit : kDytAlpha0LanguageModel;
+}
+
+// --dyt-alpha-attn: a number (0: the same as --dyt-alpha), or auto.
+static double dyt_alpha0_attn(const Flags& flags, Family family) {
+    if (flags.str("dyt-alpha-attn") != "auto") return flags.number("dyt-alpha-attn");
+    return family == Family::ViT ? 0 : kDytAlpha0AttnLanguageModel;
+}
+
+// --embed-scale: a number (0: none), sqrt (sqrt of the width), or auto:
+// sqrt for a language model with DyT, none otherwise (the scalar helps DyT
+// and the model without a norm, and hurts LayerNorm: tutorials/12).
+static double embed_scale0(const Flags& flags, const TransformerConfig& cfg) {
+    std::string v = flags.str("embed-scale");
+    bool sqrt_width = v == "sqrt" || (v == "auto" && cfg.family != Family::ViT && cfg.norm == NormKind::DyT);
+    if (sqrt_width) return std::sqrt((double)cfg.n_embd);
+    return v == "auto" ? 0 : flags.number("embed-scale");
 }
 
 TransformerConfig config_from_flags(const Flags& flags) {
@@ -80,9 +98,9 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.block_size = flags.integer("seq");
     cfg.dropout = flags.number("dropout");
     cfg.dyt_alpha0 = dyt_alpha0(flags, cfg.family);
-    cfg.dyt_alpha0_attn = flags.number("dyt-alpha-attn");
+    cfg.dyt_alpha0_attn = dyt_alpha0_attn(flags, cfg.family);
     // The embedding scale first: the gains' auto values depend on it.
-    cfg.embed_scale0 = flags.str("embed-scale") == "sqrt" ? std::sqrt((double)cfg.n_embd) : flags.number("embed-scale");
+    cfg.embed_scale0 = embed_scale0(flags, cfg);
     if (flags.str("dyt-final-gamma") == "auto")
         cfg.dyt_final_gamma0 = cfg.family == Family::ViT ? 1 : cfg.dyt_final_gamma_matching_layernorm();
     else
@@ -171,6 +189,7 @@ static void check_flags_agree(const Flags& flags, const TransformerConfig& loade
              return std::make_pair(std::to_string(k > 0 ? k : loaded.n_head), std::to_string(loaded.kv_heads()));
          }},
         {"dyt-alpha", [&](const std::string&) { return std::make_pair(number(dyt_alpha0(flags, loaded.family)), number(loaded.dyt_alpha0)); }},
+        {"embed-scale", [&](const std::string&) { return std::make_pair(number(embed_scale0(flags, loaded)), number(loaded.embed_scale0)); }},
         {"geo-step", [&](const std::string&) { return std::make_pair(number(flags.number("geo-step")), number(loaded.geo_step)); }},
         {"geo-max-angle", [&](const std::string&) { return std::make_pair(number(flags.number("geo-max-angle")), number(loaded.geo_max_angle)); }},
         {"geo-radius", [&](const std::string&) { return std::make_pair(number(flags.number("geo-radius")), number(loaded.geo_radius)); }},

@@ -24,9 +24,9 @@ run() {  # name seed flags...
   for seed in 1 2 3; do
     run layernorm "$seed"
     run none "$seed" --norm none
-    run dyt-alpha3 "$seed" --norm dyt --dyt-alpha 3
+    run dyt-alpha3 "$seed" --norm dyt --dyt-alpha 3 --dyt-alpha-attn 0 --embed-scale 0
   done
-  run dyt-alpha0.5 1 --norm dyt --dyt-alpha 0.5
+  run dyt-alpha0.5 1 --norm dyt --dyt-alpha 0.5 --dyt-alpha-attn 0 --embed-scale 0
 } > "$out/losses.txt"
 cat "$out/losses.txt"
 echo
