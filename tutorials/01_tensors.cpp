@@ -24,21 +24,28 @@ static void describe(const char* name, const Tensor& t) {
               << t.offset() << (t.is_contiguous() ? ", contiguous" : ", not contiguous") << "\n";
 }
 
-// The picture tutorials/images/01-strides.png (make docs renders it with
-// Graphviz): the storage, and each cell of the views a and a^T joined to the
-// element of storage it reads, offset + i stride[0] + j stride[1], from the
-// tensors' own strides.
-static void write_strides_picture(const char* path, const Tensor& a, const Tensor& t) {
+// The pictures tutorials/images/01-strides.png and 01-expand.png (make docs
+// renders them with Graphviz): a storage, and each cell of some views of it
+// joined to the element of storage it reads, offset + i stride[0] + j
+// stride[1], from the tensors' own strides. `base` is contiguous from offset
+// 0: its values are the storage, in order.
+struct PictureView {
+    const char *id, *name;
+    Tensor view;
+    const char* colour;
+};
+static void write_views_picture(const char* path, const Tensor& base, const std::vector<PictureView>& views) {
     std::ofstream dot(path);
-    std::vector<double> values = a.to_vector();  // a is contiguous from offset 0: its values in storage order
+    std::vector<double> values = base.to_vector();
     dot << "digraph strides {\n  node [shape=plaintext, fontname=\"monospace\"];\n  nodesep=0.6; ranksep=1.2;\n";
     dot << "  storage [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"8\"><tr>";
     for (size_t k = 0; k < values.size(); ++k)
         dot << "<td port=\"s" << k << "\">" << values[k] << "<br/><font point-size=\"9\">[" << k << "]</font></td>";
     dot << "</tr><tr><td colspan=\"" << values.size() << "\">storage: " << values.size() << " floats</td></tr></table>>];\n";
-    auto view = [&](const char* id, const char* name, const Tensor& v, const char* colour) {
-        dot << "  " << id << " [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"8\" color=\""
-            << colour << "\"><tr><td colspan=\"" << v.size(1) << "\">" << name << " " << shape_str(v.shape())
+    for (const PictureView& p : views) {
+        const Tensor& v = p.view;
+        dot << "  " << p.id << " [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"8\" color=\""
+            << p.colour << "\"><tr><td colspan=\"" << v.size(1) << "\">" << p.name << " " << shape_str(v.shape())
             << "<br/>strides " << shape_str(v.strides()) << "</td></tr>";
         std::string arrows;  // each cell to the element of storage it reads
         for (int64_t i = 0; i < v.size(0); ++i) {
@@ -47,15 +54,13 @@ static void write_strides_picture(const char* path, const Tensor& a, const Tenso
                 int64_t k = v.offset() + i * v.strides()[0] + j * v.strides()[1];
                 dot << "<td port=\"c" << i << j << "\">" << values[k] << "<br/><font point-size=\"9\">at [" << k
                     << "]</font></td>";
-                arrows += "  " + std::string(id) + ":c" + std::to_string(i) + std::to_string(j) + ":s -> storage:s" +
-                          std::to_string(k) + ":n [color=\"" + colour + "\"];\n";
+                arrows += "  " + std::string(p.id) + ":c" + std::to_string(i) + std::to_string(j) + ":s -> storage:s" +
+                          std::to_string(k) + ":n [color=\"" + p.colour + "\"];\n";
             }
             dot << "</tr>";
         }
         dot << "</table>>];\n" << arrows;
-    };
-    view("a", "a", a, "#1f5fa8");
-    view("at", "a^T", t, "#b8422e");
+    }
     dot << "}\n";
 }
 
@@ -72,7 +77,7 @@ int main() {
     std::cout << "a^T =\n" << t << "\n";
     expect(t.storage() == a.storage(), "transpose to share storage");
     expect(t.strides() == Shape({1, 3}), "transposed strides [1, 3]");
-    write_strides_picture("01-strides.dot", a, t);
+    write_views_picture("01-strides.dot", a, {{"a", "a", a, "#1f5fa8"}, {"at", "a^T", t, "#b8422e"}});
 
     Tensor col = narrow(a, 1, 2, 1);  // column 2
     describe("column 2 of a", col);
@@ -81,9 +86,12 @@ int main() {
     std::cout << "after filling column 2 with -1, a =\n" << a << "\n";
     expect(a.to_vector()[5] == -1, "a[1][2] to be -1 after writing through the view");
 
-    Tensor e = expand(reshape(arange(0, 3), {1, 3}), {4, 3});
+    Tensor one_row = reshape(arange(0, 3), {1, 3});
+    Tensor e = expand(one_row, {4, 3});
     describe("expanded row", e);
     expect(e.strides()[0] == 0, "stride 0 on the expanded dim");
+    expect(e.storage() == one_row.storage(), "expand to share storage (no copy)");
+    write_views_picture("01-expand.dot", one_row, {{"e", "expand(row, [4, 3])", e, "#2e7d32"}});
 
     // --- 3. contiguous() copies only when it must -------------------------------
     Tensor c = contiguous(t);
