@@ -12,16 +12,10 @@ Run with Debian's PyTorch (apt-get install python3-torch):
 
     /usr/bin/python3 bench/compare_pytorch.py [--threads 2] [--steps 5] [--json out.json]
 
-PyTorch "tuned", as this script runs it unless --as-is is given:
-- GOMP_SPINCOUNT=0, so PyTorch's OpenMP pool does not spin while OpenBLAS's
-  own thread pool works (they fight over the cores otherwise);
-- the OPENBLAS_* variables of the environment removed, OPENBLAS_NUM_THREADS
-  set to --threads, and OPENBLAS_CORETYPE set to the fastest of a few
-  kernels for this CPU (a 1024^3 matmul probe picks it). OpenBLAS 0.3.21
-  (Debian 12) does not recognise recent Xeons and falls back to its slow
-  generic kernel, 10x below the machine: SkylakeX's AVX-512 kernel is right.
-Debian's python3-torch uses the system BLAS: install libopenblas0-pthread,
-or PyTorch runs on the reference BLAS (about 3 GFLOP/s).
+PyTorch "tuned", as this script runs it unless --as-is is given: the
+setting of pytorch_setup.py (OPENBLAS_CORETYPE probed, GOMP_SPINCOUNT=0,
+the threads given). Debian's python3-torch needs libopenblas0-pthread, or
+it runs on the reference BLAS.
 """
 import argparse
 import json
@@ -46,45 +40,12 @@ def parse_args():
     return p.parse_args()
 
 
-PROBE = """
-import time, torch
-torch.set_num_threads({threads})
-a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-best = 1e9
-for _ in range(8):
-    t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
-print(2 * 1024 ** 3 / best / 1e9)
-"""
-
-
-def probe_coretype(threads):
-    """The OPENBLAS_CORETYPE with the fastest 1024^3 matmul (each in a fresh process)."""
-    import subprocess
-    rates = {}
-    for core in ["SkylakeX", "Cooperlake", "Haswell", ""]:
-        env = dict(os.environ, OPENBLAS_CORETYPE=core) if core else dict(os.environ)
-        out = subprocess.run([sys.executable, "-c", PROBE.format(threads=threads)], env=env,
-                             capture_output=True, text=True)
-        try:
-            rates[core] = float(out.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            continue
-    for core, rate in rates.items():
-        print(f"  probe OPENBLAS_CORETYPE={core or '(detected)'}: {rate:.1f} GFLOP/s")
-    return max(rates, key=rates.get)
-
-
 args = parse_args()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pytorch_setup  # noqa: E402
+
 if not args.as_is and args.device == "cpu":
-    for k in list(os.environ):
-        if k.startswith("OPENBLAS_"):
-            del os.environ[k]
-    os.environ["GOMP_SPINCOUNT"] = "0"
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    core = probe_coretype(args.threads) if args.coretype == "auto" else args.coretype
-    if core:
-        os.environ["OPENBLAS_CORETYPE"] = core
+    pytorch_setup.tune_environment(args.threads, args.coretype)
 
 import time  # noqa: E402
 
