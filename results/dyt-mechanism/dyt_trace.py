@@ -28,7 +28,9 @@ thing, to test one candidate cause:
 
 Options follow a variant after '+': a=X (alpha0 of the blocks' DyTs), aa=X
 (alpha0 of the attention norms), af=X (alpha0 of the final DyT), gf=X (the
-final DyT's initial gain gamma0), final=ln|rms (the norm before the head).
+final DyT's initial gain gamma0), final=ln|rms (the norm before the head),
+s=X (a learnable scalar on the embeddings starting at X, for any variant:
+none+s=35.36 is the model without a norm whose stream starts at RMS 1).
 dyt+gf=17.7 is normcore's --dyt-final-gamma auto: 1 / (alpha0 0.02 sqrt 2).
 
     /usr/bin/python3 results/dyt-mechanism/dyt_trace.py runs/corpus OUT_DIR VARIANT...
@@ -127,7 +129,8 @@ class GPT(torch.nn.Module):
         self.wpe = torch.nn.Embedding(T, C)
         self.blocks = torch.nn.ModuleList(Block(attn_norm, block_norm, linear_bias=parse_variant(variant)[0] != "dyt-nolinearbias") for _ in range(L))
         self.ln_f = final_norm()
-        self.embed_scale = torch.nn.Parameter(torch.tensor([math.sqrt(C)])) if base in ("dyt-embscale", "dyt-paper") else None
+        scale = float(opts["s"]) if "s" in opts else math.sqrt(C) if base in ("dyt-embscale", "dyt-paper") else None
+        self.embed_scale = torch.nn.Parameter(torch.tensor([scale])) if scale else None
         for name, p in self.named_parameters():
             if name.endswith("bias"):
                 torch.nn.init.zeros_(p)
