@@ -328,7 +328,8 @@ grep -q -- "--train-tokens 200 " "$work/dyt/commands.txt" && grep -q -- "--train
 grep -q -- "--attention differential-regime" "$work/dyt/commands.txt" && grep -q -- "--mlp gelu" "$work/dyt/commands.txt" \
   || fail "experiment dyt: the regime study's differential attention or the GELU ablation is missing"
 # The study's DyT language models keep the regime study's setting, not train's recipe.
-grep -- "--model gpt2 .*--norm dyt" "$work/dyt/commands.txt" | grep -q -- "--dyt-alpha-attn 0 --embed-scale 0" \
+dyt_lm=$(grep -c -- "--model gpt2 .*--norm dyt" "$work/dyt/commands.txt")
+[ "$dyt_lm" -gt 0 ] && [ "$(grep -c -- "--model gpt2 .*--norm dyt .*--dyt-alpha-attn 0 --embed-scale 0" "$work/dyt/commands.txt")" -eq "$dyt_lm" ] \
   || fail "experiment dyt: the DyT language models should run with --dyt-alpha-attn 0 --embed-scale 0"
 
 grep -q -- "--train-tokens 600 .*--eval-split tuning" "$work/dyt/commands.txt" \
