@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "data/corpus.h"
+#include "data/text.h"
 #include "tensor/error.h"
+#include "train/lm.h"
 
 namespace nc {
 namespace app {
@@ -137,6 +139,10 @@ static DytStudy design_from_flags(const StudyOptions& options) {
         study.dyt_alphas.push_back(a);
     }
     if (study.dyt_alphas.empty()) throw Error("flag --dyt-alphas: give at least one alpha0");
+    study.tokenizer = flags.str("tokenizer");
+    if (flags.integer("vocab-size") < 257 || flags.integer("vocab-size") > 65536)
+        throw Error("flag --vocab-size: " + flags.str("vocab-size") + " is not between 257 and 65536 (a BPE vocabulary "
+                    "holds the 256 bytes and at least one merge)");
     study.diffattn = flags.str("diffattn");
     if (study.diffattn != "regime" && study.diffattn != "official")
         throw Error("flag --diffattn: '" + study.diffattn + "' is not a kind (regime or official)");
@@ -173,6 +179,7 @@ static ProtocolVariant band_variant(const DytStudy& study, const std::string& mo
     } else {
         v.args.insert(v.args.end(), {"--seq", std::to_string(s.seq), "--sample-tokens", "0", "--data", study.data,
                                      "--eval-tokens", std::to_string(s.eval_tokens)});
+        if (study.tokenizer != "byte") v.args.insert(v.args.end(), {"--tokenizer", study.tokenizer});
     }
     if (model == "llama-gelu") v.args.insert(v.args.end(), {"--mlp", "gelu"});
     if (variant == "dyt") {
@@ -242,6 +249,13 @@ static int dyt_experiment(const StudyOptions& options) {
         for (const std::string& variant : study.variants_of(model))
             for (int band = 0; band < 2; ++band) study.variants.push_back(dyt::band_variant(study, model, variant, band));
     dyt::print_design(study);
+    // A BPE vocabulary is trained here, once, before the runs: each run
+    // would otherwise train its own, and parallel runs race to save it.
+    bool text = false;
+    for (const std::string& model : study.models) text |= model != "vit";
+    if (text && study.tokenizer != "byte")
+        std::printf("tokens: %s\n",
+                    make_codec(*options.flags, data::read_file(data::split_path(study.data, "train"))).name.c_str());
     study.outcomes = run_protocol(study.variants, dyt::protocol_plan(study.s), options);
     dyt::collect_runs(study);
 
@@ -279,7 +293,11 @@ Study dyt_study() {
                 "or a value or sqrt (train --embed-scale)"},
                {"dyt-alpha-attn", "0",
                 "alpha0 of the DyT layers before attention: 0 (the same as the others, the regime study's setting) or "
-                "a value (train --dyt-alpha-attn)"}};
+                "a value (train --dyt-alpha-attn)"},
+               {"tokenizer", "byte",
+                "the language models' tokens: byte, or a BPE file (trained once on the corpus's train split before "
+                "the runs, with --vocab-size tokens, if it does not exist; train --tokenizer)"},
+               {"vocab-size", "512", "the size of a BPE vocabulary the study trains (--tokenizer)"}};
     s.run = dyt_experiment;
     return s;
 }

@@ -101,6 +101,7 @@ struct DytStudy {
     // train --embed-scale and --dyt-alpha-attn for the dyt variants: 0, the
     // regime study's setting (train's own defaults are chapter 12's recipe).
     std::string embed_scale = "0", dyt_alpha_attn = "0";
+    std::string tokenizer = "byte";  // --tokenizer: byte, or a BPE file
     std::vector<std::string> dyt_alphas = {"2"};  // alpha0: one is fixed, several are tuned with the lr
     std::vector<std::string> models;   // --models
     std::vector<std::string> trained;  // models, and "llama-gelu" (Llama with a GELU MLP) with llama

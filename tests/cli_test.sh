@@ -340,8 +340,15 @@ if command -v gnuplot > /dev/null; then
   for p in delta gap saturation screening; do [ -s "$work/dyt/$p.png" ] || fail "experiment dyt: no $p.png"; done
 fi
 # The DyT language models at the gain they train with, alpha0 tuned with the learning rate.
+# Its tokens from a BPE vocabulary that the study trains once, before the runs.
 out=$("$bin" experiment dyt --smoke --models gpt2 --dyt-alphas 1,3 --dyt-final-gamma auto --data "$work/corpus-real" \
-      --out "$work/dyt-alphas" 2>&1) || fail "experiment dyt --dyt-alphas 1,3: $out"
+      --tokenizer "$work/dyt-alphas.bpe" --vocab-size 300 --out "$work/dyt-alphas" 2>&1) || fail "experiment dyt --dyt-alphas 1,3: $out"
+[ "$(grep -c "training a BPE vocabulary of 300 tokens" <<<"$out")" -eq 1 ] && [ -s "$work/dyt-alphas.bpe" ] \
+  || fail "experiment dyt --tokenizer: the study should train the BPE vocabulary once: $out"
+[ "$(grep -c -- "--tokenizer $work/dyt-alphas.bpe " "$work/dyt-alphas/commands.txt")" -eq "$(wc -l < "$work/dyt-alphas/commands.txt")" ] \
+  || fail "experiment dyt --tokenizer: every run should use the BPE file: $(head -3 "$work/dyt-alphas/commands.txt")"
+grep -q "BPE $work/dyt-alphas.bpe (300 tokens)" "$work/dyt-alphas/runs/gpt2-dyt-200-seed1/train.log" \
+  || fail "experiment dyt --tokenizer: the runs' logs should name the BPE tokens"
 head -1 "$work/dyt-alphas/tuning.csv" | grep -qx "variant,lr,warmup,option,tuning_loss,chosen" || fail "tuning.csv header"
 lrs=$(grep -c "^gpt2-vanilla-small,[0-9.e-]*,[0-9]*,,[0-9.]*,[01]$" "$work/dyt-alphas/tuning.csv")  # vanilla has no option
 [ "$lrs" -ge 1 ] || fail "tuning.csv: no vanilla runs without an option: $(cat "$work/dyt-alphas/tuning.csv")"
@@ -358,6 +365,7 @@ expect_error "unknown model 'bert'" experiment dyt --smoke --models gpt2,bert
 expect_error "is not a kind (regime or official)" experiment dyt --smoke --diffattn both --data "$work/corpus-real"
 expect_error "is not a corpus directory" experiment dyt --smoke --data "$work/tiny.txt"
 expect_error "choose cpu or cuda" experiment dyt --smoke --device tpu
+expect_error "flag --vocab-size: 100 is not between 257 and 65536" experiment dyt --smoke --tokenizer "$work/x.bpe" --vocab-size 100
 
 # --train-tokens keeps the first N training tokens, and refuses fewer than one window.
 out=$("$bin" train --data "$work/tiny.txt" --train-tokens 100 --steps 1 --batch 2 --seq 16 --layers 1 --width 16 \

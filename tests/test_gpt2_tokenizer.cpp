@@ -9,6 +9,7 @@
 #include "data/bpe.h"
 #include "data/unicode.h"
 #include "helpers.h"
+#include "train/lm.h"
 
 using namespace nc;
 
@@ -156,6 +157,27 @@ TEST_CASE("encoding piece by piece at safe cuts gives the whole text's ids", "[b
     CHECK(data::BPETokenizer::safe_cut_after("ab\n cd\n\nef", 0) == 10);  // a space or a blank line is no cut
     CHECK(data::BPETokenizer::safe_cut_after("яб\nвг", 0) == 5);          // any non-space characters around it
     CHECK(data::BPETokenizer::safe_cut_after("a\xE3\x80\x80\nb", 0) == 6);  // U+3000 is whitespace: no cut
+}
+
+TEST_CASE("encode_prefix encodes only the pieces it needs, with the whole text's ids", "[bpe][gpt2]") {
+    std::string text = read_file(kDir + "texts/english.txt");
+    std::vector<int64_t> whole = gpt2().encode(text);
+    size_t bytes_encoded = 0;
+    app::TextCodec codec;
+    codec.encode = [&](const std::string& piece) {
+        bytes_encoded += piece.size();
+        return gpt2().encode(piece);
+    };
+    for (int64_t count : {int64_t(1), int64_t(500), int64_t(4000)}) {
+        bytes_encoded = 0;
+        std::vector<int64_t> prefix = app::encode_prefix(codec, text, count, 997);
+        INFO(count << " tokens: " << prefix.size() << " encoded from " << bytes_encoded << " of " << text.size() << " bytes");
+        REQUIRE((int64_t)prefix.size() >= count);
+        CHECK(std::equal(prefix.begin(), prefix.end(), whole.begin()));
+        CHECK(bytes_encoded < text.size() / 2);  // a few pieces, not the whole text
+    }
+    // More tokens than the text has: all of them.
+    CHECK(app::encode_prefix(codec, text, (int64_t)whole.size() + 1, 997) == whole);
 }
 
 TEST_CASE("the normcore BPE format encodes exactly as GPT-2 with GPT-2's merges", "[bpe][gpt2]") {

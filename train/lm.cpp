@@ -163,6 +163,17 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
     return codec;
 }
 
+std::vector<int64_t> encode_prefix(const TextCodec& codec, const std::string& text, int64_t count, size_t piece_bytes) {
+    std::vector<int64_t> ids;
+    for (size_t done = 0; done < text.size() && (int64_t)ids.size() < count;) {
+        size_t end = data::BPETokenizer::safe_cut_after(text, done + piece_bytes);
+        std::vector<int64_t> piece = codec.encode(text.substr(done, end - done));
+        ids.insert(ids.end(), piece.begin(), piece.end());
+        done = end;
+    }
+    return ids;
+}
+
 // A model flag given on the command line must agree with the configuration
 // that a model directory or checkpoint brings: silently preferring one would
 // build a model the user did not ask for (or fail later with a list of

@@ -41,6 +41,13 @@ struct TextCodec {
 // saved there first if it does not exist yet, with --vocab-size tokens, which
 // it says on `out`); or a directory holding GPT-2's vocab.json and merges.txt.
 TextCodec make_codec(const Flags& flags, const std::string& training_text, std::FILE* out = stdout);
+// At least the first `count` tokens of `text` (all of them if it has fewer),
+// encoded piece by piece (pieces of about `piece_bytes`, cut where the encoding
+// does not change: data::BPETokenizer::safe_cut_after), so that a run that
+// trains on the first 10,000 tokens of a 47 MB corpus encodes a few pieces,
+// not the whole corpus. The ids are exactly those of codec.encode(text).
+std::vector<int64_t> encode_prefix(const TextCodec& codec, const std::string& text, int64_t count,
+                                   size_t piece_bytes = 1 << 20);
 
 // "cpu", "cuda" or "cuda:0" as a Device; throws a clear error for anything
 // else and for a CUDA device this build or machine cannot use.

@@ -126,9 +126,16 @@ TextTask::TextTask(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed,
     codec_ = make_codec(flags, text, out);
     if (!flags.given("resume") && !(flags.given("init") && is_directory_target(flags.str("init")))) cfg.vocab_size = codec_.vocab_size;
     check_vocabulary(codec_, cfg);
+    // A smaller training set (the DyT study's data regimes): its first N
+    // tokens. Validation keeps the same held-out tail, so runs compare.
+    int64_t limit = flags.integer("train-tokens");
+    if (limit < 0 || (limit > 0 && limit < flags.integer("seq") + 1))
+        throw Error("flag --train-tokens: " + std::to_string(limit) + " tokens cannot fill one window of --seq " +
+                    std::to_string(flags.integer("seq")) + " + 1");
     data::Split split;
     if (split_corpus) {
-        split.train = codec_.encode(text);
+        // Only as much of train.txt as the run trains on is encoded.
+        split.train = limit > 0 ? encode_prefix(codec_, text, limit) : codec_.encode(text);
         split.val = codec_.encode(data::read_file(data::split_path(data_path, eval_split)));
     } else {
         split = data::split_tokens(text.empty() ? load_corpus_tokens(data_path, codec_) : codec_.encode(text),
@@ -150,12 +157,6 @@ TextTask::TextTask(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed,
         throw Error("flag --eval-tokens: " + std::to_string(eval_tokens) + " tokens are more than the " +
                     (split_corpus ? eval_split + " split" : std::string("validation part")) + "'s " +
                     std::to_string(split.val.size()) + " (in windows of " + std::to_string(GB) + " x " + std::to_string(T) + ")");
-    // A smaller training set (the DyT study's data regimes): its first N
-    // tokens. Validation keeps the same held-out tail, so runs compare.
-    int64_t limit = flags.integer("train-tokens");
-    if (limit < 0 || (limit > 0 && limit < T + 1))
-        throw Error("flag --train-tokens: " + std::to_string(limit) + " tokens cannot fill one window of --seq " +
-                    std::to_string(T) + " + 1");
     if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit);
     train_ = std::make_shared<data::LMBatches>(split.train, GB, T, !flags.on("no-shuffle"), seed + 1);
     if (split.val.size() > T + 1) val_ = std::make_shared<data::LMBatches>(split.val, GB, T, false, seed + 2);

@@ -20,13 +20,17 @@
 #     seed. Seed 1 chose the rate, so it is not among the reported seeds.
 #
 # Each variant's flags are spelled out, so the results do not depend on
-# train's defaults. A run whose log already has its summary line is not
-# run again.
+# train's defaults. A run whose log already has its summary line (or the
+# error of a run that diverged) is not run again. The third argument picks
+# a phase, `screen` or `compare`; without it, both run:
 #
-#   results/dyt-recipe/recipe.sh build/normcore runs/dyt35 > results/dyt-recipe/recipe.txt
+#   results/dyt-recipe/recipe.sh build/normcore runs/dyt35 screen > results/dyt-recipe/screen.txt
+#   results/dyt-recipe/recipe.sh build/normcore runs/dyt35 compare > results/dyt-recipe/compare.txt
 set -eu
 bin=${1:-build/normcore}
 out=${2:-runs/dyt-recipe}
+phase=${3:-all}
+case "$phase" in screen | compare | all) ;; *) echo "recipe.sh: unknown phase '$phase' (screen, compare or all)" >&2; exit 2 ;; esac
 mkdir -p "$out"
 
 # Every DyT option is spelled out, so the runs do not depend on train's defaults.
@@ -67,26 +71,33 @@ run() {
   shift 3
   log="$out/$name-lr$lr-seed$seed.log"
   [ "$lr" = 2e-3 ] && log="$out/$name-seed$seed.log"  # the screening's runs
-  grep -q '^summary: ' "$log" 2> /dev/null ||
+  # Done: a summary line, or the error of a run that diverged.
+  grep -q -e '^summary: ' -e '^normcore: error: ' "$log" 2> /dev/null ||
     OMP_NUM_THREADS=1 "$bin" train --seed "$seed" --lr "$lr" --sample-tokens 0 --eval-every 0 \
-      --run-dir "${log%.log}" "$@" > "$log" 2>&1
-  echo "$name $seed $lr $(sed -n 's/^summary: .* val_loss=\([0-9.]*\) .*/\1/p' "$log")"
+      --run-dir "${log%.log}" "$@" > "$log" 2>&1 || true
+  local loss
+  loss=$(sed -n 's/^summary: .* val_loss=\([0-9.]*\) .*/\1/p' "$log")
+  echo "$name $seed $lr ${loss:-diverged}"
 }
 export -f run
 export bin out
 # Two at a time: each line of stdin is "name|seed|lr|flags".
 in_pairs() { tr '\n' '\0' | xargs -0 -P2 -I{} bash -c 'IFS="|" read -r n s l f <<< "{}"; run "$n" "$s" "$l" $f'; }
 
-echo "== screening: seed 1, lr 2e-3"
-echo "$screen" | sed 's/^\([^|]*\)|/\1|1|2e-3|/' | in_pairs | sort > "$out/screen.txt"
-cat "$out/screen.txt"
+if [ "$phase" != compare ]; then
+  echo "== screening: seed 1, lr 2e-3"
+  echo "$screen" | sed 's/^\([^|]*\)|/\1|1|2e-3|/' | in_pairs | sort > "$out/screen.txt"
+  cat "$out/screen.txt"
+  [ "$phase" = screen ] && exit 0
+  echo
+fi
 
-echo
 echo "== the learning rate of each compared variant, seed 1"
 echo "$compare" | while IFS='|' read -r n f; do for lr in 1e-3 2e-3 4e-3; do echo "$n|1|$lr|$f"; done; done |
   in_pairs | sort > "$out/tuning.txt"
 # The rate with the lowest validation loss, per variant.
-best_lr() { awk -v n="$1" '$1 == n && (best == "" || $4 < best) { best = $4; lr = $3 } END { print lr }' "$out/tuning.txt"; }
+# A diverged run is worse than any loss.
+best_lr() { awk -v n="$1" '$1 == n && $4 != "diverged" && (best == "" || $4 + 0 < best + 0) { best = $4; lr = $3 } END { print lr }' "$out/tuning.txt"; }
 # A best rate at an edge of the grid is followed one step further (x2 or
 # /2) until the loss rises, as the studies' protocol does.
 while true; do
@@ -97,7 +108,7 @@ while true; do
       next=$(awk -v x="$lr" 'BEGIN { printf "%ge-3", x * 2 * 1000 }')
     [ "$lr" = "$(awk -v n="$n" '$1 == n { print $3 }' "$out/tuning.txt" | sort -g | head -1)" ] &&
       next=$(awk -v x="$lr" 'BEGIN { printf "%ge-3", x / 2 * 1000 }')
-    [ -n "$next" ] && echo "$n|1|$next|$f"
+    [ -z "$next" ] || echo "$n|1|$next|$f"
   done)
   [ -n "$more" ] || break
   echo "$more" | in_pairs >> "$out/tuning.txt"
