@@ -140,9 +140,6 @@ static DytStudy design_from_flags(const StudyOptions& options) {
     }
     if (study.dyt_alphas.empty()) throw Error("flag --dyt-alphas: give at least one alpha0");
     study.tokenizer = flags.str("tokenizer");
-    if (flags.integer("vocab-size") < 257 || flags.integer("vocab-size") > 65536)
-        throw Error("flag --vocab-size: " + flags.str("vocab-size") + " is not between 257 and 65536 (a BPE vocabulary "
-                    "holds the 256 bytes and at least one merge)");
     study.diffattn = flags.str("diffattn");
     if (study.diffattn != "regime" && study.diffattn != "official")
         throw Error("flag --diffattn: '" + study.diffattn + "' is not a kind (regime or official)");

@@ -365,7 +365,7 @@ expect_error "unknown model 'bert'" experiment dyt --smoke --models gpt2,bert
 expect_error "is not a kind (regime or official)" experiment dyt --smoke --diffattn both --data "$work/corpus-real"
 expect_error "is not a corpus directory" experiment dyt --smoke --data "$work/tiny.txt"
 expect_error "choose cpu or cuda" experiment dyt --smoke --device tpu
-expect_error "flag --vocab-size: 100 is not between 257 and 65536" experiment dyt --smoke --tokenizer "$work/x.bpe" --vocab-size 100
+expect_error "flag --vocab-size: 100 is out of range" experiment dyt --smoke --tokenizer "$work/x.bpe" --vocab-size 100
 
 # --train-tokens keeps the first N training tokens, and refuses fewer than one window.
 out=$("$bin" train --data "$work/tiny.txt" --train-tokens 100 --steps 1 --batch 2 --seq 16 --layers 1 --width 16 \

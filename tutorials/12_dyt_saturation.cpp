@@ -109,7 +109,7 @@ int main() {
     DyT layer(64, /*alpha0=*/2.0, /*has_bias=*/false);
     layer.track_saturation(true, 2.0);
     Generator gen(12);
-    std::printf("%8s %12s %12s\n", "input s", "saturation", "erfc(1/s/sqrt2)");
+    std::printf("%8s %12s %12s\n", "tau", "saturation", "erfc(1/tau/sqrt2)");
     for (double s : {0.1, 0.5, 1.0, 2.0}) {
         NoGradGuard no_grad;
         layer.forward(raw::mul(raw::randn({512, 64}, gen), s));

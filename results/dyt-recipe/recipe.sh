@@ -147,4 +147,5 @@ awk '
     print "  DyT recipe - no norm with its scalar:      " paired("dyt-p-split-a1", "none-emb35")
     print "  DyT recipe - LayerNorm:                    " paired("dyt-p-split-a1", "layernorm")
     print "  no norm with the scalar - no norm:         " paired("none-emb35", "none")
+    print "  no norm with the scalar - LayerNorm:       " paired("none-emb35", "layernorm")
   }' "$out/seeds.txt"
