@@ -26,19 +26,25 @@ for k, v in h.items():
         for d in v['shape']: c *= d
         n += c
 print(n)")
+# PyTorch's fastest OpenBLAS kernel for this CPU, probed once (pytorch_setup.py):
+# every PyTorch run below uses it. Empty: OpenBLAS's own detection won.
+core=$(/usr/bin/python3 -c "import sys; sys.path.insert(0, '$here/..'); import pytorch_setup; print(pytorch_setup.probe_coretype(2))")
+echo "PyTorch: OPENBLAS_CORETYPE=${core:-(detected)}, the fastest of the probe"
 for r in $(seq 1 "$rounds"); do
   "$bin" generate --init "$model" --tokenizer "$tokenizer" --temperature 0 --max-tokens "$tokens" --out "$work/normcore.bin" \
     > /dev/null 2> "$work/err"
   rate "$work/err" >> "$work/normcore.rates"
   echo "round $r normcore: $(tail -1 "$work/err")"
   /usr/bin/python3 "$here/pytorch_generate.py" "$model" --tokens "$tokens" --prompt-ids "$prompt_ids" "${vocab[@]}" \
-    --coretype SkylakeX --out "$work/pytorch.bin" > "$work/out" 2> /dev/null
+    --coretype "$core" --out "$work/pytorch.bin" > "$work/out" 2> /dev/null
   rate "$work/out" >> "$work/pytorch.rates"
   echo "round $r pytorch:  $(tail -1 "$work/out")"
   cmp -s "$work/normcore.bin" "$work/pytorch.bin" || { echo "the texts differ:"; cmp "$work/normcore.bin" "$work/pytorch.bin" || true; exit 1; }
 done
-bw=$(/usr/bin/python3 "$here/pytorch_generate.py" --bandwidth --coretype SkylakeX 2> /dev/null | tee /dev/stderr |
-     sed -nE 's/^memory bandwidth: ([0-9.]+) GB.*/\1/p')
+# (printed with echo: `tee /dev/stderr` reopens a redirected stderr file and truncates it)
+bw_line=$(/usr/bin/python3 "$here/pytorch_generate.py" --bandwidth --coretype "$core" 2> /dev/null)
+echo "$bw_line"
+bw=$(sed -nE 's/^memory bandwidth: ([0-9.]+) GB.*/\1/p' <<< "$bw_line")
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 n=$(median "$work/normcore.rates"); p=$(median "$work/pytorch.rates")
 awk -v n="$n" -v p="$p" -v w="$params" -v bw="$bw" -v t="$tokens" -v r="$rounds" 'BEGIN {

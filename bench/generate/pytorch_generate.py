@@ -194,18 +194,30 @@ def main():
         if extra.get(key, want) != want:
             sys.exit(f"pytorch_generate: only GPT-2 with {key} {want}, got {extra[key]}")
     p = read_safetensors(os.path.join(args.model, "model.safetensors"))
+    # normcore writes GPT2Model's names (h.0..., wte), transformers'
+    # GPT2LMHeadModel the same under "transformer.": read both.
+    p = {k if k.startswith("transformer.") or k == "lm_head.weight" else "transformer." + k: v for k, v in p.items()}
     prompt = [int(i) for i in args.prompt_ids.split(",")]
     with torch.no_grad():
         model = GPT2(p, cfg)
         start = time.perf_counter()
-        logits = model.forward(torch.tensor(prompt))
-        out = []
+        # normcore's window (nn/generate.cpp): once the text outgrows the
+        # block, the context drops its oldest half block at a time and the
+        # cache is refilled from what is left.
+        P = cfg["n_positions"]
+        shift = max(1, P // 2)
+        tokens, out, cache_start = list(prompt), [], 0
         for _ in range(args.tokens):
+            n = len(tokens)
+            first = 0 if n <= P else (n - P + shift - 1) // shift * shift
+            if first == cache_start and model.length == n - first - 1 and model.length > 0:
+                logits = model.forward(torch.tensor([tokens[-1]]))  # one new token
+            else:
+                model.length, cache_start = 0, first
+                logits = model.forward(torch.tensor(tokens[first:]))
             nxt = int(torch.argmax(logits))
+            tokens.append(nxt)
             out.append(nxt)
-            if len(out) == args.tokens:
-                break
-            logits = model.forward(torch.tensor([nxt]))
         seconds = time.perf_counter() - start
     print(f"generated {len(out)} tokens in {seconds:.3f} s: {len(out) / seconds:.1f} tokens/s ({pytorch_setup.setting()})")
     if args.out:
