@@ -37,11 +37,9 @@ int tokenize_command(int argc, char** argv) {
     auto start = std::chrono::steady_clock::now();
     // Piece by piece (about 1 MB each, cut where the pre-tokenizer's chunks
     // do not change), so the ids stream to the file with a progress bar.
-    size_t done = 0, next_report = 0;
-    while (done < text.size()) {
-        size_t end = data::BPETokenizer::safe_cut_after(text, done + (1 << 20));
-        writer.append(codec.encode(text.substr(done, end - done)));
-        done = end;
+    size_t next_report = 0;
+    encode_pieces(codec, text, [&](const std::vector<int64_t>& ids, size_t done) {
+        writer.append(ids);
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         double fraction = (double)done / (double)text.size();
         if (tty) {
@@ -54,7 +52,8 @@ int tokenize_command(int argc, char** argv) {
             std::printf("tokenize: %5.1f%% of %.1f MB\n", 100 * fraction, (double)text.size() / 1e6);
             next_report = done + text.size() / 4;
         }
-    }
+        return true;
+    });
     if (tty) std::printf("\n");
     data::TokenFileInfo info = writer.finish();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

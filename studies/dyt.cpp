@@ -105,6 +105,12 @@ double DytStudy::epochs(const std::string& model, int64_t size) const {
     return (double)(model == "vit" ? images_per_run() : tokens_per_run()) / (double)size;
 }
 
+static bool has_language_model(const DytStudy& study) {
+    for (const std::string& model : study.models)
+        if (model != "vit") return true;
+    return false;
+}
+
 // The design from the flags, checked.
 static DytStudy design_from_flags(const StudyOptions& options) {
     const Flags& flags = *options.flags;
@@ -144,9 +150,7 @@ static DytStudy design_from_flags(const StudyOptions& options) {
     if (study.diffattn != "regime" && study.diffattn != "official")
         throw Error("flag --diffattn: '" + study.diffattn + "' is not a kind (regime or official)");
     // The files last: a mistyped flag is reported before a missing corpus.
-    bool text = false;
-    for (const std::string& model : study.models) text |= model != "vit";
-    if (text && !data::is_split_corpus(study.data))
+    if (has_language_model(study) && !data::is_split_corpus(study.data))
         throw Error("flag --data: '" + study.data + "' is not a corpus directory with train, tuning and validation splits "
                     "(build one with `make corpus` or `normcore corpus build --out DIR`)");
     // The Llama component ablation rides along with Llama: "llama-gelu" is Llama with a GELU MLP.
@@ -248,9 +252,7 @@ static int dyt_experiment(const StudyOptions& options) {
     dyt::print_design(study);
     // A BPE vocabulary is trained here, once, before the runs: each run
     // would otherwise train its own, and parallel runs race to save it.
-    bool text = false;
-    for (const std::string& model : study.models) text |= model != "vit";
-    if (text && study.tokenizer != "byte")
+    if (dyt::has_language_model(study) && study.tokenizer != "byte")
         std::printf("tokens: %s\n",
                     make_codec(*options.flags, data::read_file(data::split_path(study.data, "train"))).name.c_str());
     study.outcomes = run_protocol(study.variants, dyt::protocol_plan(study.s), options);

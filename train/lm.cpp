@@ -163,14 +163,24 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
     return codec;
 }
 
+void encode_pieces(const TextCodec& codec, const std::string& text,
+                   const std::function<bool(const std::vector<int64_t>& ids, size_t bytes_done)>& on_piece,
+                   size_t piece_bytes) {
+    for (size_t done = 0; done < text.size();) {
+        size_t end = data::BPETokenizer::safe_cut_after(text, done + piece_bytes);
+        std::vector<int64_t> ids = codec.encode(text.substr(done, end - done));
+        done = end;
+        if (!on_piece(ids, done)) return;
+    }
+}
+
 std::vector<int64_t> encode_prefix(const TextCodec& codec, const std::string& text, int64_t count, size_t piece_bytes) {
     std::vector<int64_t> ids;
-    for (size_t done = 0; done < text.size() && (int64_t)ids.size() < count;) {
-        size_t end = data::BPETokenizer::safe_cut_after(text, done + piece_bytes);
-        std::vector<int64_t> piece = codec.encode(text.substr(done, end - done));
+    if (count <= 0) return ids;
+    encode_pieces(codec, text, [&](const std::vector<int64_t>& piece, size_t) {
         ids.insert(ids.end(), piece.begin(), piece.end());
-        done = end;
-    }
+        return (int64_t)ids.size() < count;
+    }, piece_bytes);
     return ids;
 }
 

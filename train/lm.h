@@ -41,11 +41,16 @@ struct TextCodec {
 // saved there first if it does not exist yet, with --vocab-size tokens, which
 // it says on `out`); or a directory holding GPT-2's vocab.json and merges.txt.
 TextCodec make_codec(const Flags& flags, const std::string& training_text, std::FILE* out = stdout);
+// `text` encoded piece by piece: pieces of about `piece_bytes`, cut where the
+// encoding does not change (data::BPETokenizer::safe_cut_after), so the ids
+// of all pieces together are exactly codec.encode(text). `on_piece` gets each
+// piece's ids and the bytes encoded so far; it returns false to stop early.
+void encode_pieces(const TextCodec& codec, const std::string& text,
+                   const std::function<bool(const std::vector<int64_t>& ids, size_t bytes_done)>& on_piece,
+                   size_t piece_bytes = 1 << 20);
 // At least the first `count` tokens of `text` (all of them if it has fewer),
-// encoded piece by piece (pieces of about `piece_bytes`, cut where the encoding
-// does not change: data::BPETokenizer::safe_cut_after), so that a run that
-// trains on the first 10,000 tokens of a 47 MB corpus encodes a few pieces,
-// not the whole corpus. The ids are exactly those of codec.encode(text).
+// by encode_pieces: a run that trains on the first 10,000 tokens of a 47 MB
+// corpus encodes a few pieces, not the whole corpus.
 std::vector<int64_t> encode_prefix(const TextCodec& codec, const std::string& text, int64_t count,
                                    size_t piece_bytes = 1 << 20);
 
