@@ -33,9 +33,8 @@ int64_t pick_token(const std::vector<double>& logits, double temperature, int64_
 }
 
 // ids [1, T] -> logits [1, T, V], through the cache when one is given.
-static Tensor forward(const TransformerModel& model, const Tensor& ids, KVCache* cache) {
-    if (model.config().family == Family::ViT) fail("generate", "only language models (gpt2, llama) generate text");
-    Tensor on_device = raw::to_device(ids, model.device());
+static Tensor forward(const TransformerModel& model, Device device, const Tensor& ids, KVCache* cache) {
+    Tensor on_device = raw::to_device(ids, device);
     return cache ? model.forward(on_device, *cache) : model.forward(on_device);
 }
 
@@ -50,6 +49,8 @@ std::vector<int64_t> generate_tokens(const TransformerModel& model, std::vector<
         if (t < 0 || t >= vocab)
             fail("generate", "prompt token " + std::to_string(t) + " is outside the model's vocabulary of " +
                                  std::to_string(vocab));
+    if (model.config().family == Family::ViT) fail("generate", "only language models (gpt2, llama) generate text");
+    const Device device = model.device();  // once: asking walks every parameter
     int64_t block = model.config().block_size;
     KVCache cache = model.make_cache(1);
     int64_t cache_start = 0;  // the text position of the cache's first token
@@ -59,15 +60,15 @@ std::vector<int64_t> generate_tokens(const TransformerModel& model, std::vector<
         Tensor logits;
         if (!options.use_cache) {
             std::vector<int64_t> context(tokens.begin() + start, tokens.end());
-            logits = forward(model, raw::from_indices(context, {1, n - start}), nullptr);
+            logits = forward(model, device, raw::from_indices(context, {1, n - start}), nullptr);
         } else if (start == cache_start && cache.length == n - start - 1 && cache.length > 0) {
-            logits = forward(model, raw::from_indices({tokens.back()}, {1, 1}), &cache);  // one new token
+            logits = forward(model, device, raw::from_indices({tokens.back()}, {1, 1}), &cache);  // one new token
         } else {
             // The first step, or the window moved: fill the cache from the window.
             cache.reset();
             cache_start = start;
             std::vector<int64_t> context(tokens.begin() + start, tokens.end());
-            logits = forward(model, raw::from_indices(context, {1, n - start}), &cache);
+            logits = forward(model, device, raw::from_indices(context, {1, n - start}), &cache);
         }
         std::vector<double> last = raw::narrow(logits, 1, logits.size(1) - 1, 1).to_vector();
         int64_t next = pick_token(last, options.temperature, options.top_k, gen);

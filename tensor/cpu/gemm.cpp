@@ -36,6 +36,7 @@
 #include <omp.h>
 
 #include "tensor/cpu/allocator.h"
+#include "tensor/cpu/gemv.h"
 #include "tensor/cpu/row_share.h"
 #include "tensor/error.h"
 
@@ -395,6 +396,17 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, const Operand<T>& A, const Op
 template <typename T>
 Operand<T> operand(const MatrixOperand<T>& m) { return {m.data, m.batch_offsets.data(), m.row_stride, m.col_stride}; }
 
+// A product with one row of A (generating a token) needs no packing: gemv.h
+// reads B in place when its layout allows, one matrix of the batch at a time.
+bool one_row_products(int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
+                      const std::vector<int64_t>& c_offsets, bool accumulate, bool allow_threads) {
+    if (B.row_stride != 1 && B.col_stride != 1) return false;
+    for (size_t bi = 0; bi < c_offsets.size(); ++bi)
+        gemv(N, K, A.data + A.batch_offsets[bi], A.col_stride, B.data + B.batch_offsets[bi], B.row_stride,
+             B.col_stride, C + c_offsets[bi], accumulate, allow_threads);
+    return true;
+}
+
 }  // namespace
 
 size_t packing_buffers_bound_bytes(int threads) {
@@ -413,6 +425,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const 
           const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa, bool accumulate) {
     if (!cpu_supports(isa))
         throw Error(std::string("gemm: this CPU does not support the ") + simd_isa_name(isa) + " micro-kernel");
+    if (M == 1 && one_row_products(N, K, A, B, C, c_offsets, accumulate, /*allow_threads=*/true)) return;
     gemm_blocked(M, N, K, operand(A), operand(B), C, c_offsets.data(), (int64_t)c_offsets.size(), c_row_stride,
                  micro_kernel_for(isa), /*allow_threads=*/true, accumulate);
 }
@@ -425,6 +438,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const
 
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,
                         int64_t b_rs, int64_t b_cs, float* C, int64_t ldc, bool accumulate) {
+    if (M == 1 && gemv(N, K, A, a_cs, B, b_rs, b_cs, C, accumulate, /*allow_threads=*/false)) return;
     const int64_t zero = 0;
     gemm_blocked<float>(M, N, K, {A, &zero, a_rs, a_cs}, {B, &zero, b_rs, b_cs}, C, &zero, 1, ldc,
                         micro_kernel_for(best_simd_isa()), /*allow_threads=*/false, accumulate);
