@@ -38,6 +38,11 @@ bool use_tiled(const Tensor& q, const Tensor& k, const Tensor& v) {
     return q.dtype() == kFloat32 && k.size(2) == D && widths;
 }
 
+// Forward reads matrix n of q, k, v at n times their first stride (tensor/ops/attention.h).
+MatrixStrides batch_strides(const Tensor& q, const Tensor& k, const Tensor& v) {
+    return {q.strides()[0], k.strides()[0], v.strides()[0]};
+}
+
 // A grid beyond CUDA's limits would be cut, silently, by the casts.
 dim3 checked(const TiledGrid& grid, const char* kernel) {
     if (!grid.fits())
@@ -55,7 +60,7 @@ void launch_forward_tiled(const Tensor& q, const Tensor& k, const Tensor& v, boo
     attention_forward_tiled<D, Dv><<<grid, AttentionTiles<D, Dv>::forward_threads, 0, stream()>>>(
         static_cast<const float*>(q.raw_data()), static_cast<const float*>(k.raw_data()),
         static_cast<const float*>(v.raw_data()), static_cast<float*>(out.raw_data()),
-        static_cast<float*>(logsumexp.raw_data()), Tq, S, causal, scale);
+        static_cast<float*>(logsumexp.raw_data()), Tq, S, causal, scale, batch_strides(q, k, v));
     check_launch("attention_forward_tiled");
 }
 
@@ -124,12 +129,12 @@ static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool ca
         attention_forward_kernel<<<blocks, kSimpleTile, shared, stream()>>>(
             static_cast<const float*>(q.raw_data()), static_cast<const float*>(k.raw_data()),
             static_cast<const float*>(v.raw_data()), static_cast<float*>(out.raw_data()),
-            static_cast<float*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale);
+            static_cast<float*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale, batch_strides(q, k, v));
     else
         attention_forward_kernel<<<blocks, kSimpleTile, shared, stream()>>>(
             static_cast<const double*>(q.raw_data()), static_cast<const double*>(k.raw_data()),
             static_cast<const double*>(v.raw_data()), static_cast<double*>(out.raw_data()),
-            static_cast<double*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale);
+            static_cast<double*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale, batch_strides(q, k, v));
     check_launch("attention_forward_kernel");
 }
 

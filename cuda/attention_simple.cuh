@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/attention_strides.cuh"
 #include "cuda/block_reduce.cuh"
 #include "cuda/device_common.cuh"
 
@@ -35,15 +36,15 @@ __device__ inline int64_t visible_keys(bool causal, int64_t i, int64_t S) { retu
 template <typename T>
 __global__ void attention_forward_kernel(const T* q_all, const T* k_all, const T* v_all, T* out_all, T* lse_all,
                                          int64_t N, int64_t Tq, int64_t S, int64_t D, int64_t Dv, bool causal,
-                                         double scale) {
+                                         double scale, MatrixStrides batch) {
     __shared__ double p_tile[kSimpleTile];
     __shared__ double stats[2];  // running max, running sum
     double* acc = dynamic_shared_memory<double>();  // Dv running numerators
     for (int64_t row = blockIdx.x; row < N * Tq; row += gridDim.x) {
         int64_t n = row / Tq, i = row % Tq;
-        const T* q = q_all + row * D;
-        const T* k = k_all + n * S * D;
-        const T* v = v_all + n * S * Dv;
+        const T* q = q_all + n * batch.q + i * D;
+        const T* k = k_all + n * batch.k;
+        const T* v = v_all + n * batch.v;
         for (int64_t e = threadIdx.x; e < Dv; e += blockDim.x) acc[e] = 0;
         if (threadIdx.x == 0) {
             stats[0] = -INFINITY;

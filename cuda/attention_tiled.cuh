@@ -31,6 +31,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/attention_strides.cuh"
+
 namespace nc {
 namespace cuda {
 
@@ -71,7 +73,7 @@ __device__ inline float group_sum(float x) {
 template <int D, int Dv>
 __global__ void __launch_bounds__(AttentionTiles<D, Dv>::forward_threads)
 attention_forward_tiled(const float* q_all, const float* k_all, const float* v_all, float* out_all, float* lse_all,
-                        int64_t Tq, int64_t S, bool causal, float scale) {
+                        int64_t Tq, int64_t S, bool causal, float scale, MatrixStrides batch) {
     using Tiles = AttentionTiles<D, Dv>;
     constexpr int G = Tiles::group, KEYS = Tiles::forward_keys;
     __shared__ float k_tile[KEYS][D];
@@ -79,11 +81,11 @@ attention_forward_tiled(const float* q_all, const float* k_all, const float* v_a
     const int tid = threadIdx.x, g = tid % G;
     const int64_t n = blockIdx.x, i0 = (int64_t)blockIdx.y * Tiles::forward_queries, i = i0 + tid / G;
     const bool active = i < Tq;
-    const float* k = k_all + n * S * D;
-    const float* v = v_all + n * S * Dv;
+    const float* k = k_all + n * batch.k;
+    const float* v = v_all + n * batch.v;
     float q[Tiles::qk_part], o[Tiles::v_part];
 #pragma unroll
-    for (int u = 0; u < Tiles::qk_part; ++u) q[u] = active ? q_all[(n * Tq + i) * D + g + G * u] * scale : 0.0f;
+    for (int u = 0; u < Tiles::qk_part; ++u) q[u] = active ? q_all[n * batch.q + i * D + g + G * u] * scale : 0.0f;
 #pragma unroll
     for (int u = 0; u < Tiles::v_part; ++u) o[u] = 0.0f;
     float m = -INFINITY, l = 0.0f;

@@ -4,6 +4,7 @@
 #include "helpers.h"
 #include "autograd/ops_nn.h"
 #include "optim/optimizer.h"
+#include "tensor/cpu/allocator.h"
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
 #include "tensor/raw_nn.h"
@@ -55,6 +56,37 @@ TEST_CASE("tiled attention equals the reference kernel, value and gradient", "[a
         INFO("N=" << c.N << " T=" << c.T << " S=" << c.S << " D=" << c.D << " Dv=" << c.Dv << " causal=" << c.causal);
         compare_with_reference(c, kFloat32, 2e-5);
         compare_with_reference(c, kFloat64, 1e-12);
+    }
+}
+
+// Generating a token: one query against the first S positions of a
+// key/value cache [B, H, capacity, D], whose heads lie capacity * D apart.
+// Forward reads them where they are (attention.h); positions past S hold
+// other numbers, so a kernel that took the heads as S * D apart would
+// read them. The result must equal attention on contiguous copies, bit
+// for bit, and no copy of the cache may be made.
+TEST_CASE("attention reads the keys and values of a cache prefix in place", "[attention][fast][kvcache]") {
+    Generator gen(31);
+    const int64_t B = 2, H = 3, capacity = 40, S = 17, D = 8;
+    for (DType dtype : {kFloat32, kFloat64}) {
+        Tensor k_cache = raw::randn({B, H, capacity, D}, gen, dtype), v_cache = raw::randn({B, H, capacity, D}, gen, dtype);
+        Tensor q = raw::randn({B, H, 1, D}, gen, dtype);
+        Tensor k = raw::narrow(k_cache, 2, 0, S), v = raw::narrow(v_cache, 2, 0, S);
+        REQUIRE_FALSE(k.is_contiguous());
+        Tensor k_copy = raw::contiguous(k), v_copy = raw::contiguous(v);
+        auto allocations = [] {
+            AllocatorStats a = cpu::allocator_stats();
+            return a.system_allocations + a.cache_hits;
+        };
+        int64_t start = allocations();
+        raw::AttentionForward copied = raw::attention(q, k_copy, v_copy, /*causal=*/false, 0.3);
+        int64_t middle = allocations();
+        raw::AttentionForward in_place = raw::attention(q, k, v, /*causal=*/false, 0.3);
+        int64_t end = allocations();
+        INFO(dtype_name(dtype));
+        CHECK(in_place.out.to_vector() == copied.out.to_vector());
+        CHECK(in_place.logsumexp.to_vector() == copied.logsumexp.to_vector());
+        CHECK(end - middle == middle - start);  // no allocation for a copy of k or v
     }
 }
 

@@ -13,11 +13,14 @@
 
 namespace nc {
 
-// q: [N, T, D], k: [N, S, D], v: [N, S, Dv], all contiguous and of one
-// float dtype (never 16-bit: the raw op widens those) -> out [N, T, Dv],
-// and logsumexp [N, T] = log of each softmax row's denominator (in units of
-// the scaled scores), all backward needs to rebuild the probabilities tile
-// by tile.
+// q: [N, T, D], k: [N, S, D], v: [N, S, Dv], of one float dtype (never
+// 16-bit: the raw op widens those) -> out [N, T, Dv], and logsumexp [N, T]
+// = log of each softmax row's denominator (in units of the scaled scores),
+// all backward needs to rebuild the probabilities tile by tile.
+// Forward's q, k, v: each [T, D] or [S, D] matrix contiguous, the matrices
+// strides()[0] apart (any distance: the keys of a key/value cache's first
+// S positions are read in place). Backward's operands, and every out,
+// logsumexp and gradient: contiguous.
 struct AttentionKernels {
     void (*forward)(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
                     const Tensor& logsumexp);

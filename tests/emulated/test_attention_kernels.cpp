@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>  // the emulator's, found first (-Itests/cuda_emulator)
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -99,6 +100,18 @@ void check_close(const char* what, const std::vector<T>& got, const std::vector<
     nc_test::check_within(what, got, want, tol);
 }
 
+// The matrices of a [N, rows, width] batch copied `gap` elements apart, the
+// gaps NaN: how forward finds the first S positions of a key/value cache
+// (its matrices strides()[0] apart, not rows * width). A kernel that
+// ignored the distance would read NaN or the wrong matrix.
+template <typename T>
+std::vector<T> spread(const std::vector<T>& batch, int64_t N, int64_t matrix, int64_t gap) {
+    std::vector<T> out(N * (matrix + gap), (T)NAN);
+    for (int64_t n = 0; n < N; ++n)
+        std::copy(batch.begin() + n * matrix, batch.begin() + (n + 1) * matrix, out.begin() + n * (matrix + gap));
+    return out;
+}
+
 template <int D, int Dv>
 void check_widths(const Shape& c, Schedule schedule) {
     using namespace nc::cuda;
@@ -114,11 +127,20 @@ void check_widths(const Shape& c, Schedule schedule) {
     std::vector<float> out(c.N * c.T * Dv, NAN), lse(c.N * c.T, NAN);
     cuda_emulator::launch(forward_grid<D, Dv>(c.N, c.T).dims(), Tiles::forward_threads, schedule,
                           attention_forward_tiled<D, Dv>, q.data(), k.data(), v.data(), out.data(), lse.data(), c.T,
-                          c.S, c.causal, scale);
+                          c.S, c.causal, scale, MatrixStrides{c.T * D, c.S * D, c.S * Dv});
     check_close("out", out, r.out, r.out_size);
     std::vector<long double> lse_size(r.lse.size());
     for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
     check_close("logsumexp", lse, r.lse, lse_size);
+    // The same batch with the matrices apart: the same numbers, bit for bit.
+    std::vector<float> q_apart = spread(q, c.N, c.T * D, 5), k_apart = spread(k, c.N, c.S * D, 3 * D),
+                       v_apart = spread(v, c.N, c.S * Dv, 7), out_apart(out.size(), NAN), lse_apart(lse.size(), NAN);
+    cuda_emulator::launch(forward_grid<D, Dv>(c.N, c.T).dims(), Tiles::forward_threads, schedule,
+                          attention_forward_tiled<D, Dv>, q_apart.data(), k_apart.data(), v_apart.data(),
+                          out_apart.data(), lse_apart.data(), c.T, c.S, c.causal, scale,
+                          MatrixStrides{c.T * D + 5, c.S * D + 3 * D, c.S * Dv + 7});
+    CHECK(out_apart == out);
+    CHECK(lse_apart == lse);
 
     // dq starts at 0 (the kernel adds to it); dk and dv start as NaN, so a
     // row the kernel forgets to write shows.
@@ -177,11 +199,21 @@ void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
     cuda_emulator::launch_with_shared(dim3(blocks), dim3(kSimpleTile), Dv * sizeof(double), schedule,
                                       attention_forward_kernel<T>, (const T*)q.data(), (const T*)k.data(),
                                       (const T*)v.data(), out.data(), lse.data(), c.N, c.T, c.S, (int64_t)D,
-                                      (int64_t)Dv, c.causal, scale);
+                                      (int64_t)Dv, c.causal, scale, MatrixStrides{c.T * D, c.S * D, c.S * Dv});
     check_close("out", out, r.out, r.out_size);
     std::vector<long double> lse_size(r.lse.size());
     for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
     check_close("logsumexp", lse, r.lse, lse_size);
+    // The same batch with the matrices apart: the same numbers, bit for bit.
+    std::vector<T> q_apart = spread(q, c.N, c.T * D, 5), k_apart = spread(k, c.N, c.S * D, 3 * D),
+                   v_apart = spread(v, c.N, c.S * Dv, 7), out_apart(out.size(), (T)NAN), lse_apart(lse.size(), (T)NAN);
+    cuda_emulator::launch_with_shared(dim3(blocks), dim3(kSimpleTile), Dv * sizeof(double), schedule,
+                                      attention_forward_kernel<T>, (const T*)q_apart.data(), (const T*)k_apart.data(),
+                                      (const T*)v_apart.data(), out_apart.data(), lse_apart.data(), c.N, c.T, c.S,
+                                      (int64_t)D, (int64_t)Dv, c.causal, scale,
+                                      MatrixStrides{c.T * D + 5, c.S * D + 3 * D, c.S * Dv + 7});
+    CHECK(out_apart == out);
+    CHECK(lse_apart == lse);
     std::vector<T> dq(c.N * c.T * D, 0), dk(c.N * c.S * D, 0), dv(c.N * c.S * Dv, 0);
     cuda_emulator::launch(dim3(blocks), dim3(kSimpleTile), schedule, attention_backward_kernel<T>, (const T*)dout.data(),
                           (const T*)q.data(), (const T*)k.data(), (const T*)v.data(), (const T*)out.data(),
