@@ -319,6 +319,44 @@ int main() {
     std::printf("  time: float32 %.0f ms, bfloat16 operands %.0f ms (%.2fx)\n", kept.ms, bf16.ms, bf16.ms / kept.ms);
     expect(bf16.activations_mib < kept.activations_mib, "16-bit copies to take less memory than float32 activations");
     expect(error / largest < 0.05, "bfloat16 gradients within a few percent of float32's");
+
+    // One row at a time (generating a token): x [1, 128] times the W^T of the
+    // default model's first MLP layer, W [512, 128]. With one row the GEMM
+    // reads W in place (gemv.h); two rows already go through packing, which
+    // copies all of W before using each number of it twice.
+    {
+        const int64_t K = 128, N = 512;
+        Tensor x_t = raw::randn({2, K}, gen), w_t = raw::randn({N, K}, gen);
+        const float* x = x_t.data<float>();
+        const float* w = w_t.data<float>();
+        std::vector<float> y(2 * N), y_naive(2 * N, 0.0f);
+        for (int64_t i = 0; i < 2; ++i)
+            for (int64_t j = 0; j < N; ++j)
+                for (int64_t p = 0; p < K; ++p) y_naive[i * N + j] += x[i * K + p] * w[j * K + p];
+        cpu::MatrixOperand<float> x_op{x, {0}, K, 1}, wt_op{w, {0}, 1, K};  // W^T: B(p, j) = w[j K + p]
+        omp_set_num_threads(1);
+        auto microseconds = [](const std::function<void()>& body) {  // best of 5 rounds of 2000 calls
+            double best = 1e30;
+            for (int r = 0; r < 5; ++r) {
+                auto start = std::chrono::steady_clock::now();
+                for (int i = 0; i < 2000; ++i) body();
+                best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            }
+            return best / 2000 * 1e6;
+        };
+        double one = microseconds([&] { cpu::gemm(1, N, K, x_op, wt_op, y.data(), {0}, N, best); });
+        expect(max_difference(std::vector<float>(y.begin(), y.begin() + N),
+                              std::vector<float>(y_naive.begin(), y_naive.begin() + N)) < 1e-3,
+               "the one-row product to agree with the naive loop");
+        double two = microseconds([&] { cpu::gemm(2, N, K, x_op, wt_op, y.data(), {0}, N, best); });
+        expect(max_difference(y, y_naive) < 1e-3, "the two-row product to agree with the naive loop");
+        omp_set_num_threads(threads);
+        double weight_bytes = (double)(N * K) * sizeof(float);
+        std::printf("\none row times W^T, W [%lld, %lld], 1 thread:\n", (long long)N, (long long)K);
+        std::printf("  1 row,  read in place:  %6.2f us (the weights at %.0f GB/s)\n", one, weight_bytes / one / 1e3);
+        std::printf("  2 rows, packed GEMM:    %6.2f us (%.1fx the time of one row)\n", two, two / one);
+    }
+
     write_packing_picture("09-packing.gp");
     write_attention_picture("09-attention-tiles.gp");
     return 0;
