@@ -26,11 +26,21 @@
 #
 #   results/dyt-recipe/recipe.sh build/normcore runs/dyt35 screen > results/dyt-recipe/screen.txt
 #   results/dyt-recipe/recipe.sh build/normcore runs/dyt35 compare > results/dyt-recipe/compare.txt
+#
+# A third phase, `small-alpha` (after `compare`, in the same folder), asks
+# whether a DyT with a smaller alpha0 beats the tuned model without a norm:
+# the screening showed the loss falling as alpha0 falls once the scalar
+# is on. It screens alpha0 0.05 to 0.5 with either scalar (seed 1, lr
+# 2e-3), tunes the rate of the best as `compare` does, runs seeds 2-4 at
+# it, and compares it, paired by seed, with `compare`'s variants:
+#
+#   results/dyt-recipe/recipe.sh build/normcore runs/dyt35 small-alpha > results/dyt-recipe/small_alpha.txt
 set -eu
 bin=${1:-build/normcore}
 out=${2:-runs/dyt-recipe}
 phase=${3:-all}
-case "$phase" in screen | compare | all) ;; *) echo "recipe.sh: unknown phase '$phase' (screen, compare or all)" >&2; exit 2 ;; esac
+case "$phase" in screen | compare | small-alpha | all) ;;
+  *) echo "recipe.sh: unknown phase '$phase' (screen, compare, small-alpha or all)" >&2; exit 2 ;; esac
 mkdir -p "$out"
 
 # Every DyT option is spelled out, so the runs do not depend on train's defaults.
@@ -83,6 +93,77 @@ export -f run
 export bin out
 # Two at a time: each line of stdin is "name|seed|lr|flags".
 in_pairs() { tr '\n' '\0' | xargs -0 -P2 -I{} bash -c 'IFS="|" read -r n s l f <<< "{}"; run "$n" "$s" "$l" $f'; }
+
+# The learning rate with the lowest validation loss of variant $1 in the
+# file $2 ("name seed lr loss" lines); a diverged run is worse than any loss.
+best_lr_in() { awk -v n="$1" '$1 == n && $4 != "diverged" && (best == "" || $4 + 0 < best + 0) { best = $4; lr = $3 } END { print lr }' "$2"; }
+# Tunes the rate of each "name|flags" line of $1 into the file $2: 1e-3,
+# 2e-3 and 4e-3 on seed 1, and a best rate at an edge of the grid followed
+# one step further (x2 or /2) until the loss rises, as the studies' protocol does.
+tune_rates() {
+  echo "$1" | while IFS='|' read -r n f; do for lr in 1e-3 2e-3 4e-3; do echo "$n|1|$lr|$f"; done; done |
+    in_pairs | sort > "$2"
+  while true; do
+    more=$(echo "$1" | while IFS='|' read -r n f; do
+      lr=$(best_lr_in "$n" "$2")
+      next=""
+      [ "$lr" = "$(awk -v n="$n" '$1 == n { print $3 }' "$2" | sort -g | tail -1)" ] &&
+        next=$(awk -v x="$lr" 'BEGIN { printf "%ge-3", x * 2 * 1000 }')
+      [ "$lr" = "$(awk -v n="$n" '$1 == n { print $3 }' "$2" | sort -g | head -1)" ] &&
+        next=$(awk -v x="$lr" 'BEGIN { printf "%ge-3", x / 2 * 1000 }')
+      [ -z "$next" ] || echo "$n|1|$next|$f"
+    done)
+    [ -n "$more" ] || break
+    echo "$more" | in_pairs >> "$2"
+    sort -o "$2" "$2"
+  done
+}
+
+if [ "$phase" = small-alpha ]; then
+  [ -f "$out/seeds.txt" ] || { echo "recipe.sh: run the compare phase into $out first (its seeds.txt is missing)" >&2; exit 2; }
+  small="dyt-emb35-a0.05|$(dyt 0.05 0 35.36)
+dyt-emb35-a0.1|$(dyt 0.1 0 35.36)
+dyt-emb35-a0.2|$(dyt 0.2 0 35.36)
+dyt-embsqrt-a0.1|$(dyt 0.1 0 sqrt)
+dyt-embsqrt-a0.2|$(dyt 0.2 0 sqrt)
+dyt-p-a0.5|$(dyt 0.5 0 sqrt)"
+  echo "== screening smaller alpha0: seed 1, lr 2e-3"
+  echo "$small" | sed 's/^\([^|]*\)|/\1|1|2e-3|/' | in_pairs | sort > "$out/small_screen.txt"
+  cat "$out/small_screen.txt"
+  best=$(awk '$4 != "diverged" && (b == "" || $4 + 0 < b + 0) { b = $4; n = $1 } END { print n }' "$out/small_screen.txt")
+  chosen=$(echo "$small" | grep "^$best|")
+  echo
+  echo "== the learning rate of the best, $best, seed 1"
+  tune_rates "$chosen" "$out/small_tuning.txt"
+  cat "$out/small_tuning.txt"
+  lr=$(best_lr_in "$best" "$out/small_tuning.txt")
+  echo
+  echo "== seeds 2, 3, 4 at $lr"
+  for s in 2 3 4; do echo "$chosen" | sed "s/^\([^|]*\)|/\1|$s|$lr|/"; done | in_pairs | sort > "$out/small_seeds.txt"
+  cat "$out/small_seeds.txt"
+  echo
+  cat "$out/seeds.txt" "$out/small_seeds.txt" | awk -v best="$best" '
+    { v[$1, $2] = $4; lr[$1] = $3 }
+    function paired(a, b,    s, ss, d, seed, m, sd) {
+      s = 0; ss = 0
+      for (seed = 2; seed <= 4; seed++) { d = v[a, seed] - v[b, seed]; s += d; ss += d * d }
+      m = s / 3; sd = sqrt((ss - 3 * m * m) / 2)
+      return sprintf("%+.4f [%+.4f, %+.4f]", m, m - 4.303 * sd / sqrt(3), m + 4.303 * sd / sqrt(3))
+    }
+    END {
+      s = 0; ss = 0
+      for (seed = 2; seed <= 4; seed++) { s += v[best, seed]; ss += v[best, seed] * v[best, seed] }
+      m = s / 3; sd = sqrt((ss - 3 * m * m) / 2)
+      printf "%s at lr %s, seeds 2-4: %.4f %.4f %.4f; %.4f [%.4f, %.4f]\n", best, lr[best], v[best, 2], v[best, 3],
+        v[best, 4], m, m - 4.303 * sd / sqrt(3), m + 4.303 * sd / sqrt(3)
+      print "paired by seed (seeds 2-4) with the compare phase, mean difference [95% interval]:"
+      print "  " best " - no norm:                 " paired(best, "none")
+      print "  " best " - no norm with its scalar: " paired(best, "none-emb35")
+      print "  " best " - LayerNorm:               " paired(best, "layernorm")
+      print "  " best " - the DyT recipe:          " paired(best, "dyt-p-split-a1")
+    }'
+  exit 0
+fi
 
 if [ "$phase" != compare ]; then
   echo "== screening: seed 1, lr 2e-3"
