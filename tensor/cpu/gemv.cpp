@@ -19,8 +19,9 @@ namespace {
 
 // Below this many multiply-adds one thread finishes before a team of
 // threads would have started (waking them costs a few microseconds): every
-// product of the default model (C = 128) stays on one thread, GPT-2 124M's
-// (768 x 2304 and up) are split.
+// product of the default model (C = 128, at most 128 x 512 = 65,536)
+// stays on one thread; every weight product of GPT-2 124M (the smallest,
+// 768 x 768, is 589,824) is split.
 constexpr int64_t kGemvParallelMin = int64_t(1) << 17;
 
 void write(float* c, float sum, bool accumulate) { *c = accumulate ? *c + sum : sum; }
@@ -101,7 +102,8 @@ bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, in
 #pragma omp parallel num_threads(threads)
     {
         // Each thread takes an equal run of columns, cut at multiples of 16
-        // (whole cache lines of c, so no two threads write the same line).
+        // (when c is 64-byte aligned, as a fresh tensor is: whole cache
+        // lines, so no two threads write the same line).
         const int me = omp_get_thread_num(), team = omp_get_num_threads();
         auto boundary = [&](int t) { return t == team ? N : N * t / team / 16 * 16; };
         columns(boundary(me), boundary(me + 1));

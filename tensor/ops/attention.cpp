@@ -34,7 +34,8 @@
 // Every product of two tiles (Q K^T, P V, and the five of backward) is a
 // small GEMM on the calling thread (gemm_single_thread, gemm.cpp): the same
 // packed micro-kernel as the big matrix multiplies (the best the CPU has:
-// AVX-512, AVX2 or NEON, chosen at run time). Threads split
+// AVX-512, AVX2 or NEON, chosen at run time), or, for a tile of one query
+// (generating a token), the unpacked one-row product of gemv.h. Threads split
 // the (batch x head, query block) pairs forward and the batch x heads backward.
 //
 // Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
