@@ -16,10 +16,11 @@ enum class NormKind { LayerNorm, RMSNorm, DyT, None };
 
 // train's DyT recipe when its options are auto (tutorials/12, "A recipe for
 // DyT language models"): a ViT gets the DyT paper's alpha0 0.5 and nothing
-// else; a language model gets alpha0 0.5, 1 in the DyT layers before
-// attention, a learnable scalar sqrt(C) on its embeddings, and the last gain
+// else; a language model gets alpha0 0.5 in every DyT layer (the DyT paper's
+// larger alpha0 before attention is an option, --dyt-alpha-attn, measured no
+// better), a learnable scalar sqrt(C) on its embeddings, and the last gain
 // that matches a LayerNorm (dyt_final_gamma_matching_layernorm).
-constexpr double kDytAlpha0Vit = 0.5, kDytAlpha0LanguageModel = 0.5, kDytAlpha0AttnLanguageModel = 1;
+constexpr double kDytAlpha0Vit = 0.5, kDytAlpha0LanguageModel = 0.5;
 enum class Placement { Pre, Post, Sandwich, DeepNorm, GeoNorm };
 enum class Decay { None, Harmonic, Sqrt, Linear };
 // Differential: the official Diff-Transformer (Ye et al. 2024, reference in

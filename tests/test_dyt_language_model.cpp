@@ -97,14 +97,15 @@ TEST_CASE("the final DyT gain that matches a LayerNorm at initialization", "[mod
     CHECK(config_from({"--model", "llama", "--norm", "dyt", "--dyt-alpha", "0.5", "--embed-scale", "0"}).dyt_final_gamma0 ==
           Approx(100));
     // train's recipe for a language model with every option auto (chapter 12):
-    // alpha0 0.5, 1 before attention, the scalar sqrt(C) on the embeddings,
-    // and the last gain that matches a LayerNorm through that scalar.
+    // alpha0 0.5 in every DyT (none larger before attention), the scalar
+    // sqrt(C) on the embeddings, and the last gain that matches a LayerNorm
+    // through that scalar.
     for (const char* model : {"gpt2", "llama"}) {
         TransformerConfig recipe = config_from({"--model", model, "--norm", "dyt"});
         double tables = std::string(model) == "gpt2" ? 2 : 1;
         INFO(model);
         CHECK(recipe.dyt_alpha0 == 0.5);
-        CHECK(recipe.dyt_alpha0_attn == 1);
+        CHECK(recipe.dyt_alpha0_attn == 0);
         CHECK(recipe.embed_scale0 == Approx(std::sqrt(128.0)));
         CHECK(recipe.dyt_final_gamma0 == Approx(1 / (0.5 * 0.02 * std::sqrt(tables) * std::sqrt(128.0))));
         CHECK(recipe.dyt_gamma0 == 1);

@@ -38,8 +38,8 @@ std::vector<FlagSpec> model_flags() {
          "initial gain of the DyT before the head; auto: 1 / (alpha0 x the stream's RMS at initialization) for a language model, so that it "
          "starts as large as a LayerNorm (1 keeps it from learning: tutorials/12-dyt-and-saturation.md), 1 for vit"},
         {"dyt-gamma", "1", "initial gain of every other DyT; auto: 1 / (alpha0 x the stream's RMS at initialization), as the last one's"},
-        {"dyt-alpha-attn", "auto", "initial alpha of the DyT layers before attention (the DyT paper's LLaMA recipe starts them "
-                                   "larger); auto: 1 for a language model, --dyt-alpha for vit; 0: --dyt-alpha"},
+        {"dyt-alpha-attn", "0", "initial alpha of the DyT layers before attention (the DyT paper's LLaMA recipe starts them "
+                                "larger, 0.8 against 0.2); 0: --dyt-alpha, as every other DyT layer"},
         {"embed-scale", "auto", "language models: a learnable scalar, starting at this value, multiplies the embeddings before the "
                                 "first block (sqrt: sqrt(width), as the DyT paper's LLaMA recipe; 0: none); auto: sqrt with --norm "
                                 "dyt, else none (tutorials/12-dyt-and-saturation.md)"},
@@ -60,11 +60,6 @@ static double dyt_alpha0(const Flags& flags, Family family) {
     return family == Family::ViT ? kDytAlpha0Vit : kDytAlpha0LanguageModel;
 }
 
-// --dyt-alpha-attn: a number (0: the same as --dyt-alpha), or auto.
-static double dyt_alpha0_attn(const Flags& flags, Family family) {
-    if (flags.str("dyt-alpha-attn") != "auto") return flags.number("dyt-alpha-attn");
-    return family == Family::ViT ? 0 : kDytAlpha0AttnLanguageModel;
-}
 
 // --embed-scale: a number (0: none), sqrt (sqrt of the width), or auto:
 // sqrt for a language model with DyT, none otherwise (the scalar helps DyT
@@ -98,7 +93,7 @@ TransformerConfig config_from_flags(const Flags& flags) {
     cfg.block_size = flags.integer("seq");
     cfg.dropout = flags.number("dropout");
     cfg.dyt_alpha0 = dyt_alpha0(flags, cfg.family);
-    cfg.dyt_alpha0_attn = dyt_alpha0_attn(flags, cfg.family);
+    cfg.dyt_alpha0_attn = flags.number("dyt-alpha-attn");
     // The embedding scale first: the gains' auto values depend on it.
     cfg.embed_scale0 = embed_scale0(flags, cfg);
     if (flags.str("dyt-final-gamma") == "auto")

@@ -48,7 +48,7 @@ dyt() {  # alpha0 alpha0-before-attention embedding-scale [more flags]
   echo "--norm dyt --dyt-alpha $1 --dyt-alpha-attn $2 --embed-scale $3 --dyt-final-gamma auto ${4:-}"
 }
 old=$(dyt 3 0 0)                  # train's DyT before this recipe: alpha0 3, the last gain auto
-recipe=$(dyt 0.5 1 sqrt)          # the recipe train --norm dyt now uses for a language model
+recipe=$(dyt 0.5 1 sqrt)          # train --norm dyt's recipe until the small-alpha phase (now: dyt-p-a0.5)
 screen="dyt-a3|$old
 dyt-a6|$(dyt 6 0 0)
 dyt-a10|$(dyt 10 0 0)
@@ -94,6 +94,15 @@ export bin out
 # Two at a time: each line of stdin is "name|seed|lr|flags".
 in_pairs() { tr '\n' '\0' | xargs -0 -P2 -I{} bash -c 'IFS="|" read -r n s l f <<< "{}"; run "$n" "$s" "$l" $f'; }
 
+# awk: the mean difference of v[a, seed] - v[b, seed] over seeds 2-4, with
+# its 95% interval (Student t, 2 degrees of freedom: 4.303).
+paired_by_seed='
+  function paired(a, b,    s, ss, d, seed, m, sd) {
+    s = 0; ss = 0
+    for (seed = 2; seed <= 4; seed++) { d = v[a, seed] - v[b, seed]; s += d; ss += d * d }
+    m = s / 3; sd = sqrt((ss - 3 * m * m) / 2)
+    return sprintf("%+.4f [%+.4f, %+.4f]", m, m - 4.303 * sd / sqrt(3), m + 4.303 * sd / sqrt(3))
+  }'
 # The learning rate with the lowest validation loss of variant $1 in the
 # file $2 ("name seed lr loss" lines); a diverged run is worse than any loss.
 best_lr_in() { awk -v n="$1" '$1 == n && $4 != "diverged" && (best == "" || $4 + 0 < best + 0) { best = $4; lr = $3 } END { print lr }' "$2"; }
@@ -142,14 +151,8 @@ dyt-p-a0.5|$(dyt 0.5 0 sqrt)"
   for s in 2 3 4; do echo "$chosen" | sed "s/^\([^|]*\)|/\1|$s|$lr|/"; done | in_pairs | sort > "$out/small_seeds.txt"
   cat "$out/small_seeds.txt"
   echo
-  cat "$out/seeds.txt" "$out/small_seeds.txt" | awk -v best="$best" '
+  cat "$out/seeds.txt" "$out/small_seeds.txt" | awk -v best="$best" "$paired_by_seed"'
     { v[$1, $2] = $4; lr[$1] = $3 }
-    function paired(a, b,    s, ss, d, seed, m, sd) {
-      s = 0; ss = 0
-      for (seed = 2; seed <= 4; seed++) { d = v[a, seed] - v[b, seed]; s += d; ss += d * d }
-      m = s / 3; sd = sqrt((ss - 3 * m * m) / 2)
-      return sprintf("%+.4f [%+.4f, %+.4f]", m, m - 4.303 * sd / sqrt(3), m + 4.303 * sd / sqrt(3))
-    }
     END {
       s = 0; ss = 0
       for (seed = 2; seed <= 4; seed++) { s += v[best, seed]; ss += v[best, seed] * v[best, seed] }
@@ -174,45 +177,19 @@ if [ "$phase" != compare ]; then
 fi
 
 echo "== the learning rate of each compared variant, seed 1"
-echo "$compare" | while IFS='|' read -r n f; do for lr in 1e-3 2e-3 4e-3; do echo "$n|1|$lr|$f"; done; done |
-  in_pairs | sort > "$out/tuning.txt"
-# The rate with the lowest validation loss, per variant.
-# A diverged run is worse than any loss.
-best_lr() { awk -v n="$1" '$1 == n && $4 != "diverged" && (best == "" || $4 + 0 < best + 0) { best = $4; lr = $3 } END { print lr }' "$out/tuning.txt"; }
-# A best rate at an edge of the grid is followed one step further (x2 or
-# /2) until the loss rises, as the studies' protocol does.
-while true; do
-  more=$(echo "$compare" | while IFS='|' read -r n f; do
-    lr=$(best_lr "$n")
-    next=""
-    [ "$lr" = "$(awk -v n="$n" '$1 == n { print $3 }' "$out/tuning.txt" | sort -g | tail -1)" ] &&
-      next=$(awk -v x="$lr" 'BEGIN { printf "%ge-3", x * 2 * 1000 }')
-    [ "$lr" = "$(awk -v n="$n" '$1 == n { print $3 }' "$out/tuning.txt" | sort -g | head -1)" ] &&
-      next=$(awk -v x="$lr" 'BEGIN { printf "%ge-3", x / 2 * 1000 }')
-    [ -z "$next" ] || echo "$n|1|$next|$f"
-  done)
-  [ -n "$more" ] || break
-  echo "$more" | in_pairs >> "$out/tuning.txt"
-  sort -o "$out/tuning.txt" "$out/tuning.txt"
-done
+tune_rates "$compare" "$out/tuning.txt"
 cat "$out/tuning.txt"
 
 echo
 echo "== seeds 2, 3, 4 at each variant's rate"
-echo "$compare" | while IFS='|' read -r n f; do lr=$(best_lr "$n"); for s in 2 3 4; do echo "$n|$s|$lr|$f"; done; done |
+echo "$compare" | while IFS='|' read -r n f; do lr=$(best_lr_in "$n" "$out/tuning.txt"); for s in 2 3 4; do echo "$n|$s|$lr|$f"; done; done |
   in_pairs | sort > "$out/seeds.txt"
 cat "$out/seeds.txt"
 
 echo
-awk '
+awk "$paired_by_seed"'
   { v[$1, $2] = $4; lr[$1] = $3 }
   function interval(m, sd, k) { return sprintf("%.4f [%.4f, %.4f]", m, m - 4.303 * sd / sqrt(k), m + 4.303 * sd / sqrt(k)) }
-  function paired(a, b,    s, ss, d, seed, m, sd) {
-    s = 0; ss = 0
-    for (seed = 2; seed <= 4; seed++) { d = v[a, seed] - v[b, seed]; s += d; ss += d * d }
-    m = s / 3; sd = sqrt((ss - 3 * m * m) / 2)
-    return sprintf("%+.4f [%+.4f, %+.4f]", m, m - 4.303 * sd / sqrt(3), m + 4.303 * sd / sqrt(3))
-  }
   END {
     printf "%-15s %-6s %s\n", "variant", "lr", "final validation loss, seeds 2-4: mean [95% interval]"
     split("layernorm none none-emb35 dyt-p-split-a1", order, " ")
