@@ -161,40 +161,42 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
 
 // One row of A (a generated token's activations) skips the packing: gemv.h
 // reads B in place when its columns (x W^T, q K^T) or its rows (p V) are
-// contiguous. Both layouts, on 1 to 3 threads, with a strided a, column
-// counts that are not multiples of the 4 columns or 16-float pieces the
-// loops take, products big enough to be split between threads, and
-// accumulate on; a layout with neither contiguous is left to the blocked GEMM.
-TEST_CASE("one-row products read B in place in both layouts, on any number of threads", "[matmul][gemv]") {
-    Generator gen(16);
+// contiguous. Both layouts, with a strided a, column counts that are not
+// multiples of the 4 columns or 16-float pieces the loops take, products
+// big enough to be split between threads (when there are threads), and
+// accumulate on.
+static void check_one_row_products(int threads, Generator& gen) {
     const int saved_threads = omp_get_max_threads();
-    for (int threads : {1, 2, 3}) {
-        omp_set_num_threads(threads);
-        for (auto [K, N] : std::vector<std::array<int64_t, 2>>{{1, 1}, {5, 7}, {128, 45}, {300, 1100}, {768, 2304}}) {
-            Tensor a_wide = raw::randn({3, K}, gen), b = raw::randn({K, N}, gen);
-            Tensor a = raw::narrow(a_wide, 0, 1, 1);                                        // [1, K], contiguous row
-            Tensor a_strided = raw::transpose(raw::contiguous(raw::transpose(a_wide, 0, 1)), 0, 1);  // column-major
-            a_strided = raw::narrow(a_strided, 0, 1, 1);                                    // a_cs = 3
-            Tensor b_columns = raw::transpose(raw::contiguous(raw::transpose(b, 0, 1)), 0, 1);  // b_rs = 1, W^T
-            std::vector<double> expected = reference_matmul(a, b);
-            double tol = 2e-4 * std::sqrt((double)K);
-            for (const Tensor& left : {a, a_strided})
-                for (const Tensor& right : {b, b_columns}) {
-                    INFO("threads=" << threads << " K=" << K << " N=" << N << " a_cs=" << left.strides()[1]
-                                    << " b strides " << right.strides()[0] << "," << right.strides()[1]);
-                    std::vector<float> c(N, 0.5f);
-                    bool done = cpu::gemv(N, K, static_cast<const float*>(left.raw_data()), left.strides()[1],
-                                          static_cast<const float*>(right.raw_data()), right.strides()[0],
-                                          right.strides()[1], c.data(), /*accumulate=*/true, /*allow_threads=*/true);
-                    REQUIRE(done);
-                    std::vector<double> with_start(expected);
-                    for (double& e : with_start) e += 0.5;
-                    check_values(raw::from_vector(std::vector<double>(c.begin(), c.end()), {N}), with_start, tol);
-                    check_values(raw::matmul(left, right), expected, tol);  // through gemm(), C overwritten
-                }
-        }
+    omp_set_num_threads(threads);
+    for (auto [K, N] : std::vector<std::array<int64_t, 2>>{{1, 1}, {5, 7}, {128, 45}, {300, 1100}, {768, 2304}}) {
+        Tensor a_wide = raw::randn({3, K}, gen), b = raw::randn({K, N}, gen);
+        Tensor a = raw::narrow(a_wide, 0, 1, 1);                                                   // [1, K], contiguous row
+        Tensor a_strided = raw::transpose(raw::contiguous(raw::transpose(a_wide, 0, 1)), 0, 1);  // column-major
+        a_strided = raw::narrow(a_strided, 0, 1, 1);                                               // a_cs = 3
+        Tensor b_columns = raw::transpose(raw::contiguous(raw::transpose(b, 0, 1)), 0, 1);        // b_rs = 1, W^T
+        std::vector<double> expected = reference_matmul(a, b);
+        double tol = 2e-4 * std::sqrt((double)K);
+        for (const Tensor& left : {a, a_strided})
+            for (const Tensor& right : {b, b_columns}) {
+                INFO("threads=" << threads << " K=" << K << " N=" << N << " a_cs=" << left.strides()[1] << " b strides "
+                                << right.strides()[0] << "," << right.strides()[1]);
+                std::vector<float> c(N, 0.5f);
+                bool done = cpu::gemv(N, K, static_cast<const float*>(left.raw_data()), left.strides()[1],
+                                      static_cast<const float*>(right.raw_data()), right.strides()[0],
+                                      right.strides()[1], c.data(), /*accumulate=*/true, /*allow_threads=*/true);
+                REQUIRE(done);
+                std::vector<double> with_start(expected);
+                for (double& e : with_start) e += 0.5;
+                check_values(raw::from_vector(std::vector<double>(c.begin(), c.end()), {N}), with_start, tol);
+                check_values(raw::matmul(left, right), expected, tol);  // through gemm(), C overwritten
+            }
     }
     omp_set_num_threads(saved_threads);
+}
+
+TEST_CASE("one-row products read B in place in both layouts", "[matmul][gemv]") {
+    Generator gen(16);
+    check_one_row_products(1, gen);
     // Neither B's rows nor its columns contiguous (every other number of a
     // [K, N, 2] array: strides 2N and 2): gemv refuses, matmul packs it.
     Tensor pairs = raw::randn({6, 9, 2}, gen);
@@ -206,6 +208,13 @@ TEST_CASE("one-row products read B in place in both layouts, on any number of th
                           b_every_other.strides()[1], c.data(), false, true));
     CHECK(c == std::vector<float>(9, 0.0f));
     check_values(raw::matmul(a, b_every_other), reference_matmul(a, b_every_other), 1e-4);
+}
+
+// The columns split between 2 and 3 threads (more threads than this
+// machine's cores included), each taking a run cut at a multiple of 16.
+TEST_CASE("one-row products split between threads", "[matmul][gemv][threads]") {
+    Generator gen(17);
+    for (int threads : {2, 3}) check_one_row_products(threads, gen);
 }
 
 // The threads of one GEMM split the rows through RowShare (row_share.h):
