@@ -60,7 +60,6 @@ static double dyt_alpha0(const Flags& flags, Family family) {
     return family == Family::ViT ? kDytAlpha0Vit : kDytAlpha0LanguageModel;
 }
 
-
 // --embed-scale: a number (0: none), sqrt (sqrt of the width), or auto:
 // sqrt for a language model with DyT, none otherwise (the scalar helps DyT
 // and the model without a norm, and hurts LayerNorm: tutorials/12).

@@ -12,6 +12,8 @@
 
 #include <omp.h>
 
+#include "tensor/cpu/parallel.h"
+
 namespace nc {
 namespace cpu {
 
@@ -21,8 +23,10 @@ namespace {
 // threads would have started (waking them costs a few microseconds): every
 // product of the default model (C = 128, at most 128 x 512 = 65,536)
 // stays on one thread; every weight product of GPT-2 124M (the smallest,
-// 768 x 768, is 589,824) is split.
-constexpr int64_t kGemvParallelMin = int64_t(1) << 17;
+// 768 x 768, is 589,824) is split. parallel.h's element threshold times 4
+// (2^17): a multiply-add streams one weight, and two threads only paid
+// from about twice the default model's largest product on.
+constexpr int64_t kGemvParallelMin = 4 * kParallelMin;
 
 void write(float* c, float sum, bool accumulate) { *c = accumulate ? *c + sum : sum; }
 
