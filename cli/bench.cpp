@@ -152,6 +152,7 @@ struct StepTiming {
     }
     int64_t params = 0, batch = 0, seq = 0;
     double ms_per_step = 0, tokens_per_s = 0;
+    double flops_per_token = 0;  // a training step's model FLOPs per token (nn/models.h)
     size_t peak_bytes = 0;
     ProfileTotals profile;
     double profiled_seconds = 0;  // wall time of the profiled steps
@@ -186,6 +187,7 @@ StepTiming time_training_step(const std::string& model, const std::string& size,
     r.precision = precision;
     nn::TransformerConfig cfg = bench_config(model, size, r.batch);
     r.seq = cfg.block_size;
+    r.flops_per_token = nn::training_flops_per_token(cfg, r.seq);
     Generator gen(1234);
     LanguageModel lm = build_language_model(cfg, gen);
     lm.module->to(device);
@@ -361,9 +363,13 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
             }
     std::printf("\nTraining step on %s (forward + backward + AdamW), median of %lld steps; time by kind of op:\n",
                 device.str().c_str(), (long long)steps);
-    std::printf("  %-17s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s\n", "model", "params", "ms/step",
+    // MFU, model FLOPs utilization: the step's model FLOPs (6 N per token
+    // plus attention's, nn/models.h) per second over the FMA peak sampled in
+    // this run; on a GPU there is no peak to divide by.
+    const bool with_mfu = device == kCPU && peak > 0;
+    std::printf("  %-17s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s%s\n", "model", "params", "ms/step",
                 "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
-                "gemm GF/s");
+                "gemm GF/s", with_mfu ? "    MFU" : "");
     for (const StepTiming& r : results) {
         const ProfileTotals& p = r.profile;
         double timed = 0;
@@ -379,14 +385,21 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
             split[op_kind_name((OpKind)k)] = percent(p.seconds[k], r.profiled_seconds);
         }
         split["other"] = percent(other, r.profiled_seconds);
-        std::printf(" %5.1f%% %11.1f\n", percent(other, r.profiled_seconds), gemm_rate);
+        std::printf(" %5.1f%% %11.1f", percent(other, r.profiled_seconds), gemm_rate);
+        double mfu = with_mfu ? percent(r.tokens_per_s * r.flops_per_token / 1e9, peak) : 0;
+        if (with_mfu) std::printf(" %5.1f%%", mfu);
+        std::printf("\n");
         out["training"].push_back({{"model", r.model}, {"size", r.size}, {"precision", precision_name(r.precision)},
                                    {"params", r.params},
                                    {"batch", r.batch}, {"seq", r.seq}, {"ms_per_step", r.ms_per_step},
                                    {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
-                                   {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate}});
+                                   {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate},
+                                   {"flops_per_token", r.flops_per_token}});
+        if (with_mfu) out["training"].back()["mfu_percent"] = mfu;
     }
     std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
+    if (with_mfu)
+        std::printf("  (MFU: tok/s x model FLOPs per token (6 N + 12 L T C) over the %.1f GFLOP/s FMA peak)\n", peak);
     // Each 16-bit step against the float32 step of the same model, timed just before it.
     for (const StepTiming& r : results) {
         if (r.precision == kFloat32) continue;
@@ -407,7 +420,7 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
 
 // 4. The summary table.
 static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_rows, const std::vector<StepTiming>& results,
-                          int nthreads, double peak) {
+                          int nthreads, double peak, bool on_cpu) {
     std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, peak);
     std::printf("%-34s %12s %10s\n", "what", "value", "of peak");
     for (const auto& [s, g] : gemm_rows) {
@@ -418,7 +431,9 @@ static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_
     }
     for (const StepTiming& r : results) {
         std::string what = r.name() + " step";
-        std::printf("%-34s %9.1f ms %10s\n", what.c_str(), r.ms_per_step, "");
+        std::printf("%-34s %9.1f ms", what.c_str(), r.ms_per_step);
+        if (on_cpu && peak > 0) std::printf(" %9.1f%% MFU", percent(r.tokens_per_s * r.flops_per_token / 1e9, peak));
+        std::printf("\n");
     }
 }
 
@@ -475,7 +490,7 @@ int bench_command(int argc, char** argv) {
     if (!flags.on("skip-gemm")) gemm_rows = bench_gemm(repeats, isa, nthreads, peak, out);
     std::vector<StepTiming> results;
     if (!flags.on("skip-training")) results = bench_training(models, sizes, precisions, steps, device, peak, out);
-    print_summary(gemm_rows, results, nthreads, peak);
+    print_summary(gemm_rows, results, nthreads, peak, on_cpu);
     if (!flags.str("json").empty()) {
         std::ofstream f(flags.str("json"));
         if (!f) throw Error("bench: cannot write --json file '" + flags.str("json") + "'");
