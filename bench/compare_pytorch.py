@@ -137,7 +137,7 @@ class Model(nn.Module):
 
 
 # layers, width, heads, sequence, batch, vocabulary (as `normcore bench --sizes`)
-SIZES = {"tiny": (4, 256, 4, 128, 8, 256), "small": (6, 384, 6, 256, 8, 256), "124m": (12, 768, 12, 1024, 8, 50257)}
+SIZES = {"default": (4, 128, 4, 128, 16, 256), "tiny": (4, 256, 4, 128, 8, 256), "small": (6, 384, 6, 256, 8, 256), "124m": (12, 768, 12, 1024, 8, 50257)}
 
 
 def time_step(model_name, size, steps, precision="fp32"):

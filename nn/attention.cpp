@@ -111,6 +111,11 @@ Tensor Attention::forward(const Tensor& x, const RopeTables* rope, KVCache* cach
     if (qkv_) {
         int64_t qw = cfg_.query_width(), kw = cfg_.key_width(), kv = cfg_.kv_heads() * cfg_.head_dim();
         Tensor fused = qkv_->forward(x);
+        // GPT-2's usual case, q, k and v side by side and used as they are:
+        // one op that gives the gradient of `fused` in one piece.
+        bool plain = !cfg_.differential() && !rope && !cache && cfg_.kv_heads() == cfg_.n_head &&
+                     !is_16bit_float(operand_dtype);
+        if (plain) return out_->forward(packed_qkv_attention(fused, cfg_.n_head, cfg_.causal));
         q = narrow(fused, 2, 0, qw);
         k = narrow(fused, 2, qw, kw);
         v = narrow(fused, 2, qw + kw, kv);

@@ -258,6 +258,38 @@ TEST_CASE("fused attention equals the unfused composition and passes gradcheck",
                     {qq, kk, vv});
 }
 
+// q, k, v side by side in one [B, T, 3C] tensor (GPT-2's one projection):
+// the same as taking them apart with narrow() and calling the op above,
+// forward and gradient to the last bit (float32 and float64), and against
+// float64 finite differences; one head and several, causal or not.
+TEST_CASE("packed q, k, v attention equals the op on the three parts", "[nn][attention]") {
+    auto apart = [](const Tensor& qkv, int64_t heads, bool causal) {
+        int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
+        auto part = [&](int64_t which) { return transpose(view(narrow(qkv, 2, which * C, C), {B, T, heads, D}), 1, 2); };
+        Tensor y = scaled_dot_product_attention(part(0), part(1), part(2), causal);
+        return reshape(transpose(y, 1, 2), {B, T, C});
+    };
+    for (DType dtype : {kFloat32, kFloat64})
+        for (int64_t heads : {1, 3})
+            for (bool causal : {false, true}) {
+                INFO(dtype_name(dtype) << ", " << heads << " heads, causal " << causal);
+                Generator gen(67);
+                Tensor qkv = raw::to_dtype(raw::randn({2, 5, 3 * heads * 4}, gen), dtype);
+                Tensor dy = raw::to_dtype(raw::randn({2, 5, heads * 4}, gen), dtype);
+                Tensor a = raw::clone(qkv).set_requires_grad(true), b = raw::clone(qkv).set_requires_grad(true);
+                Tensor ya = packed_qkv_attention(a, heads, causal), yb = apart(b, heads, causal);
+                CHECK(ya.shape() == yb.shape());
+                CHECK(ya.to_vector() == yb.to_vector());
+                backward(sum(ya * dy));
+                backward(sum(yb * dy));
+                CHECK(a.grad().to_vector() == b.grad().to_vector());
+                if (dtype == kFloat64)
+                    check_gradcheck([heads, causal](const V& x) { return packed_qkv_attention(x[0], heads, causal); },
+                                    {leaf({2, 5, 3 * heads * 4}, 68)});
+            }
+    check_error([] { packed_qkv_attention(raw::zeros({2, 5, 10}), 2, true); }, {"attention", "[2, 5, 10]", "2 heads"});
+}
+
 TEST_CASE("causal attention at position t ignores tokens after t", "[nn][attention]") {
     Generator gen(66);
     Tensor q = raw::randn({1, 2, 6, 4}, gen), k = raw::randn({1, 2, 6, 4}, gen), v = raw::randn({1, 2, 6, 4}, gen);

@@ -18,8 +18,10 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/old"
 git archive "$rev" tensor | tar -x -C "$work/old"
 flags=(-O3 -march=native -fno-math-errno -fopenmp -std=c++17)
+# gemv.cpp (the one-row products) exists from commit 5454755 on; a side
+# without it skips it.
 sources=(tensor/cpu/gemm.cpp tensor/cpu/allocator.cpp tensor/cpu/gemm_kernels.cpp tensor/cpu/gemm_kernel_avx512.cpp
-         tensor/cpu/gemm_kernel_avx2.cpp tensor/cpu/gemm_kernel_portable.cpp)
+         tensor/cpu/gemm_kernel_avx2.cpp tensor/cpu/gemm_kernel_portable.cpp tensor/cpu/gemv.cpp)
 objects=()
 for side in old new; do
     root=$([ $side = old ] && echo "$work/old" || echo .)
@@ -27,6 +29,7 @@ for side in old new; do
     for src in "${sources[@]}" bench/gemm_ab/side.cpp; do
         obj="$work/$side-$(basename "$src" .cpp).o"
         from=$([ "$src" = bench/gemm_ab/side.cpp ] && echo "$src" || echo "$root/$src")
+        [ -f "$from" ] || continue
         g++ "${flags[@]}" -I"$root" $rename -DAB_RUN=run_$side -c "$from" -o "$obj" &
         objects+=("$obj")
     done

@@ -53,4 +53,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                                     DType operand_dtype);
 
+// Attention over q, k and v packed side by side in one tensor, as GPT-2's
+// one projection makes them: qkv [B, T, 3C] (q, k, v each [B, T, C], C = H D,
+// split into `heads` heads) -> [B, T, C], heads merged back; scale
+// 1/sqrt(D). The same as narrowing qkv into q, k, v and calling the op
+// above, with the gradient of qkv written in one piece.
+Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal);
+
 }  // namespace nc
