@@ -36,7 +36,7 @@ Attention::Attention(const TransformerConfig& cfg, int64_t layer_index, Generato
         int64_t D_sub = regime ? cfg.head_dim() : cfg.head_dim() / 2;
         auto lambda_vector = [&](const char* name) {
             Tensor t = raw::zeros({D_sub}, opt.dtype, opt.device);
-            normal_(t, 0.1, gen);
+            if (opt.random_init) normal_(t, 0.1, gen);
             return register_parameter(name, t);
         };
         lambda_q1_ = lambda_vector("lambda_q1");

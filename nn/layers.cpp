@@ -13,10 +13,10 @@ Linear::Linear(int64_t in, int64_t out, bool has_bias, Generator& gen, Options o
         fail("Linear", "features must be positive, got in=" + std::to_string(in) + " out=" + std::to_string(out));
     double bound = 1.0 / std::sqrt((double)in);
     weight = register_parameter("weight", raw::zeros({out, in}, opt.dtype, opt.device));
-    uniform_(weight, -bound, bound, gen);
+    if (opt.random_init) uniform_(weight, -bound, bound, gen);
     if (has_bias) {
         bias = register_parameter("bias", raw::zeros({out}, opt.dtype, opt.device));
-        uniform_(bias, -bound, bound, gen);
+        if (opt.random_init) uniform_(bias, -bound, bound, gen);
     }
 }
 
@@ -34,7 +34,8 @@ void set_linear_operand_dtype(Module& root, DType dtype) {
 Embedding::Embedding(int64_t num, int64_t dim, Generator& gen, Options opt) {
     if (num <= 0 || dim <= 0)
         fail("Embedding", "sizes must be positive, got " + std::to_string(num) + " x " + std::to_string(dim));
-    weight = register_parameter("weight", raw::randn({num, dim}, gen, opt.dtype, opt.device));
+    weight = register_parameter("weight", opt.random_init ? raw::randn({num, dim}, gen, opt.dtype, opt.device)
+                                                          : raw::zeros({num, dim}, opt.dtype, opt.device));
 }
 
 Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }

@@ -165,8 +165,10 @@ GPT2::GPT2(const TransformerConfig& cfg, Generator& gen, Options opt) : Transfor
     register_module("h", block_list_);
     if (final_norm_) register_module("ln_f", final_norm_);
     if (!cfg.tie_embeddings) lm_head = register_module("lm_head", std::make_shared<Linear>(cfg.n_embd, cfg.vocab_size, false, gen, opt));
-    init_weights(gen);
-    init_language_tables(gen, *wte, wpe.get(), lm_head.get());
+    if (opt.random_init) {
+        init_weights(gen);
+        init_language_tables(gen, *wte, wpe.get(), lm_head.get());
+    }
 }
 
 Tensor GPT2::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
@@ -190,8 +192,10 @@ Llama::Llama(const TransformerConfig& cfg, Generator& gen, Options opt) : Transf
     model->add("layers", block_list_);
     if (final_norm_) model->add("norm", final_norm_);
     if (!cfg.tie_embeddings) lm_head = register_module("lm_head", std::make_shared<Linear>(cfg.n_embd, cfg.vocab_size, false, gen, opt));
-    init_weights(gen);
-    init_language_tables(gen, *embed_tokens, embed_positions.get(), lm_head.get());
+    if (opt.random_init) {
+        init_weights(gen);
+        init_language_tables(gen, *embed_tokens, embed_positions.get(), lm_head.get());
+    }
 }
 
 Tensor Llama::forward(const Tensor& ids, std::vector<Tensor>* stream) const {
@@ -215,7 +219,7 @@ ViT::ViT(const TransformerConfig& cfg, Generator& gen, Options opt) : Transforme
     encoder->add("layer", block_list_);
     if (final_norm_) vit->add("layernorm", final_norm_);
     classifier = register_module("classifier", std::make_shared<Linear>(cfg.n_embd, cfg.num_classes, true, gen, opt));
-    init_weights(gen);
+    if (opt.random_init) init_weights(gen);
     NoGradGuard no_grad;
     // Class token and head start at zero; positions N(0, 0.02); patches xavier.
     cls_token = raw::zeros({1, 1, cfg.n_embd}, opt.dtype, opt.device);
@@ -223,10 +227,10 @@ ViT::ViT(const TransformerConfig& cfg, Generator& gen, Options opt) : Transforme
     embeddings->add_parameter("cls_token", cls_token);
     if (cfg.positions == Positions::Learned) {
         position_embeddings = raw::zeros({1, n_patches + 1, cfg.n_embd}, opt.dtype, opt.device);
-        normal_(position_embeddings, 0.02, gen);
+        if (opt.random_init) normal_(position_embeddings, 0.02, gen);
         embeddings->add_parameter("position_embeddings", position_embeddings);
     }
-    xavier_uniform_(projection->weight, gen);
+    if (opt.random_init) xavier_uniform_(projection->weight, gen);
     raw::fill_(projection->bias, 0);
     raw::fill_(classifier->weight, 0);
     raw::fill_(classifier->bias, 0);

@@ -147,6 +147,34 @@ TEST_CASE("Hugging Face layouts: GPT-2 Conv1D and ViT Conv2d round trip", "[chec
     check_error([&] { nn::load_hf_layout(lb, wrong); }, {"mismatch: model.norm.weight", "missing: lm_head.weight"});
 }
 
+// Weights about to be loaded: the model is built without random init
+// (nn::Options::random_init = false). It draws nothing from its generator,
+// and after loading it is the randomly initialised model
+// loaded the same way, to the last bit, for every family (differential
+// attention's lambda vectors and DeepNorm's init included).
+TEST_CASE("a model built for loaded weights draws no random numbers and loads the same", "[checkpoint][hf]") {
+    for (nn::Family family : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
+        nn::TransformerConfig c = small(family);
+        if (family == nn::Family::Llama) c.attention = nn::AttentionKind::Differential;
+        if (family == nn::Family::ViT) c.placement = nn::Placement::DeepNorm;
+        INFO(nn::to_string(family));
+        Generator source_gen(3), random_gen(4), skipped_gen(4);
+        nn::Options no_init;
+        no_init.random_init = false;
+        auto source = nn::make_model(c, source_gen), random = nn::make_model(c, random_gen);
+        auto skipped = nn::make_model(c, skipped_gen, no_init);
+        CHECK(skipped_gen.offset() == Generator(4).offset());  // nothing drawn
+        CHECK(random_gen.offset() != skipped_gen.offset());
+        nn::load_hf_layout(*random, nn::to_hf_layout(*source));
+        nn::load_hf_layout(*skipped, nn::to_hf_layout(*source));
+        std::map<std::string, Tensor> loaded = skipped->state_dict();
+        for (const auto& [name, p] : random->state_dict()) {
+            INFO(name);
+            CHECK(loaded.at(name).to_vector() == p.to_vector());
+        }
+    }
+}
+
 TEST_CASE("config.json round trip for every family, variants included", "[checkpoint][hf]") {
     for (nn::Family f : {nn::Family::GPT2, nn::Family::Llama, nn::Family::ViT}) {
         nn::TransformerConfig c = small(f);

@@ -280,9 +280,9 @@ const char* precision_name(DType operand_dtype) {
     return operand_dtype == kBFloat16 ? "bf16" : operand_dtype == kFloat16 ? "fp16" : "fp32";
 }
 
-LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen) {
+LanguageModel build_language_model(const TransformerConfig& cfg, Generator& gen, nn::Options opt) {
     if (cfg.family == Family::ViT) throw Error("the vit model classifies images; it has no text forward");
-    return LanguageModel{make_model(cfg, gen)};
+    return LanguageModel{make_model(cfg, gen, opt)};
 }
 
 Tensor LanguageModel::forward(const Tensor& ids, std::vector<Tensor>* stream) const {

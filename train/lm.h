@@ -75,8 +75,9 @@ struct LanguageModel {
     // `stream` as nn::TransformerModel::forward's.
     Tensor forward(const Tensor& ids, std::vector<Tensor>* stream = nullptr) const;
 };
-// nn::make_model, for a language model's config only.
-LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen);
+// nn::make_model, for a language model's config only (opt.random_init =
+// false when weights are loaded right after: nn/layers.h).
+LanguageModel build_language_model(const nn::TransformerConfig& cfg, Generator& gen, nn::Options opt = {});
 
 // The tokens of --data: a token file written by `normcore tokenize`
 // (mapped into memory; it must have been written with a vocabulary of the

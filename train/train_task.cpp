@@ -36,6 +36,14 @@ static void check_eval_split(const std::string& eval_split) {
         throw Error("flag --eval-split: '" + eval_split + "' is not a split (validation or tuning)");
 }
 
+// Weights loaded from a file (--init, --resume) set every parameter (loading
+// fails otherwise), so the model is built without random init first.
+static nn::Options model_options(const Flags& flags) {
+    nn::Options opt;
+    opt.random_init = !flags.given("init") && !flags.given("resume");
+    return opt;
+}
+
 // ---- text: GPT-2 and Llama ----
 
 class TextTask : public Task {
@@ -161,7 +169,7 @@ TextTask::TextTask(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed,
     train_ = std::make_shared<data::LMBatches>(split.train, GB, T, !flags.on("no-shuffle"), seed + 1);
     if (split.val.size() > T + 1) val_ = std::make_shared<data::LMBatches>(split.val, GB, T, false, seed + 2);
     Generator init_gen(seed);
-    lm_ = build_language_model(cfg, init_gen);
+    lm_ = build_language_model(cfg, init_gen, model_options(flags));
     std::fprintf(out, "data: %s, %s, %lld train / %lld %s tokens; batch %lld x %lld\n", data_path.c_str(), codec_.name.c_str(),
                 (long long)split.train.size(), (long long)split.val.size(), split_corpus ? eval_split.c_str() : "val",
                 (long long)B_, (long long)T);
@@ -272,7 +280,7 @@ ImageTask::ImageTask(const Flags& flags, nn::TransformerConfig cfg, uint64_t see
     batches_ = std::make_shared<data::ImageBatches>(train_, GB, !flags.on("no-shuffle"), seed + 1);
     if (!val_.labels.empty()) val_batches_ = std::make_shared<data::ImageBatches>(val_, GB, false, seed + 2);
     Generator init_gen(seed);
-    model_ = std::make_shared<nn::ViT>(cfg, init_gen);
+    model_ = std::make_shared<nn::ViT>(cfg, init_gen, model_options(flags));
     tokens_ = (cfg.image_size / cfg.patch_size) * (cfg.image_size / cfg.patch_size) + 1;
     std::fprintf(out, "data: %s, %zu train / %zu val images of %lld x %lld, %zu classes; batch %lld\n", path.c_str(),
                 train_.labels.size(), val_.labels.size(), (long long)cfg.image_size, (long long)cfg.image_size,
