@@ -225,7 +225,8 @@ $(BUILD)/obj/tests/emulated/%.o $(BUILD)/obj/tests/cuda_emulator/%.o: CXXFLAGS +
 # call, which stays at -O1, so the suite runs as fast (85 s either way here)
 # while their compilation takes a third of the time (Catch2's main alone: 51 s
 # at -O1, 20 s at -O0). The emulated GPU kernels are the exception: they do
-# real work in the test binary, so they keep -O1 (the later, shorter pattern wins).
+# real work in the test binary, so they keep -O1 (make applies the more
+# specific pattern, the one with the shorter stem, last: its -O1 follows -O0).
 ifeq ($(MODE),asan)
 $(BUILD)/obj/tests/%.o $(BUILD)/obj/exercises/%.o: CXXFLAGS += -O0
 $(BUILD)/obj/tests/emulated/%.o $(BUILD)/obj/tests/cuda_emulator/%.o: CXXFLAGS += -O1

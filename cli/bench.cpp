@@ -153,6 +153,10 @@ struct StepTiming {
     int64_t params = 0, batch = 0, seq = 0;
     double ms_per_step = 0, tokens_per_s = 0;
     double flops_per_token = 0;  // a training step's model FLOPs per token (nn/models.h)
+    // Model FLOPs utilization, percent of an FMA peak: the model FLOPs per
+    // second over what the FMA units can do. Float32 steps only: the peak is
+    // float32's, and a 16-bit product may run on faster units (AMX).
+    double mfu(double peak) const { return peak > 0 ? 100.0 * tokens_per_s * flops_per_token / 1e9 / peak : 0; }
     size_t peak_bytes = 0;
     ProfileTotals profile;
     double profiled_seconds = 0;  // wall time of the profiled steps
@@ -163,14 +167,14 @@ struct StepTiming {
 };
 
 // The configurations of the speed comparisons:
-// default  `normcore train`'s own model, L=4 C=128 H=4 T=128 B=16;
+// train  `normcore train`'s default model, L=4 C=128 H=4 T=128 B=16;
 // tiny  L=4 C=256 H=4 T=128 B=8;  small  L=6 C=384 H=6 T=256 B=8; vocab 256;
 // 124m  GPT-2 124M's shape, L=12 C=768 H=12 T=1024 B=8, vocab 50257 (for GPUs).
 nn::TransformerConfig bench_config(const std::string& model, const std::string& size, int64_t& batch) {
     nn::TransformerConfig c = model == "gpt2" ? nn::gpt2_config() : nn::llama_config();
     c.vocab_size = 256;
     batch = 8;
-    if (size == "default") {
+    if (size == "train") {
         c.n_layer = 4, c.n_embd = 128, c.n_head = 4, c.block_size = 128;
         batch = 16;
     } else if (size == "tiny") {
@@ -394,8 +398,9 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
         }
         split["other"] = percent(other, r.profiled_seconds);
         std::printf(" %5.1f%% %11.1f", percent(other, r.profiled_seconds), gemm_rate);
-        double mfu = with_mfu ? percent(r.tokens_per_s * r.flops_per_token / 1e9, peak) : 0;
-        if (with_mfu) std::printf(" %5.1f%%", mfu);
+        bool row_mfu = with_mfu && r.precision == kFloat32;
+        if (row_mfu) std::printf(" %5.1f%%", r.mfu(peak));
+        else if (with_mfu) std::printf(" %6s", "-");
         std::printf("\n");
         out["training"].push_back({{"model", r.model}, {"size", r.size}, {"precision", precision_name(r.precision)},
                                    {"params", r.params},
@@ -403,11 +408,12 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
                                    {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
                                    {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate},
                                    {"flops_per_token", r.flops_per_token}});
-        if (with_mfu) out["training"].back()["mfu_percent"] = mfu;
+        if (row_mfu) out["training"].back()["mfu_percent"] = r.mfu(peak);
     }
     std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
     if (with_mfu)
-        std::printf("  (MFU: tok/s x model FLOPs per token (6 N + 12 L T C) over the %.1f GFLOP/s FMA peak)\n", peak);
+        std::printf("  (MFU, float32 steps: tok/s x model FLOPs per token (6 N + 12 L T C) over the %.1f GFLOP/s FMA peak)\n",
+                    peak);
     // Each 16-bit step against the float32 step of the same model, timed just before it.
     for (const StepTiming& r : results) {
         if (r.precision == kFloat32) continue;
@@ -427,9 +433,15 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
 }
 
 // 4. The summary table.
+// The GEMM rows against the peak of the GEMM rounds, the steps' MFU against
+// the peak sampled beside the steps (the two tables above use the same).
 static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_rows, const std::vector<StepTiming>& results,
-                          int nthreads, double peak, bool on_cpu) {
-    std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, peak);
+                          int nthreads, double peak, double step_peak, bool on_cpu) {
+    if (on_cpu && !results.empty() && !gemm_rows.empty())
+        std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s in the GEMM rounds, %.1f beside the steps) ==\n",
+                    nthreads, peak, step_peak);
+    else
+        std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, results.empty() ? peak : step_peak);
     std::printf("%-34s %12s %10s\n", "what", "value", "of peak");
     for (const auto& [s, g] : gemm_rows) {
         char what[80];
@@ -440,7 +452,7 @@ static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_
     for (const StepTiming& r : results) {
         std::string what = r.name() + " step";
         std::printf("%-34s %9.1f ms", what.c_str(), r.ms_per_step);
-        if (on_cpu && peak > 0) std::printf(" %9.1f%% MFU", percent(r.tokens_per_s * r.flops_per_token / 1e9, peak));
+        if (on_cpu && step_peak > 0 && r.precision == kFloat32) std::printf(" %9.1f%% MFU", r.mfu(step_peak));
         std::printf("\n");
     }
 }
@@ -448,7 +460,7 @@ static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_
 static std::vector<FlagSpec> bench_flags() {
     return {
         {"models", "gpt2,llama", "models to time (gpt2, llama)"},
-        {"sizes", "tiny,small", "sizes to time: default (train's own model: L4 C128 T128 B16), tiny (L4 C256 T128 B8), small (L6 C384 T256 B8), 124m (GPT-2 124M, B8)"},
+        {"sizes", "tiny,small", "sizes to time: train (train's default model: L4 C128 T128 B16), tiny (L4 C256 T128 B8), small (L6 C384 T256 B8), 124m (GPT-2 124M, B8)"},
         {"steps", "10", "timed training steps per model (after 2 warm-up steps)"},
         {"precisions", "fp32", "the --precision of each timed step, a list: fp32,bf16,fp16 (each 16-bit one is compared with fp32)"},
         {"repeats", "20", "runs per GEMM shape (the best is reported)"},
@@ -475,8 +487,8 @@ int bench_command(int argc, char** argv) {
     for (const std::string& m : models)
         if (m != "gpt2" && m != "llama") throw Error("flag --models: unknown model '" + m + "' (choose gpt2, llama)");
     for (const std::string& s : sizes)
-        if (s != "default" && s != "tiny" && s != "small" && s != "124m")
-            throw Error("flag --sizes: unknown size '" + s + "' (choose default, tiny, small, 124m)");
+        if (s != "train" && s != "tiny" && s != "small" && s != "124m")
+            throw Error("flag --sizes: unknown size '" + s + "' (choose train, tiny, small, 124m)");
     Device device = parse_device(flags.str("device"));
     bool on_cpu = device == kCPU;
     int64_t steps = flags.integer("steps"), repeats = flags.integer("repeats"), threads = flags.integer("threads");
@@ -497,11 +509,12 @@ int bench_command(int argc, char** argv) {
     std::vector<std::pair<GemmShape, double>> gemm_rows;
     if (!flags.on("skip-gemm")) gemm_rows = bench_gemm(repeats, isa, nthreads, peak, out);
     std::vector<StepTiming> results;
+    double step_peak = peak;  // sampled again beside every timed model
     if (!flags.on("skip-training")) {
-        results = bench_training(models, sizes, precisions, steps, device, isa, nthreads, peak, out);
-        if (on_cpu) out["machine"]["fma_peak_gflops"] = peak;  // the best sample, as the percentages use
+        results = bench_training(models, sizes, precisions, steps, device, isa, nthreads, step_peak, out);
+        if (on_cpu) out["machine"]["fma_peak_gflops_steps"] = step_peak;  // what the steps' MFU divides by
     }
-    print_summary(gemm_rows, results, nthreads, peak, on_cpu);
+    print_summary(gemm_rows, results, nthreads, peak, step_peak, on_cpu);
     if (!flags.str("json").empty()) {
         std::ofstream f(flags.str("json"));
         if (!f) throw Error("bench: cannot write --json file '" + flags.str("json") + "'");

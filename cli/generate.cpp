@@ -25,9 +25,7 @@ static LanguageModel load_model(const Flags& flags) {
     DType precision = parse_precision(flags.str("precision"));  // a mistyped flag before any file is read
     nn::TransformerConfig cfg = resolve_config(flags);
     Generator gen(0);
-    nn::Options weights_follow;  // no random init: the file sets every parameter
-    weights_follow.random_init = false;
-    LanguageModel lm = build_language_model(cfg, gen, weights_follow);
+    LanguageModel lm = build_language_model(cfg, gen, nn::Options::for_loading());
     if (flags.given("resume")) {
         optim::SGD unused({}, 0);  // the checkpoint's optimizer state is not needed here
         load_training_checkpoint(flags.str("resume"), *lm.module, unused);
@@ -93,9 +91,7 @@ static int eval_vit(const Flags& flags, const nn::TransformerConfig& cfg) {
     if (!flags.given("init")) throw Error("eval --model vit: give the weights with --init");
     DType precision = parse_precision(flags.str("precision"));
     Generator gen(0);
-    nn::Options weights_follow;  // no random init: the file sets every parameter
-    weights_follow.random_init = false;
-    nn::ViT model(cfg, gen, weights_follow);
+    nn::ViT model(cfg, gen, nn::Options::for_loading());
     load_weights(model, flags.str("init"));
     model.eval();
     model.set_precision(precision);

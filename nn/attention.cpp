@@ -111,8 +111,11 @@ Tensor Attention::forward(const Tensor& x, const RopeTables* rope, KVCache* cach
     if (qkv_) {
         int64_t qw = cfg_.query_width(), kw = cfg_.key_width(), kv = cfg_.kv_heads() * cfg_.head_dim();
         Tensor fused = qkv_->forward(x);
-        // GPT-2's usual case, q, k and v side by side and used as they are:
-        // one op that gives the gradient of `fused` in one piece.
+        // GPT-2's usual case: q, k and v used as the projection made them, so
+        // one op can take `fused` whole and give its gradient in one piece.
+        // Not when RoPE rotates q and k first, a cache appends k and v,
+        // grouped-query heads repeat k and v, the differential variant
+        // splits the heads, or 16-bit operands are rounded first.
         bool plain = !cfg_.differential() && !rope && !cache && cfg_.kv_heads() == cfg_.n_head &&
                      !is_16bit_float(operand_dtype);
         if (plain) return out_->forward(packed_qkv_attention(fused, cfg_.n_head, cfg_.causal));

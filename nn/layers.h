@@ -19,6 +19,12 @@ struct Options {
     // every parameter or fails): GPT-2 124M's random init draws 163M
     // normal numbers, about 6 s on 2 cores, all overwritten by the file.
     bool random_init = true;
+    // The options of a model whose weights are loaded right after it is built.
+    static Options for_loading() {
+        Options opt;
+        opt.random_init = false;
+        return opt;
+    }
 };
 
 // y = x W^T + b with W: [out, in] (PyTorch's layout), b: [out].

@@ -263,6 +263,9 @@ double training_flops_per_token(const TransformerConfig& c, int64_t T) {
     if (c.positions == Positions::Learned)
         N -= c.family == Family::ViT ? (double)(((c.image_size / c.patch_size) * (c.image_size / c.patch_size) + 1) * c.n_embd)
                                      : (double)(c.block_size * c.n_embd);
+    // An untied token table is only looked up; tied, it is also the head's
+    // matrix, whose product is counted through it.
+    if (c.family != Family::ViT && !c.tie_embeddings) N -= (double)(c.vocab_size * c.n_embd);
     return 6.0 * N + 12.0 * (double)c.n_layer * (double)T * (double)c.n_embd;
 }
 

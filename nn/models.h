@@ -131,7 +131,9 @@ int64_t count_parameters(const TransformerConfig& cfg);
 // The FLOPs of one training step per token at sequence length T, by the
 // standard estimate (Kaplan et al. 2020; PaLM, appendix B): 6 N for the
 // matrix products of forward (2 N) and backward (4 N), N the parameters
-// without the position table (a lookup costs no FLOPs), plus 12 L T C for
+// without the tables that are only looked up (a lookup costs no FLOPs): the
+// position table, and the token table when the head has its own matrix
+// (untied; a tied table is the head's matrix too), plus 12 L T C for
 // attention's two T x T products (2 x 2 T C per token and layer forward,
 // times 3 with backward; the causal half is not subtracted). The basis of
 // model FLOPs utilization (MFU): achieved FLOP/s over the machine's peak.

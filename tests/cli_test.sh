@@ -216,15 +216,15 @@ expect_error "flag --steps: 0 is out of range" bench --steps 0
 
 # 6'. bench: one small run prints the peak, the GEMM table and a step time with its MFU, writes JSON,
 #     and with --precisions times the bfloat16 step beside the float32 one, with their ratio.
-out=$("$bin" bench --models gpt2 --sizes tiny --steps 1 --repeats 1 --precisions fp32,bf16 --json "$work/bench.json" 2>&1) \
+out=$("$bin" bench --models gpt2 --sizes train --steps 1 --repeats 1 --precisions fp32,bf16 --json "$work/bench.json" 2>&1) \
   || fail "bench: $out"
-grep -qE '^  gpt2 tiny bf16: [0-9.]+x the float32 step.s speed' <<<"$out" || fail "bench --precisions: no ratio line: $out"
+grep -qE '^  gpt2 train bf16: [0-9.]+x the float32 step.s speed' <<<"$out" || fail "bench --precisions: no ratio line: $out"
 grep -qE '^FMA peak \(float32, [a-z0-9]+, [0-9]+ threads\): [0-9.]+ GFLOP/s' <<<"$out" || fail "bench: no FMA peak line: $out"
 grep -qE 'gemm 1024x1024x1024 NN +[0-9.]+ GF/s +[0-9.]+%' <<<"$out" || fail "bench: no GEMM row in the summary: $out"
-grep -qE 'gpt2 tiny step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" || fail "bench: no step time and MFU in the summary: $out"
+grep -qE 'gpt2 train step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" || fail "bench: no step time and MFU in the summary: $out"
 grep -q '"mfu_percent"' "$work/bench.json" || fail "bench --json: no MFU of the step"
 grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work/bench.json" || fail "bench --json"
-grep -qE 'gpt2 tiny +[0-9]+ shapes, slowest: [0-9]+ x [0-9]+ x [0-9]+ [NT][NT] [0-9]+ GF/s' <<<"$out" || fail "bench: no per-shape GEMM line for the step: $out"
+grep -qE 'gpt2 train +[0-9]+ shapes, slowest: [0-9]+ x [0-9]+ x [0-9]+ [NT][NT] [0-9]+ GF/s' <<<"$out" || fail "bench: no per-shape GEMM line for the step: $out"
 grep -q '"gemm_shapes"' "$work/bench.json" || fail "bench --json: no per-shape GEMMs of the step"
 
 # 7. experiment isometry at smoke scale writes its CSV, table and plot script.

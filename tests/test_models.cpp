@@ -50,7 +50,7 @@ TEST_CASE("GPT-2 124M counts exactly 124,439,808 parameters", "[models][slow]") 
     CHECK(model.num_parameters() == 124439808);
 }
 
-TEST_CASE("training FLOPs per token: 6 N without the position table, plus 12 L T C", "[models][constants]") {
+TEST_CASE("training FLOPs per token: 6 N without the looked-up tables, plus 12 L T C", "[models][constants]") {
     // By hand, from the published parameter counts. GPT-2 124M: N = 124,439,808
     // less its 1024 x 768 position table = 123,653,376.
     TransformerConfig g = gpt2_124m();
@@ -59,6 +59,11 @@ TEST_CASE("training FLOPs per token: 6 N without the position table, plus 12 L T
     // With RoPE there is no position table: all N counts.
     g.positions = Positions::Rope;
     CHECK(training_flops_per_token(g, 1024) == 6.0 * (double)count_parameters(g) + 12.0 * 12 * 1024 * 768);
+    // Untied, the token table is only looked up and the head counts: 6 N
+    // less the 50,257 x 768 table (the head, the same size, is in N).
+    g.tie_embeddings = false;
+    CHECK(training_flops_per_token(g, 1024) ==
+          6.0 * ((double)count_parameters(g) - 50257.0 * 768) + 12.0 * 12 * 1024 * 768);
     // ViT-B/16 at 224: 86,567,656 parameters (1000 classes), 197 positions of 768.
     TransformerConfig v = vit_config();
     v.n_layer = 12;

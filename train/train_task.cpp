@@ -39,9 +39,7 @@ static void check_eval_split(const std::string& eval_split) {
 // Weights loaded from a file (--init, --resume) set every parameter (loading
 // fails otherwise), so the model is built without random init first.
 static nn::Options model_options(const Flags& flags) {
-    nn::Options opt;
-    opt.random_init = !flags.given("init") && !flags.given("resume");
-    return opt;
+    return flags.given("init") || flags.given("resume") ? nn::Options::for_loading() : nn::Options();
 }
 
 // ---- text: GPT-2 and Llama ----

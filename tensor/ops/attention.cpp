@@ -181,10 +181,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // GPT-2's attention reads q, k and v from one projection, qkv [B, T, 3C]
 // with C = H D. Taken apart as three narrow() views, each view's backward
 // builds a zero [B, T, 3C] gradient and copies its third into it, and
-// autograd then adds the three: ~40 MB of memory traffic per layer and step
-// for train's default model, a tenth of the step. Here the three gradients
-// are written into one d(qkv). The numbers are the same to the last bit
-// (adding a zero changes nothing); the kernels are those above.
+// autograd then adds the three: about eleven passes' worth of memory
+// traffic over a [B, T, 3C] tensor (three zero fills, three copies of a
+// third, two additions) to assemble one gradient. Here the three gradients
+// are written into one d(qkv): train's default model took about 5% less
+// time per step (bench/results/packed-qkv-2026-12-04.txt). The numbers are
+// the same to the last bit (adding a zero changes nothing); the kernels are
+// those above.
 Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal) {
     if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
         fail("attention", "packed q, k, v need [B, T, 3 H D] with " + std::to_string(heads) + " heads, got " +
