@@ -2,7 +2,8 @@
 """Times PyTorch on the same training steps as `normcore bench`.
 
 GPT-2 and Llama at the sizes `tiny` (L=4, C=256, H=4, T=128, B=8) and `small`
-(L=6, C=384, H=6, T=256, B=8), vocabulary 256: forward, cross-entropy,
+(L=6, C=384, H=6, T=256, B=8), and with --sizes train also `train`'s default
+model (L=4, C=128, H=4, T=128, B=16), vocabulary 256: forward, cross-entropy,
 backward and an AdamW step, median of the timed steps after 2 warm-up steps.
 The models mirror normcore's (nn/models.h): GPT-2 = learned positions,
 pre-LayerNorm, GELU (tanh), biases, tied embeddings; Llama = RoPE, RMSNorm,
@@ -137,7 +138,7 @@ class Model(nn.Module):
 
 
 # layers, width, heads, sequence, batch, vocabulary (as `normcore bench --sizes`)
-SIZES = {"default": (4, 128, 4, 128, 16, 256), "tiny": (4, 256, 4, 128, 8, 256), "small": (6, 384, 6, 256, 8, 256), "124m": (12, 768, 12, 1024, 8, 50257)}
+SIZES = {"train": (4, 128, 4, 128, 16, 256), "tiny": (4, 256, 4, 128, 8, 256), "small": (6, 384, 6, 256, 8, 256), "124m": (12, 768, 12, 1024, 8, 50257)}
 
 
 def time_step(model_name, size, steps, precision="fp32"):
