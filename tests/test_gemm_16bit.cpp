@@ -98,8 +98,12 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
         }
     CHECK(tested >= 2);  // both formats widen on every CPU
     CHECK(cpu::cpu_supports(cpu::best_gemm16_path(kBFloat16), kBFloat16));
-    CHECK(cpu::best_gemm16_path(kBFloat16) ==
-          (cpu::cpu_supports(cpu::Gemm16Path::Amx, kBFloat16) ? cpu::Gemm16Path::Amx : cpu::Gemm16Path::Widen));
+    // AMX first, then vdpbf16ps where it beats the FMA, then widening.
+    cpu::Gemm16Path expected = cpu::cpu_supports(cpu::Gemm16Path::Amx, kBFloat16) ? cpu::Gemm16Path::Amx
+                               : cpu::bf16_dot_pays()                              ? cpu::Gemm16Path::Bf16Dot
+                                                                                   : cpu::Gemm16Path::Widen;
+    CHECK(cpu::best_gemm16_path(kBFloat16) == expected);
+    CHECK((!cpu::bf16_dot_pays() || cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)));
     CHECK(cpu::best_gemm16_path(kFloat16) == cpu::Gemm16Path::Widen);
 }
 

@@ -18,6 +18,7 @@
 
 #include "analysis/run_diagnostics.h"
 #include "optim/optimizer.h"
+#include "tensor/cpu/gemm_16bit.h"
 #include "tensor/cpu/gemm_kernels.h"
 #include "train/checkpoint.h"
 #include "train/lm.h"
@@ -276,9 +277,12 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
         std::fprintf(out, "cpu: %d threads, the %s GEMM micro-kernel\n", omp_get_max_threads(),
                     cpu::simd_isa_name(cpu::best_simd_isa()));
     if (model.precision() != kFloat32)
-        std::fprintf(out, "precision: every linear layer multiplies %s operands and sums in float32; weights, "
+        std::fprintf(out, "precision: every linear layer multiplies %s operands and sums in float32%s; weights, "
                           "gradients, optimizer state, norms, attention and the loss stay float32%s\n",
                      dtype_name(model.precision()),
+                     run.device == kCPU
+                         ? (std::string(" (on this CPU: ") + cpu::gemm16_path_name(cpu::best_gemm16_path(model.precision())) + ")").c_str()
+                         : "",
                      run.scaler ? ("; dynamic loss scaling from " + flag_number(run.scaler->scale())).c_str() : "");
     std::fprintf(out, "training: %lld steps%s%s, log in %s/train_log.csv\n", (long long)run.plan.steps,
                 run.plan.accum > 1 ? (" of " + std::to_string(run.plan.accum) + " micro-batches").c_str() : "",

@@ -80,8 +80,24 @@ bool cpu_supports(Gemm16Path path, DType dtype) {
 #endif
 }
 
+bool bf16_dot_pays() {
+    static const bool pays = [] {
+        if (!cpu_supports(Gemm16Path::Bf16Dot, kBFloat16)) return false;
+        measure_bf16_dot_peak_gflops(1, 200000);  // wakes the clocks and the vector units
+        double dot = 0, fma = 0;
+        for (int round = 0; round < 3; ++round) {
+            dot = std::max(dot, measure_bf16_dot_peak_gflops(1, 500000));
+            fma = std::max(fma, measure_fma_peak_gflops(SimdIsa::Avx512, 1, 500000));
+        }
+        return dot > 1.25 * fma;
+    }();
+    return pays;
+}
+
 Gemm16Path best_gemm16_path(DType dtype) {
-    return cpu_supports(Gemm16Path::Amx, dtype) ? Gemm16Path::Amx : Gemm16Path::Widen;
+    if (cpu_supports(Gemm16Path::Amx, dtype)) return Gemm16Path::Amx;
+    if (cpu_supports(Gemm16Path::Bf16Dot, dtype) && bf16_dot_pays()) return Gemm16Path::Bf16Dot;
+    return Gemm16Path::Widen;
 }
 
 namespace {

@@ -14,11 +14,13 @@
 //            micro-kernel adds a[2q] b[2q] + a[2q+1] b[2q+1] per lane;
 //   Amx:     the same pairs, multiplied 16 x 16 x 32 at a time by AMX tiles
 //            (gemm_kernel_amx.cpp).
-// matmul takes AMX where the CPU has it, else widens: on the development
-// machine (a Sapphire Rapids-class Xeon) vdpbf16ps issues at a quarter of
-// the FMA's rate, so its two products per lane reach half the FMA's FLOPs
-// (measure_bf16_dot_peak_gflops; chapter 9 has the numbers); the
-// AVX512-BF16 path stays for CPUs where it pays, and for the tests and `bench`.
+// matmul takes AMX where the CPU has it, else AVX512-BF16 where it pays
+// (bf16_dot_pays), else widens. CPUs differ: on the development machine (a
+// Sapphire Rapids-class Xeon) vdpbf16ps issues at a quarter of the FMA's
+// rate, so its two products per lane reach half the FMA's FLOPs; on an AMD
+// EPYC (Zen 4) it issues at the full rate, 1.8x the FMA's FLOPs, and its
+// GEMMs ran 1.1-1.9x float32's where widening ran 0.74-1.00x
+// (bench/results/cpu-2026-12-04-mfu.txt; chapter 9 has the Xeon's numbers).
 //
 // Shapes: C [M, N] (+)= A [M, K] B [K, N], each a strided view, as gemm.h.
 #pragma once
@@ -38,6 +40,11 @@ const char* gemm16_path_name(Gemm16Path path);  // "widen to float32", "AVX512-B
 bool cpu_supports(Gemm16Path path, DType dtype);
 // The path matmul takes for `dtype` (kBFloat16 or kFloat16) on this CPU.
 Gemm16Path best_gemm16_path(DType dtype);
+// Whether vdpbf16ps does more FLOPs per second than the float32 FMA, by a
+// quarter at least (two products per lane: it must issue at more than half
+// the FMA's rate). Measured once per process on one thread, the two peak
+// loops side by side (a few milliseconds); false without AVX512-BF16.
+bool bf16_dot_pays();
 
 // A and B hold `dtype` numbers as their 16 bits. C = A B, or C += A B when
 // `accumulate`.
