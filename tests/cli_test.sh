@@ -77,7 +77,7 @@ for p in fp32 bf16 fp16; do
     --eval-batches 1 --sample-tokens 0 --precision $p --run-dir "$work/run-$p" --save "$work/model-$p/" > "$work/precision-$p.txt" 2>&1 \
     || fail "train --precision $p: $(cat "$work/precision-$p.txt")"
 done
-grep -q "precision: every linear layer multiplies bfloat16 operands and sums in float32" "$work/precision-bf16.txt" \
+grep -q "precision: every linear layer and attention multiplies bfloat16 operands and sums in float32" "$work/precision-bf16.txt" \
   || fail "train --precision bf16 does not say so: $(cat "$work/precision-bf16.txt")"
 grep -qE "^loss scaling: [0-9]+ of this run's 6 steps skipped because a gradient overflowed float16" "$work/precision-fp16.txt" \
   || fail "train --precision fp16: no loss scaling line: $(cat "$work/precision-fp16.txt")"

@@ -277,8 +277,8 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
         std::fprintf(out, "cpu: %d threads, the %s GEMM micro-kernel\n", omp_get_max_threads(),
                     cpu::simd_isa_name(cpu::best_simd_isa()));
     if (model.precision() != kFloat32)
-        std::fprintf(out, "precision: every linear layer multiplies %s operands and sums in float32%s; weights, "
-                          "gradients, optimizer state, norms, attention and the loss stay float32%s\n",
+        std::fprintf(out, "precision: every linear layer and attention multiplies %s operands and sums in float32%s; "
+                          "weights, gradients, optimizer state, norms, softmax and the loss stay float32%s\n",
                      dtype_name(model.precision()),
                      run.device == kCPU
                          ? (std::string(" (on this CPU: ") + cpu::gemm16_path_name(cpu::best_gemm16_path(model.precision())) + ")").c_str()
