@@ -30,7 +30,9 @@ std::shared_ptr<TransformerModel> load(const std::string& name, DType dtype) {
     text << in.rdbuf();
     TransformerConfig cfg = config_from_hf_json(text.str(), name);
     Generator gen(0);
-    std::shared_ptr<TransformerModel> m = nn::make_model(cfg, gen, Options{dtype, kCPU});
+    Options opt = Options::for_loading();  // as --init builds it: no random init under the file's weights
+    opt.dtype = dtype;
+    std::shared_ptr<TransformerModel> m = nn::make_model(cfg, gen, opt);
     load_hf_layout(*m, data::read_safetensors(kDir + name + "/model.safetensors").tensors);
     m->eval();
     return m;

@@ -276,14 +276,16 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
     if (run.device == kCPU)
         std::fprintf(out, "cpu: %d threads, the %s GEMM micro-kernel\n", omp_get_max_threads(),
                     cpu::simd_isa_name(cpu::best_simd_isa()));
-    if (model.precision() != kFloat32)
+    if (model.precision() != kFloat32) {
+        // On the CPU, which of gemm_16bit.h's paths the products take (AMX, AVX512-BF16 or widening).
+        std::string path = run.device == kCPU
+                               ? std::string(" (on this CPU: ") + cpu::gemm16_path_name(cpu::best_gemm16_path(model.precision())) + ")"
+                               : "";
+        std::string scaling = run.scaler ? "; dynamic loss scaling from " + flag_number(run.scaler->scale()) : "";
         std::fprintf(out, "precision: every linear layer and attention multiplies %s operands and sums in float32%s; "
                           "weights, gradients, optimizer state, norms, softmax and the loss stay float32%s\n",
-                     dtype_name(model.precision()),
-                     run.device == kCPU
-                         ? (std::string(" (on this CPU: ") + cpu::gemm16_path_name(cpu::best_gemm16_path(model.precision())) + ")").c_str()
-                         : "",
-                     run.scaler ? ("; dynamic loss scaling from " + flag_number(run.scaler->scale())).c_str() : "");
+                     dtype_name(model.precision()), path.c_str(), scaling.c_str());
+    }
     std::fprintf(out, "training: %lld steps%s%s, log in %s/train_log.csv\n", (long long)run.plan.steps,
                 run.plan.accum > 1 ? (" of " + std::to_string(run.plan.accum) + " micro-batches").c_str() : "",
                 model.recompute() ? ", each block's activations recomputed during backward" : "", run.plan.run_dir.c_str());
