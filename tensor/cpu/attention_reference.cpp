@@ -28,8 +28,7 @@ template <typename T>
 static void softmax_rows_masked(const Tensor& scores, bool causal, double scale) {
     int64_t N = scores.size(0), rows = scores.size(1), S = scores.size(2);
     T* z = static_cast<T*>(scores.raw_data());
-#pragma omp parallel for schedule(static) if (N * rows * S >= kParallelMin)
-    for (int64_t r = 0; r < N * rows; ++r) {
+    parallel_for(N * rows, N * rows * S >= kParallelMin, [&](int64_t r) {
         int64_t i = r % rows;                 // query position
         int64_t allowed = causal ? i + 1 : S;  // keys 0..allowed-1 are visible
         T* row = z + r * S;
@@ -42,7 +41,7 @@ static void softmax_rows_masked(const Tensor& scores, bool causal, double scale)
         }
         for (int64_t j = 0; j < allowed; ++j) row[j] = (T)(row[j] / total);
         for (int64_t j = allowed; j < S; ++j) row[j] = T(0);  // masked: probability exactly 0
-    }
+    });
 }
 
 void attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
@@ -59,14 +58,13 @@ static void softmax_backward_rows(const Tensor& probs, const Tensor& dprobs, dou
     int64_t rows = probs.size(0) * probs.size(1), S = probs.size(2);
     const T* p = static_cast<const T*>(probs.raw_data());
     T* d = static_cast<T*>(dprobs.raw_data());
-#pragma omp parallel for schedule(static) if (rows * S >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows * S >= kParallelMin, [&](int64_t r) {
         const T* pr = p + r * S;
         T* dr = d + r * S;
         double dot = 0;
         for (int64_t j = 0; j < S; ++j) dot += (double)dr[j] * pr[j];
         for (int64_t j = 0; j < S; ++j) dr[j] = (T)(scale * pr[j] * (dr[j] - dot));
-    }
+    });
 }
 
 void attention_reference_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,

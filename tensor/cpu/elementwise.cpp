@@ -236,8 +236,8 @@ template <typename T>
 static void random_typed(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {
     T* y = static_cast<T*>(out.raw_data());
     int64_t n = out.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t e = 0; e < n; ++e) y[e] = random_value<T>(kind, philox_words(offset + (uint64_t)e, seed), p);
+    parallel_for(n, n >= kParallelMin,
+                 [&](int64_t e) { y[e] = random_value<T>(kind, philox_words(offset + (uint64_t)e, seed), p); });
 }
 
 static void random(RandomKind kind, uint64_t seed, uint64_t offset, double p, const Tensor& out) {

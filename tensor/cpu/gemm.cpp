@@ -37,6 +37,7 @@
 
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemv.h"
+#include "tensor/cpu/parallel.h"
 #include "tensor/cpu/row_share.h"
 #include "tensor/error.h"
 
@@ -308,23 +309,24 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     int64_t nc_max = strip_width;
 
     if (threads == 1 || tasks >= 2 * threads) {
-#pragma omp parallel if (threads > 1)
-        {
-            // Each thread packs into its own buffers (from the caching
-            // allocator, so a training step does not go back to malloc for
-            // them), sized for this product: a 64 x 64 attention tile needs
-            // 16 KiB, not 1 MiB.
-            ScratchBuffer<T> a_packed(a_block_size(g, kc_max)), b_packed(kc_max * nc_max);
-#pragma omp for schedule(dynamic)
-            for (int64_t task = 0; task < tasks; ++task) {
+        // Each thread packs into its own buffers (from the caching
+        // allocator, so a training step does not go back to malloc for
+        // them), sized for this product: a 64 x 64 attention tile needs
+        // 16 KiB, not 1 MiB.
+        struct Packed {
+            ScratchBuffer<T> a, b;
+        };
+        parallel_for_dynamic(
+            tasks, threads > 1,
+            [&] { return Packed{ScratchBuffer<T>(a_block_size(g, kc_max)), ScratchBuffer<T>(kc_max * nc_max)}; },
+            [&](int64_t task, Packed& packed) {
                 int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
                 for (int64_t s = 0; s < slices; ++s) {
                     int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
-                    pack_b_panels(g, bi, pc, kc, jc, n, 0, ceil_div(n, nr), b_packed.data());
-                    multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, b_packed.data(), a_packed.data());
+                    pack_b_panels(g, bi, pc, kc, jc, n, 0, ceil_div(n, nr), packed.b.data());
+                    multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, packed.b.data(), packed.a.data());
                 }
-            }
-        }
+            });
         return;
     }
 

@@ -21,13 +21,12 @@ static void index_select_typed(const Tensor& in, const Tensor& index, const Tens
     const T* x = static_cast<const T*>(in.raw_data());
     const int64_t* idx = index.data<int64_t>();
     T* y = static_cast<T*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
-    for (int64_t ol = 0; ol < outer * L; ++ol) {
+    parallel_for(outer * L, outer * L * inner >= kParallelMin, [&](int64_t ol) {
         int64_t o = ol / L, l = ol % L;
         const T* src = x + (o * D + idx[l]) * inner;
         T* dst = y + ol * inner;
         for (int64_t i = 0; i < inner; ++i) dst[i] = src[i];
-    }
+    });
 }
 
 template <typename T>
@@ -41,8 +40,7 @@ static void index_add_typed(const Tensor& out, const Tensor& index, const Tensor
     // per element is fixed, so results are reproducible.
     const int64_t block = 256;
     int64_t blocks = (inner + block - 1) / block;
-#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
-    for (int64_t b = 0; b < blocks; ++b) {
+    parallel_for(blocks, outer * L * inner >= kParallelMin, [&](int64_t b) {
         int64_t begin = b * block, end = std::min(inner, begin + block);
         for (int64_t o = 0; o < outer; ++o)
             for (int64_t l = 0; l < L; ++l) {
@@ -50,7 +48,7 @@ static void index_add_typed(const Tensor& out, const Tensor& index, const Tensor
                 const T* row = s + (o * L + l) * inner;
                 for (int64_t i = begin; i < end; ++i) dst[i] += row[i];
             }
-    }
+    });
 }
 
 template <typename T>
@@ -59,13 +57,13 @@ static void gather_typed(const Tensor& in, const Tensor& index, const Tensor& ou
     const T* x = static_cast<const T*>(in.raw_data());
     const int64_t* idx = index.data<int64_t>();
     T* y = static_cast<T*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
-    for (int64_t o = 0; o < outer; ++o)
+    parallel_for(outer, outer * L * inner >= kParallelMin, [&](int64_t o) {
         for (int64_t l = 0; l < L; ++l)
             for (int64_t i = 0; i < inner; ++i) {
                 int64_t e = (o * L + l) * inner + i;
                 y[e] = x[(o * D + idx[e]) * inner + i];
             }
+    });
 }
 
 template <typename T>
@@ -75,13 +73,13 @@ static void scatter_add_typed(const Tensor& out, const Tensor& index, const Tens
     const T* s = static_cast<const T*>(src.raw_data());
     T* y = static_cast<T*>(out.raw_data());
     // Each `o` owns a disjoint block of `out`, so splitting over o is race-free.
-#pragma omp parallel for schedule(static) if (outer * L * inner >= kParallelMin)
-    for (int64_t o = 0; o < outer; ++o)
+    parallel_for(outer, outer * L * inner >= kParallelMin, [&](int64_t o) {
         for (int64_t l = 0; l < L; ++l)
             for (int64_t i = 0; i < inner; ++i) {
                 int64_t e = (o * L + l) * inner + i;
                 y[(o * D + idx[e]) * inner + i] += s[e];
             }
+    });
 }
 
 static void index_select(const Tensor& in, const Tensor& index, const Tensor& out) {

@@ -19,15 +19,14 @@ template <typename T>
 static void reduce_typed(ReduceOp op, const Tensor& in, const Tensor& out) {
     int64_t rows = in.shape()[0], n = in.shape()[1];
     const T* x = static_cast<const T*>(in.raw_data());
-#pragma omp parallel for schedule(static) if (rows * n >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows * n >= kParallelMin, [&](int64_t r) {
         const T* row = x + r * n;
         if (op == ReduceOp::Sum) {
             // Accumulate float32 rows in double: sums of many terms stay accurate.
             double total = 0;
             for (int64_t i = 0; i < n; ++i) total += row[i];
             static_cast<T*>(out.raw_data())[r] = (T)total;
-            continue;
+            return;
         }
         // Max / Argmax: NaN wins (as in PyTorch), otherwise the first largest.
         int64_t best = 0;
@@ -37,7 +36,7 @@ static void reduce_typed(ReduceOp op, const Tensor& in, const Tensor& out) {
         }
         if (op == ReduceOp::Max) static_cast<T*>(out.raw_data())[r] = row[best];
         else static_cast<int64_t*>(out.raw_data())[r] = best;
-    }
+    });
 }
 
 static void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
@@ -54,16 +53,15 @@ static void sum_columns_typed(const Tensor& in, const Tensor& out) {
     const T* x = static_cast<const T*>(in.raw_data());
     T* y = static_cast<T*>(out.raw_data());
     const int64_t block = 128;
-#pragma omp parallel for schedule(static) if (n * cols >= kParallelMin)
-    for (int64_t c0 = 0; c0 < cols; c0 += block) {
-        int64_t width = std::min(block, cols - c0);
+    parallel_for((cols + block - 1) / block, n * cols >= kParallelMin, [&](int64_t piece) {
+        const int64_t c0 = piece * block, width = std::min(block, cols - c0);
         double total[block] = {};
         for (int64_t i = 0; i < n; ++i) {
             const T* row = x + i * cols + c0;
             for (int64_t j = 0; j < width; ++j) total[j] += row[j];
         }
         for (int64_t j = 0; j < width; ++j) y[c0 + j] = (T)total[j];
-    }
+    });
 }
 
 static void sum_columns(const Tensor& in, const Tensor& out) {
@@ -79,8 +77,7 @@ static void softmax_typed(const Tensor& in, const Tensor& out, bool log) {
     int64_t rows = in.shape()[0], n = in.shape()[1];
     const T* x = static_cast<const T*>(in.raw_data());
     T* y = static_cast<T*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (rows * n >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows * n >= kParallelMin, [&](int64_t r) {
         const T* xr = x + r * n;
         T* yr = y + r * n;
         T m = -INFINITY;
@@ -98,7 +95,7 @@ static void softmax_typed(const Tensor& in, const Tensor& out, bool log) {
             T inv = (T)(1.0 / total);
             for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
         }
-    }
+    });
 }
 
 static void softmax_rows(const Tensor& in, const Tensor& out, bool log) {

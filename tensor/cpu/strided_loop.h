@@ -49,8 +49,10 @@ void for_each_run(const Shape& shape, const std::array<const Shape*, N>& strides
     std::array<int64_t, N> steps;
     for (int k = 0; k < N; ++k) steps[k] = st[k][ndim - 1];
 
-#pragma omp parallel for schedule(static) if (outer * inner >= kParallelMin)
-    for (int64_t task = 0; task < tasks; ++task) {
+    // `flatten` inlines the element function into the loop, so the loop
+    // vectorizes; GCC's own inlining limits stopped one level short once the
+    // loop moved into parallel_for (gelu's forward and backward ran 4x slower).
+    parallel_for(tasks, outer * inner >= kParallelMin, [&](int64_t task) __attribute__((flatten)) {
         int64_t chunk = task % chunks, rest = task / chunks;
         std::array<int64_t, N> offsets{};
         // Turn the outer index into an offset per operand, innermost dim first.
@@ -63,7 +65,7 @@ void for_each_run(const Shape& shape, const std::array<const Shape*, N>& strides
         int64_t count = std::min(kRunChunk, inner - start);
         for (int k = 0; k < N; ++k) offsets[k] += start * steps[k];
         body(offsets.data(), count, steps.data());
-    }
+    });
 }
 
 }  // namespace cpu

@@ -258,53 +258,61 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
     const T scale = (T)scale_d;
     const int64_t q_blocks = (Tq + kBlockQ - 1) / kBlockQ;
 
-#pragma omp parallel if (N * Tq * S * D >= kParallelMin)
-    {
-        ScratchBuffer<T> scores(kBlockQ * kBlockK), acc(kBlockQ * Dv);
-        ScratchBuffer<T> row_max(kBlockQ), row_sum(kBlockQ);
-#pragma omp for schedule(dynamic) collapse(2)
-        for (int64_t n = 0; n < N; ++n)
-            for (int64_t qb = 0; qb < q_blocks; ++qb) {
-                const T* q = q_all + n * q_batch;  // the matrices may lie apart (attention.h)
-                const T* k = k_all + n * k_batch;
-                const T* v = v_all + n * v_batch;
-                const int64_t i0 = qb * kBlockQ, i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
-                std::fill(acc.data(), acc.data() + br * Dv, T(0));
-                std::fill(row_max.data(), row_max.data() + br, -INFINITY);
-                std::fill(row_sum.data(), row_sum.data() + br, T(0));
-                for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
-                    const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
-                    tile_scores(q, i0, br, k, j0, bc, D, scores.data());
-                    for (int64_t r = 0; r < br; ++r) {
-                        const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
-                        T* s = scores.data() + r * bc;  // scores, then probabilities (unnormalized)
-                        std::fill(s + visible, s + bc, T(0));
-                        if (visible == 0) continue;  // every key of this tile is in this query's future
-                        for (int64_t c = 0; c < visible; ++c) s[c] *= scale;
-                        T m_new = max_of(s, visible, row_max[r]);
-                        T rescale = exp_fast(row_max[r] - m_new);  // exp(-inf) = 0 on the first tile
-                        // Separate loops: a running float sum or max would keep GCC from
-                        // vectorizing the exponentials (it may not reorder float operations).
-                        for (int64_t c = 0; c < visible; ++c) s[c] = exp_fast(s[c] - m_new);
-                        row_sum[r] = rescale * row_sum[r] + sum_of(s, visible);
-                        row_max[r] = m_new;
-                        T* o = acc.data() + r * Dv;
-                        for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
-                    }
-                    // o += P_tile V_tile for all rows of the block at once.
-                    gemm_single_thread(br, Dv, bc, scores.data(), bc, 1, v + j0 * Dv, Dv, 1, acc.data(), Dv,
-                                       /*accumulate=*/true);
-                }
-                for (int64_t r = 0; r < br; ++r) {
-                    T* o = out_all + (n * Tq + i0 + r) * Dv;
-                    const T* a = acc.data() + r * Dv;
-                    // l = 0 only when a row sees no key at all (S = 0): out = 0.
-                    T inv = row_sum[r] > 0 ? T(1) / row_sum[r] : T(0);
-                    for (int64_t e = 0; e < Dv; ++e) o[e] = a[e] * inv;
-                    lse_all[n * Tq + i0 + r] = row_max[r] + std::log(row_sum[r]);
-                }
+    // Each thread's tiles: the scores, the output sums, and each row's
+    // running max and sum.
+    struct Tiles {
+        ScratchBuffer<T> scores, acc, row_max, row_sum;
+    };
+    auto make_tiles = [&] {
+        return Tiles{ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ * Dv), ScratchBuffer<T>(kBlockQ),
+                     ScratchBuffer<T>(kBlockQ)};
+    };
+    // One task per (head n, query block qb).
+    parallel_for_dynamic(N * q_blocks, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t task, Tiles& tiles) {
+        const int64_t n = task / q_blocks, qb = task % q_blocks;
+        ScratchBuffer<T>& scores = tiles.scores;
+        ScratchBuffer<T>& acc = tiles.acc;
+        ScratchBuffer<T>& row_max = tiles.row_max;
+        ScratchBuffer<T>& row_sum = tiles.row_sum;
+        const T* q = q_all + n * q_batch;  // the matrices may lie apart (attention.h)
+        const T* k = k_all + n * k_batch;
+        const T* v = v_all + n * v_batch;
+        const int64_t i0 = qb * kBlockQ, i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
+        std::fill(acc.data(), acc.data() + br * Dv, T(0));
+        std::fill(row_max.data(), row_max.data() + br, -INFINITY);
+        std::fill(row_sum.data(), row_sum.data() + br, T(0));
+        for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
+            const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
+            tile_scores(q, i0, br, k, j0, bc, D, scores.data());
+            for (int64_t r = 0; r < br; ++r) {
+                const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
+                T* s = scores.data() + r * bc;  // scores, then probabilities (unnormalized)
+                std::fill(s + visible, s + bc, T(0));
+                if (visible == 0) continue;  // every key of this tile is in this query's future
+                for (int64_t c = 0; c < visible; ++c) s[c] *= scale;
+                T m_new = max_of(s, visible, row_max[r]);
+                T rescale = exp_fast(row_max[r] - m_new);  // exp(-inf) = 0 on the first tile
+                // Separate loops: a running float sum or max would keep GCC from
+                // vectorizing the exponentials (it may not reorder float operations).
+                for (int64_t c = 0; c < visible; ++c) s[c] = exp_fast(s[c] - m_new);
+                row_sum[r] = rescale * row_sum[r] + sum_of(s, visible);
+                row_max[r] = m_new;
+                T* o = acc.data() + r * Dv;
+                for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
             }
-    }
+            // o += P_tile V_tile for all rows of the block at once.
+            gemm_single_thread(br, Dv, bc, scores.data(), bc, 1, v + j0 * Dv, Dv, 1, acc.data(), Dv,
+                               /*accumulate=*/true);
+        }
+        for (int64_t r = 0; r < br; ++r) {
+            T* o = out_all + (n * Tq + i0 + r) * Dv;
+            const T* a = acc.data() + r * Dv;
+            // l = 0 only when a row sees no key at all (S = 0): out = 0.
+            T inv = row_sum[r] > 0 ? T(1) / row_sum[r] : T(0);
+            for (int64_t e = 0; e < Dv; ++e) o[e] = a[e] * inv;
+            lse_all[n * Tq + i0 + r] = row_max[r] + std::log(row_sum[r]);
+        }
+            });
 }
 
 template <typename T>
@@ -327,50 +335,54 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
 
     // One thread per (batch, head): dk and dv of a head collect contributions
     // from all its query blocks, so no two threads ever write the same row.
-#pragma omp parallel if (N * Tq * S * D >= kParallelMin)
-    {
-        ScratchBuffer<T> p(kBlockQ * kBlockK), dp(kBlockQ * kBlockK), delta(kBlockQ);
-#pragma omp for schedule(dynamic)
-        for (int64_t n = 0; n < N; ++n) {
-            const T *q = q_all + n * Tq * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
-            const T *dout = dout_all + n * Tq * Dv, *out = out_all + n * Tq * Dv, *lse = lse_all + n * Tq;
-            T *dq = dq_all + n * Tq * D, *dk = dk_all + n * S * D, *dv = dv_all + n * S * Dv;
-            std::fill(dq, dq + Tq * D, T(0));
-            std::fill(dk, dk + S * D, T(0));
-            std::fill(dv, dv + S * Dv, T(0));
-            for (int64_t i0 = 0; i0 < Tq; i0 += kBlockQ) {
-                const int64_t i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
+    struct Tiles {
+        ScratchBuffer<T> p, dp, delta;
+    };
+    auto make_tiles = [&] {
+        return Tiles{ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ)};
+    };
+    parallel_for_dynamic(N, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t n, Tiles& tiles) {
+        ScratchBuffer<T>& p = tiles.p;
+        ScratchBuffer<T>& dp = tiles.dp;
+        ScratchBuffer<T>& delta = tiles.delta;
+        const T *q = q_all + n * Tq * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
+        const T *dout = dout_all + n * Tq * Dv, *out = out_all + n * Tq * Dv, *lse = lse_all + n * Tq;
+        T *dq = dq_all + n * Tq * D, *dk = dk_all + n * S * D, *dv = dv_all + n * S * Dv;
+        std::fill(dq, dq + Tq * D, T(0));
+        std::fill(dk, dk + S * D, T(0));
+        std::fill(dv, dv + S * Dv, T(0));
+        for (int64_t i0 = 0; i0 < Tq; i0 += kBlockQ) {
+            const int64_t i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
+            for (int64_t r = 0; r < br; ++r) {
+                T d = 0;
+                for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * Dv + e] * out[(i0 + r) * Dv + e];
+                delta[r] = d;
+            }
+            for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
+                const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
+                // p_ij = exp(scale s_ij - L_i), 0 where masked.
+                tile_scores(q, i0, br, k, j0, bc, D, p.data());
                 for (int64_t r = 0; r < br; ++r) {
-                    T d = 0;
-                    for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * Dv + e] * out[(i0 + r) * Dv + e];
-                    delta[r] = d;
+                    const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
+                    T* pr = p.data() + r * bc;
+                    for (int64_t c = 0; c < visible; ++c) pr[c] = exp_fast(scale * pr[c] - lse[i0 + r]);
+                    std::fill(pr + visible, pr + bc, T(0));
                 }
-                for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
-                    const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
-                    // p_ij = exp(scale s_ij - L_i), 0 where masked.
-                    tile_scores(q, i0, br, k, j0, bc, D, p.data());
-                    for (int64_t r = 0; r < br; ++r) {
-                        const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
-                        T* pr = p.data() + r * bc;
-                        for (int64_t c = 0; c < visible; ++c) pr[c] = exp_fast(scale * pr[c] - lse[i0 + r]);
-                        std::fill(pr + visible, pr + bc, T(0));
-                    }
-                    // dp = dout_tile V_tile^T
-                    gemm_single_thread(br, bc, Dv, dout + i0 * Dv, Dv, 1, v + j0 * Dv, 1, Dv, dp.data(), bc, false);
-                    // ds = scale p (dp - D), in place of dp (the scale of s = scale q.k folded in)
-                    for (int64_t r = 0; r < br; ++r) {
-                        const T* pr = p.data() + r * bc;
-                        T* dsr = dp.data() + r * bc;
-                        for (int64_t c = 0; c < bc; ++c) dsr[c] = scale * pr[c] * (dsr[c] - delta[r]);
-                    }
-                    // dv_tile += P^T dout_tile;  dq_tile += dS k_tile;  dk_tile += dS^T q_tile
-                    gemm_single_thread(bc, Dv, br, p.data(), 1, bc, dout + i0 * Dv, Dv, 1, dv + j0 * Dv, Dv, true);
-                    gemm_single_thread(br, D, bc, dp.data(), bc, 1, k + j0 * D, D, 1, dq + i0 * D, D, true);
-                    gemm_single_thread(bc, D, br, dp.data(), 1, bc, q + i0 * D, D, 1, dk + j0 * D, D, true);
+                // dp = dout_tile V_tile^T
+                gemm_single_thread(br, bc, Dv, dout + i0 * Dv, Dv, 1, v + j0 * Dv, 1, Dv, dp.data(), bc, false);
+                // ds = scale p (dp - D), in place of dp (the scale of s = scale q.k folded in)
+                for (int64_t r = 0; r < br; ++r) {
+                    const T* pr = p.data() + r * bc;
+                    T* dsr = dp.data() + r * bc;
+                    for (int64_t c = 0; c < bc; ++c) dsr[c] = scale * pr[c] * (dsr[c] - delta[r]);
                 }
+                // dv_tile += P^T dout_tile;  dq_tile += dS k_tile;  dk_tile += dS^T q_tile
+                gemm_single_thread(bc, Dv, br, p.data(), 1, bc, dout + i0 * Dv, Dv, 1, dv + j0 * Dv, Dv, true);
+                gemm_single_thread(br, D, bc, dp.data(), bc, 1, k + j0 * D, D, 1, dq + i0 * D, D, true);
+                gemm_single_thread(bc, D, br, dp.data(), 1, bc, q + i0 * D, D, 1, dk + j0 * D, D, true);
             }
         }
-    }
+    });
 }
 
 }  // namespace

@@ -114,8 +114,7 @@ static void cross_entropy_typed(const Tensor& logits_tensor, const Tensor& targe
     const T* logits = ptr_or_null<T>(logits_tensor);
     const int64_t* targets = targets_tensor.data<int64_t>();
     T *losses = mut_or_null<T>(losses_tensor), *lse = mut_or_null<T>(lse_tensor);
-#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= kParallelMin)
-    for (int64_t n = 0; n < N; ++n) {
+    parallel_for(N, N >= kParallelRows && N * V >= kParallelMin, [&](int64_t n) {
         const T* row = logits + n * V;
         double m = -INFINITY, total = 0;
         for (int64_t v = 0; v < V; ++v) m = std::max(m, (double)row[v]);
@@ -123,7 +122,7 @@ static void cross_entropy_typed(const Tensor& logits_tensor, const Tensor& targe
         double logsumexp = m + std::log(total);  // log sum_v exp(logit_v), computed without overflow
         lse[n] = (T)logsumexp;
         losses[n] = targets[n] == ignore_index ? T(0) : (T)(logsumexp - row[targets[n]]);
-    }
+    });
 }
 
 template <typename T>
@@ -135,18 +134,17 @@ static void cross_entropy_backward_typed(const Tensor& dlosses_tensor, const Ten
             *lse = ptr_or_null<T>(lse_tensor);
     const int64_t* targets = targets_tensor.data<int64_t>();
     T* dlogits = mut_or_null<T>(dlogits_tensor);
-#pragma omp parallel for schedule(static) if (N >= kParallelRows && N * V >= kParallelMin)
-    for (int64_t n = 0; n < N; ++n) {
+    parallel_for(N, N >= kParallelRows && N * V >= kParallelMin, [&](int64_t n) {
         T* drow = dlogits + n * V;
         if (targets[n] == ignore_index) {
             std::fill(drow, drow + V, T(0));
-            continue;
+            return;
         }
         const T* row = logits + n * V;
         double dloss = dlosses[n], shift = lse[n];
         for (int64_t v = 0; v < V; ++v) drow[v] = (T)(dloss * std::exp((double)row[v] - shift));  // dloss * softmax
         drow[targets[n]] -= (T)dloss;                                                            // - dloss * onehot
-    }
+    });
 }
 
 static void cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, const Tensor& losses,

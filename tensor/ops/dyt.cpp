@@ -93,15 +93,14 @@ static void dyt_typed(const Tensor& x_tensor, const Tensor& alpha_tensor, const 
     const T *x = ptr_or_null<T>(x_tensor), *w = ptr_or_null<T>(weight_tensor), *b = ptr_or_null<T>(bias_tensor);
     const T alpha = *ptr_or_null<T>(alpha_tensor);
     T* y = mut_or_null<T>(out_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T* xr = x + r * C;
         T* yr = y + r * C;
         if (b)
             for (int64_t i = 0; i < C; ++i) yr[i] = dyt_value(tanh_fast(alpha * xr[i]), w[i], b[i]);
         else
             for (int64_t i = 0; i < C; ++i) yr[i] = dyt_value(tanh_fast(alpha * xr[i]), w[i], T(0));
-    }
+    });
 }
 
 template <typename T>
@@ -113,8 +112,7 @@ static void dyt_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, 
     const T alpha = *ptr_or_null<T>(alpha_tensor);
     T *dx = mut_or_null<T>(dx_tensor), *dy_tanh_out = mut_or_null<T>(dy_tanh_tensor),
       *dalpha = mut_or_null<T>(dalpha_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T *dyr = dy + r * C, *xr = x + r * C;
         T *dxr = dx + r * C, *dy_tanh_row = dy_tanh_out + r * C;
         double dalpha_row = 0;
@@ -126,7 +124,7 @@ static void dyt_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, 
             dalpha_row += (double)dz * xr[i];
         }
         dalpha[r] = (T)dalpha_row;
-    }
+    });
 }
 
 static void dyt(const Tensor& x, const Tensor& alpha, const Tensor& weight, const Tensor& bias, const Tensor& out) {

@@ -81,8 +81,7 @@ static void geodesic_typed(const Tensor& x_tensor, const Tensor& u_tensor, const
     const T *x = ptr_or_null<T>(x_tensor), *u = ptr_or_null<T>(u_tensor);
     double alpha = *ptr_or_null<T>(alpha_tensor);
     T* y = mut_or_null<T>(out_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * d >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && rows * d >= kParallelMin, [&](int64_t r) {
         const T *xr = x + r * d, *ur = u + r * d;
         T* yr = y + r * d;
         double s = 0, ux = 0;
@@ -92,7 +91,7 @@ static void geodesic_typed(const Tensor& x_tensor, const Tensor& u_tensor, const
         }
         if (s == 0) {  // no sphere through x = 0: plain residual add
             for (int64_t i = 0; i < d; ++i) yr[i] = xr[i] + ur[i];
-            continue;
+            return;
         }
         double c = ux / s, ww = 0;
         for (int64_t i = 0; i < d; ++i) {
@@ -101,7 +100,7 @@ static void geodesic_typed(const Tensor& x_tensor, const Tensor& u_tensor, const
         }
         SphereCoefficients coef = sphere_coefficients(ww / s);
         for (int64_t i = 0; i < d; ++i) yr[i] = (T)geodesic_output(coef, alpha, xr[i], geodesic_tangent(ur[i], xr[i], c));
-    }
+    });
 }
 
 template <typename T>
@@ -112,8 +111,7 @@ static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_ten
     const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *u = ptr_or_null<T>(u_tensor);
     double alpha = *ptr_or_null<T>(alpha_tensor);
     T *dx = mut_or_null<T>(dx_tensor), *du = mut_or_null<T>(du_tensor), *dalpha = mut_or_null<T>(dalpha_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * d >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && rows * d >= kParallelMin, [&](int64_t r) {
         const T *dyr = dy + r * d, *xr = x + r * d, *ur = u + r * d;
         T *dxr = dx + r * d, *dur = du + r * d;
         double s = 0, ux = 0;
@@ -124,7 +122,7 @@ static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_ten
         if (s == 0) {  // the fallback y = x + u
             for (int64_t i = 0; i < d; ++i) dxr[i] = dur[i] = dyr[i];
             dalpha[r] = 0;
-            continue;
+            return;
         }
         double c = ux / s;
         // Pass 1: ww = <w,w>, gx = <dy,x>, gw = <dy,w>.
@@ -152,7 +150,7 @@ static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_ten
             dxr[i] = (T)dxi;
             dur[i] = (T)dui;
         }
-    }
+    });
 }
 
 static void geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha, const Tensor& out) {

@@ -111,8 +111,7 @@ static void norm_forward_typed(const Tensor& x_tensor, const Tensor& gamma_tenso
     int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
     const T *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor), *beta = ptr_or_null<T>(beta_tensor);
     T *y = mut_or_null<T>(out_tensor), *mean = mut_or_null<T>(mean_tensor), *rstd = mut_or_null<T>(rstd_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T* xr = x + r * C;
         double mu = 0, sq = 0;
         if (mean) {
@@ -124,7 +123,7 @@ static void norm_forward_typed(const Tensor& x_tensor, const Tensor& gamma_tenso
         if (mean) mean[r] = (T)mu;
         rstd[r] = (T)rs;
         for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu, rs), gamma, beta, c);
-    }
+    });
 }
 
 template <typename T>
@@ -135,8 +134,7 @@ static void norm_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor,
     const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor);
     const T *mean = ptr_or_null<T>(mean_tensor), *rstd = ptr_or_null<T>(rstd_tensor);
     T* dx = mut_or_null<T>(dx_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r) {
+    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T *xr = x + r * C, *dyr = dy + r * C;
         double mu = mean ? (double)mean[r] : 0.0, rs = rstd[r];
         double sum_gh = 0, sum_gh_xh = 0;
@@ -148,7 +146,7 @@ static void norm_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor,
         double mean_gh = mean ? sum_gh / (double)C : 0.0, mean_gh_xh = sum_gh_xh / (double)C;
         for (int64_t c = 0; c < C; ++c)
             dx[r * C + c] = (T)norm_dx(rs, norm_gh(dyr[c], gamma, c), mean_gh, norm_xh(xr[c], mu, rs), mean_gh_xh);
-    }
+    });
     // dgamma = sum over rows of dy xh, dbeta = sum over rows of dy.
     affine_param_grads<T>(rows, C, dy, mut_or_null<T>(dgamma_tensor), mut_or_null<T>(dbeta_tensor),
                           [&](int64_t r, int64_t c) { return norm_xh(x[r * C + c], mean ? (double)mean[r] : 0.0, rstd[r]); });

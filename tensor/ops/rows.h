@@ -60,9 +60,8 @@ template <typename T, typename Normalized>
 void affine_param_grads(int64_t rows, int64_t C, const T* dy, T* dgamma, T* dbeta, Normalized normalized) {
     if (!dgamma && !dbeta) return;
     const int64_t block = 64;
-#pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
-    for (int64_t c0 = 0; c0 < C; c0 += block) {
-        int64_t c1 = std::min(C, c0 + block);
+    parallel_for((C + block - 1) / block, rows * C >= kParallelMin, [&](int64_t piece) {
+        const int64_t c0 = piece * block, c1 = std::min(C, c0 + block);
         double g[block] = {}, b[block] = {};
         for (int64_t r = 0; r < rows; ++r)
             for (int64_t c = c0; c < c1; ++c) {
@@ -73,7 +72,7 @@ void affine_param_grads(int64_t rows, int64_t C, const T* dy, T* dgamma, T* dbet
             if (dgamma) dgamma[c] = (T)g[c - c0];
             if (dbeta) dbeta[c] = (T)b[c - c0];
         }
-    }
+    });
 }
 
 }  // namespace cpu

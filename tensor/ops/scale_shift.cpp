@@ -72,9 +72,9 @@ static void scale_shift_typed(const Tensor& x_tensor, const Tensor& scale_tensor
     int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
     const T *x = ptr_or_null<T>(x_tensor), *scale = ptr_or_null<T>(scale_tensor), *shift = ptr_or_null<T>(shift_tensor);
     T* y = mut_or_null<T>(out_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r)
+    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         for (int64_t i = 0; i < C; ++i) y[r * C + i] = (T)scale_shift_value(x[r * C + i], scale[i], shift[i]);
+    });
 }
 
 template <typename T>
@@ -83,13 +83,13 @@ static void scale_shift_backward_typed(const Tensor& dy_tensor, const Tensor& x_
     int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
     const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *scale = ptr_or_null<T>(scale_tensor);
     T *dx = mut_or_null<T>(dx_tensor), *dy_x = mut_or_null<T>(dy_x_tensor);
-#pragma omp parallel for schedule(static) if (rows >= kParallelRows && rows * C >= kParallelMin)
-    for (int64_t r = 0; r < rows; ++r)
+    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         for (int64_t i = 0; i < C; ++i) {
             int64_t e = r * C + i;
             dx[e] = (T)scale_shift_dx(dy[e], scale[i]);
             dy_x[e] = dy[e] * x[e];
         }
+    });
 }
 
 static void scale_shift(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& out) {
