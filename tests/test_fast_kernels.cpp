@@ -1,12 +1,15 @@
 // The fast CPU kernels against their simple references: the tiled attention
 // against the T x S-materializing one, the vectorizable exp/tanh against
 // libm, and the fused AdamW against the formula element by element.
+#include <algorithm>
+
 #include "helpers.h"
 #include "autograd/ops_nn.h"
 #include "optim/optimizer.h"
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/cpu_kernels.h"
 #include "tensor/cpu/fast_math.h"
+#include "tensor/cpu/parallel.h"
 #include "tensor/raw_nn.h"
 #include "tensor/ops/adamw.h"
 
@@ -210,4 +213,43 @@ TEST_CASE("adamw_update refuses mismatched state", "[optim][fast][errors]") {
     nc_test::check_error([&] { raw::adamw_update({p}, {g}, {m}, {wrong}, {0.0}, h); },
                          {"adamw_update", "parameter 0", "[4]"});
     nc_test::check_error([&] { raw::adamw_update({p}, {g}, {m}, {m}, {}, h); }, {"adamw_update", "one gradient"});
+}
+
+// parallel.h: every item runs once, with or without threads; and a kernel's
+// one-thread loop called from inside another kernel's threads (as
+// gemm_single_thread is from attention) runs all its own items on its own
+// thread. A bare `#pragma omp for` in that one-thread path would bind to
+// the outer threads and hand each of them a part of every inner loop.
+TEST_CASE("parallel_for and parallel_for_dynamic run every item once, nested or not", "[fast][parallel]") {
+    for (bool parallel : {false, true}) {
+        std::vector<int> seen(1000, 0);
+        cpu::parallel_for(1000, parallel, [&](int64_t i) { seen[i]++; });
+        CHECK(std::count(seen.begin(), seen.end(), 1) == 1000);
+        std::fill(seen.begin(), seen.end(), 0);
+        int scratch_made = 0;
+        cpu::parallel_for_dynamic(
+            1000, parallel,
+            [&] {
+#pragma omp atomic
+                scratch_made++;
+                return std::vector<int>(4);
+            },
+            [&](int64_t i, std::vector<int>& scratch) {
+                scratch[0]++;
+                seen[i]++;
+            });
+        CHECK(std::count(seen.begin(), seen.end(), 1) == 1000);
+        CHECK(scratch_made >= 1);
+    }
+    // Inner one-thread loops inside two outer threads.
+    const int64_t outer = 8, inner = 100;
+    std::vector<std::vector<int64_t>> order(outer);
+#pragma omp parallel for num_threads(2) schedule(static)
+    for (int64_t o = 0; o < outer; ++o)
+        cpu::parallel_for_dynamic(
+            inner, false, [] { return 0; }, [&](int64_t i, int&) { order[o].push_back(i); });
+    for (int64_t o = 0; o < outer; ++o) {
+        REQUIRE(order[o].size() == (size_t)inner);
+        for (int64_t i = 0; i < inner; ++i) CHECK(order[o][i] == i);
+    }
 }

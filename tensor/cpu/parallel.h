@@ -2,8 +2,11 @@
 // Starting a parallel region costs microseconds, so a loop with little work
 // runs on one thread: below kParallelMin elements (of work: a reduction
 // over [rows, n] counts rows * n), or, for kernels that give each thread
-// whole rows, below kParallelRows rows. Every parallel loop in tensor/ uses
-// these two numbers, through parallel_for below.
+// whole rows, below kParallelRows rows. The row and element kernels of
+// tensor/ use these two numbers; the products (gemm.cpp, gemv.cpp) count
+// multiply-adds instead. Loops go through the two functions below; only
+// products with a thread plan of their own (gemm.cpp's shared B block,
+// gemv.cpp, gemm_16bit.cpp) open their OpenMP regions themselves.
 #pragma once
 
 #include <cstdint>
