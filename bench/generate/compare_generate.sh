@@ -4,7 +4,8 @@
 # and token count, alternating the two ROUNDS times: each run's tokens/s, the
 # medians and their ratio, and the per-token time beside the
 # weight-streaming bound (every float32 weight read once per token, at the
-# memory bandwidth a 1 GiB copy reaches in the same run). The two texts must
+# bandwidth with which PyTorch sums a 1 GiB tensor in the same run: reading,
+# as streaming weights is; a copy's read + write figure is printed beside). The two texts must
 # be identical, byte for byte, or the script fails.
 #
 #   bench/generate/compare_generate.sh MODEL_DIR [TOKENS=256] [ROUNDS=5] [BIN=build/normcore] [TOKENIZER=byte]
