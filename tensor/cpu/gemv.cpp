@@ -30,16 +30,44 @@ constexpr int64_t kGemvParallelMin = 4 * kParallelMin;
 
 void write(float* c, float sum, bool accumulate) { *c = accumulate ? *c + sum : sum; }
 
+// A B of more bytes than this is taken to come from memory, not from the
+// cache (1 MiB: the L2 cache of one core here; laptop cores have 0.5-2 MiB).
+constexpr int64_t kFromMemoryBytes = int64_t(1) << 20;
+
 // c[n] (+)= dot(a, B[:, n]) for first <= n < last, B's columns contiguous
-// (column n starts at B + n * b_cs). One column after the other: when B is
-// a weight matrix, its columns lie end to end, so B is read as one
-// sequential stream, the pattern the hardware prefetcher serves best. Four
-// columns at a time (four streams, each a few KiB long) read GPT-2 124M's
-// weights at about 30 GB/s against 55 GB/s this way, with the same sums
-// (bench/results/gemv-stream-2026-12-05.txt).
+// (column n starts at B + n * b_cs). Which order pays depends on where B is:
+//  - in the cache (the default model's weights, a short cache of keys): the
+//    sums' latency limits, so four columns at a time, four independent
+//    chains of multiply-adds, each loaded piece of a used four times;
+//  - in memory (GPT-2 124M's weights): the reading limits. A weight
+//    matrix's columns lie end to end, and one column after the other reads
+//    B as one sequential stream, which the hardware prefetcher serves best;
+//    four columns at a time are four short streams, and read GPT-2 124M's
+//    weights at about 30 GB/s against 55 one column at a time, while in the
+//    cache one column at a time takes 1.5x as long
+//    (bench/results/gemv-stream-2026-12-05.txt).
+// Both orders add each sum's terms the same way (one partial sum per vector
+// lane, added up at the end): built here, they give the same bits for K
+// from 17 to 3072.
 void dot_columns(int64_t first, int64_t last, int64_t K, const float* a, const float* B, int64_t b_cs, float* c,
-                 bool accumulate) {
-    for (int64_t n = first; n < last; ++n) {
+                 bool accumulate, bool from_memory) {
+    int64_t n = first;
+    for (; !from_memory && n + 4 <= last; n += 4) {
+        const float *w0 = B + n * b_cs, *w1 = w0 + b_cs, *w2 = w1 + b_cs, *w3 = w2 + b_cs;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+        for (int64_t k = 0; k < K; ++k) {
+            s0 += a[k] * w0[k];
+            s1 += a[k] * w1[k];
+            s2 += a[k] * w2[k];
+            s3 += a[k] * w3[k];
+        }
+        write(c + n, s0, accumulate);
+        write(c + n + 1, s1, accumulate);
+        write(c + n + 2, s2, accumulate);
+        write(c + n + 3, s3, accumulate);
+    }
+    for (; n < last; ++n) {
         const float* w = B + n * b_cs;
         float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -80,9 +108,10 @@ bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, in
         for (int64_t k = 0; k < K; ++k) a_copy[k] = a[k * a_cs];
         a = a_copy.data();
     }
+    const bool from_memory = N * K * (int64_t)sizeof(float) > kFromMemoryBytes;
     auto columns = [&](int64_t first, int64_t last) {
         if (columns_contiguous)
-            dot_columns(first, last, K, a, B, b_cs, c, accumulate);
+            dot_columns(first, last, K, a, B, b_cs, c, accumulate, from_memory);
         else
             scaled_rows(first, last, K, a, a_cs, B, b_rs, c, accumulate);
     };
