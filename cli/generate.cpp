@@ -1,5 +1,6 @@
 // generate.cpp — `normcore generate` (sample text from trained weights) and
 // `normcore eval` (loss and perplexity of weights on a data set).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -14,9 +15,33 @@
 #include "data/corpus.h"
 #include "data/images.h"
 #include "data/text.h"
+#include "tensor/profile.h"
 
 namespace nc {
 namespace app {
+
+// generate --profile: where a token's time goes. The kernels' time by kind
+// of op and their calls, per generated token (the refills of the cache when
+// the window moves included), and what remains of the wall clock: the work
+// around each kernel call (output tensors, shapes, dispatch) and sampling.
+static void print_generation_profile(const ProfileTotals& p, double seconds, int64_t tokens) {
+    if (tokens <= 0 || seconds <= 0) return;
+    const double us = 1e6 / (double)tokens;
+    double in_kernels = 0;
+    int64_t calls = 0;
+    std::fprintf(stderr, "per token, by kind of op (kernel time, kernel calls):\n");
+    for (int k = 0; k < kOpKinds; ++k) {
+        in_kernels += p.seconds[k];
+        calls += p.calls[k];
+        if (p.calls[k] > 0)
+            std::fprintf(stderr, "  %-12s %8.1f us %6.1f calls\n", op_kind_name((OpKind)k), p.seconds[k] * us,
+                         (double)p.calls[k] / (double)tokens);
+    }
+    double outside = std::max(0.0, seconds - in_kernels);
+    std::fprintf(stderr, "  %-12s %8.1f us %6.1f calls\n", "all kernels", in_kernels * us, (double)calls / (double)tokens);
+    std::fprintf(stderr, "  outside the kernels: %.1f us (%.0f%% of the time; %.2f us per kernel call)\n", outside * us,
+                 100.0 * outside / seconds, calls > 0 ? outside * 1e6 / (double)calls : 0.0);
+}
 
 // Builds the model a command's --init / --resume names, with its weights.
 static LanguageModel load_model(const Flags& flags) {
@@ -55,6 +80,7 @@ int generate_command(int argc, char** argv) {
                                 {"tokenizer", "byte", "byte, a BPE file, or a GPT-2 vocab.json + merges.txt directory"},
                                 {"no-cache", "false", "recompute the whole context for every token (no key/value cache)", true},
                                 {"out", "", "also write the exact bytes of prompt + generated text to this file"},
+                                {"profile", "false", "print, per token, the kernels' time and calls by kind of op and the time outside them", true},
                                 precision_flag(),
                             }));
     flags.parse(argc, argv, 2);
@@ -74,15 +100,20 @@ int generate_command(int argc, char** argv) {
     nn::SampleOptions options{flags.number("temperature"), flags.integer("top-k"), !flags.on("no-cache")};
     int64_t count = flags.integer("max-tokens");
     if (count < 0) throw Error("flag --max-tokens must be >= 0, got " + flags.str("max-tokens"));
+    const bool profile = flags.on("profile");
+    reset_profile();
+    set_profiling(profile);
     auto start = std::chrono::steady_clock::now();
     print_sample(lm, codec, flags.str("prompt"), count, options, gen, stdout, out.get());
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    set_profiling(false);
     std::printf("\n");
     std::fflush(stdout);
     if (out && !out->flush()) throw Error("--out: writing '" + flags.str("out") + "' failed");
     // On stderr, so that the text on stdout is only the text.
     std::fprintf(stderr, "generated %lld tokens in %.2f s: %.1f tokens/s (%s)\n", (long long)count, seconds,
                  seconds > 0 ? (double)count / seconds : 0.0, options.use_cache ? "key/value cache" : "no cache");
+    if (profile) print_generation_profile(profile_totals(), seconds, count);
     return 0;
 }
 

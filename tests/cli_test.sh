@@ -407,6 +407,17 @@ for model in gpt2_pre gpt2_post llama_gqa; do
     grep -qE '^generated 32 tokens in [0-9.]+ s: [0-9.]+ tokens/s' "$work/g.err" || fail "generate: no tokens/s line: $(cat "$work/g.err")"
   done
 done
+# --profile: per token one product per linear layer (4 a block, 2 blocks) and one for the head, one
+# attention per block, two norms per block and the final one; the text as without it.
+out=$("$bin" generate --init "$ref/gpt2_pre" --prompt $'\n' --temperature 0 --max-tokens 6 --profile --out "$work/gp.bin" 2>&1 >/dev/null) \
+  || fail "generate --profile: $out"
+grep -qE '^  gemm +[0-9.]+ us +9\.0 calls' <<<"$out" || fail "generate --profile: expected 9 products a token: $out"
+grep -qE '^  attention +[0-9.]+ us +2\.0 calls' <<<"$out" || fail "generate --profile: expected 2 attention calls a token: $out"
+grep -qE '^  norm +[0-9.]+ us +5\.0 calls' <<<"$out" || fail "generate --profile: expected 5 norms a token: $out"
+grep -qE '^  outside the kernels: [0-9.]+ us \([0-9]+% of the time; [0-9.]+ us per kernel call\)' <<<"$out" \
+  || fail "generate --profile: no line for the time outside the kernels: $out"
+"$bin" generate --init "$ref/gpt2_pre" --prompt $'\n' --temperature 0 --max-tokens 6 --out "$work/gq.bin" > /dev/null 2>&1
+cmp -s "$work/gp.bin" "$work/gq.bin" || fail "generate --profile changed the text"
 "$bin" generate --init "$ref/gpt2_pre" --prompt $'\n' --temperature 0 --max-tokens 32 --out "$work/g1.bin" > "$work/g1.txt" 2>/dev/null \
   || fail "generate from a one-byte prompt"
 cmp -s "$work/g1.bin" "$ref/gpt2_pre/generate_1.bin" || fail "generate from a one-byte prompt: not the reference's continuation"
