@@ -159,6 +159,46 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
     omp_set_num_threads(saved_threads);
 }
 
+// A weight gradient dW = dy^T x has a long K (every token) and a small
+// output, and gemm.cpp splits its K into parts whose outputs are added at
+// the end. The parts depend on the shape only, so the result must be the
+// same to the bit for any number of threads, and equal the reference.
+// Shapes: 4 parts with K not a multiple of 4, 4 parts of 512, 2 parts, and
+// an output too big to split.
+TEST_CASE("gemm split along K gives the same bits for 1 2 and 3 threads", "[matmul][threads]") {
+    Generator gen(17);
+    const int saved_threads = omp_get_max_threads();
+    for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{37, 2051, 50}, {128, 2048, 128}, {64, 1100, 200},
+                                                               {512, 2048, 512}}) {
+        Tensor a = raw::randn({M, K}, gen), b = raw::randn({K, N}, gen), start = raw::randn({M, N}, gen);
+        Tensor at = raw::transpose(raw::randn({K, M}, gen), 0, 1);  // dy^T: a transposed view, as in backward
+        std::vector<double> expected = reference_matmul(a, b), expected_t = reference_matmul(at, b);
+        std::vector<double> start_v = start.to_vector();
+        std::vector<double> first_plain, first_t, first_acc;  // float32 values, widened exactly
+        for (int threads : {1, 2, 3}) {
+            omp_set_num_threads(threads);
+            INFO("M=" << M << " K=" << K << " N=" << N << ", threads=" << threads);
+            Tensor plain = raw::matmul(a, b), transposed = raw::matmul(at, b), accumulated = raw::clone(start);
+            backend_for(kCPU).matmul(at, b, accumulated, /*accumulate=*/true);
+            double tol = 2e-4 * std::sqrt((double)K);
+            check_values(plain, expected, tol);
+            check_values(transposed, expected_t, tol);
+            std::vector<double> with_start(expected_t);
+            for (size_t i = 0; i < with_start.size(); ++i) with_start[i] += start_v[i];
+            check_values(accumulated, with_start, tol);
+            std::vector<double> p = plain.to_vector(), t = transposed.to_vector(), acc = accumulated.to_vector();
+            if (threads == 1) {
+                first_plain = p, first_t = t, first_acc = acc;
+            } else {
+                CHECK(p == first_plain);
+                CHECK(t == first_t);
+                CHECK(acc == first_acc);
+            }
+        }
+    }
+    omp_set_num_threads(saved_threads);
+}
+
 // One row of A (a generated token's activations) skips the packing: gemv.h
 // reads B in place when its columns (x W^T, q K^T) or its rows (p V) are
 // contiguous. Both layouts, with a strided a, column counts that are not

@@ -266,7 +266,7 @@ void print_memory_prediction(const MemoryPrediction& p, double budget_bytes, con
                  mib(p.peak_mib).c_str(), images,
                  s.parameters, s.optimizer_state, s.activations, s.gradients, s.workspace);
     if (p.device == "cpu")
-        std::fprintf(out, "  plus up to %.1f MiB of the kernels' scratch (the GEMM's packing buffers, attention's tiles), "
+        std::fprintf(out, "  plus up to %.1f MiB of the kernels' scratch (the GEMM's packing buffers and partial sums, attention's tiles), "
                           "which they take from the same allocator and the dry run cannot see\n",
                      p.packing_bound_mib);
     else

@@ -22,7 +22,7 @@
 // whose kernels do nothing and whose allocator only counts: every op's
 // allocations and frees in the same order, so the same peak, but for the
 // scratch some kernels take from the allocator for themselves (on the CPU
-// the GEMM's packing buffers and attention's tiles, for which it states a
+// the GEMM's packing buffers and partial sums and attention's tiles, for which it states a
 // bound; on a GPU, cuBLAS's workspace and a few kernels' partial sums).
 #pragma once
 
@@ -60,7 +60,7 @@ struct MemoryPrediction {
     // not: they are a plain array or a mapped file). 0 on a GPU.
     double data_mib = 0;
     PeakSplit at_peak;   // what the step's peak holds (its total is peak_mib - data_mib)
-    // On the CPU: the most the GEMM's packing buffers, which come from the
+    // On the CPU: the most the GEMM's packing buffers and partial sums, which come from the
     // same allocator but from no op, can add to the peak (0 for a GPU,
     // whose cuBLAS keeps its own workspace).
     double packing_bound_mib = 0;

@@ -287,11 +287,12 @@ int main() {
     std::printf("  activations recomputed: peak %6.1f MiB above the weights and their gradients\n",
                 meta_recomputed.activations_mib);
     std::printf("  time: %.1f ms and %.1f ms\n", meta_kept.ms, meta_recomputed.ms);
-    // The CPU's GEMM packing buffers come from the same allocator inside its
-    // kernels, which the meta device does not run: at most about a MiB.
-    expect(std::fabs(meta_kept.activations_mib - kept.activations_mib) < 1.5 &&
-               std::fabs(meta_recomputed.activations_mib - recomputed.activations_mib) < 1.5,
-           "the meta device's peak to be the CPU's but for the GEMM's packing buffers");
+    // The CPU's GEMM takes its packing buffers, and the partial sums of a
+    // weight gradient split along K, from the same allocator inside its
+    // kernels, which the meta device does not run: about 2 MiB here.
+    expect(std::fabs(meta_kept.activations_mib - kept.activations_mib) < 3.0 &&
+               std::fabs(meta_recomputed.activations_mib - recomputed.activations_mib) < 3.0,
+           "the meta device's peak to be the CPU's but for the GEMM's scratch buffers");
 
     // 16-bit numbers: what bfloat16 and float16 keep of a float32 value.
     std::printf("\n%-12s %16s %16s %16s\n", "value", "float32", "bfloat16", "float16");

@@ -269,6 +269,55 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     }
 }
 
+template <typename T, typename Kernel>
+void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_threads);
+
+// How many parts K is split into for a product with a long K and a small
+// output: a weight gradient dW = dy^T x, summed over every token of the
+// batch (K = B T = 2048 for an output of 128 x 128 in train's default
+// model). Cut by rows, such a product leaves each thread a few micro-panels
+// and a barrier per K slice; cut by K, each part is a whole product of its
+// own, and the parts' outputs are added at the end. The count depends on
+// the shape only, never on the number of threads, so that the sums, and the
+// results, are the same on every machine: 2 to 4 parts of at least 512,
+// as long as the parts' outputs fit in kSplitKScratchBytes (which
+// packing_buffers_bound_bytes counts; GPT-2 124M's weights are too big).
+constexpr size_t kSplitKScratchBytes = size_t(1) << 20;
+int64_t k_split_parts(int64_t M, int64_t N, int64_t K, size_t element_bytes) {
+    if (K < 1024 || K < 4 * std::max(M, N)) return 1;
+    int64_t parts = std::min<int64_t>(4, K / 512);
+    return (size_t)(parts * M * N) * element_bytes <= kSplitKScratchBytes ? parts : 1;
+}
+
+// C (+)= A B as k_split_parts() parts: part p = A[:, K_p] B[K_p, :] into its
+// own buffer (the parts run on as many threads as there are, each part on
+// one), then C (+)= ((part_0 + part_1) + part_2) + part_3, always in that order.
+template <typename T, typename Kernel>
+void split_k(const GemmProblem<T, Kernel>& g) {
+    const int64_t parts = k_split_parts(g.M, g.N, g.K, sizeof(T)), MN = g.M * g.N;
+    ScratchBuffer<T> partial(parts * MN);
+    static const int64_t zero_offset = 0;
+    parallel_for(parts, true, [&](int64_t p) {
+        const int64_t k0 = p * g.K / parts, k1 = (p + 1) * g.K / parts;
+        GemmProblem<T, Kernel> part{g.M, g.N, k1 - k0,
+                                    Operand<T>{g.A.data + g.A.batch_offsets[0] + k0 * g.A.col_stride, &zero_offset,
+                                               g.A.row_stride, g.A.col_stride},
+                                    Operand<T>{g.B.data + g.B.batch_offsets[0] + k0 * g.B.row_stride, &zero_offset,
+                                               g.B.row_stride, g.B.col_stride},
+                                    partial.data() + p * MN, &zero_offset, g.N, g.kernel, g.blk, false};
+        blocked_loops(part, 1, /*allow_threads=*/false);
+    });
+    T* C = g.C + g.c_offsets[0];
+    parallel_for(g.M, MN >= kParallelMin, [&](int64_t i) {
+        T* c = C + i * g.ldc;
+        for (int64_t j = 0; j < g.N; ++j) {
+            T sum = partial[i * g.N + j];
+            for (int64_t p = 1; p < parts; ++p) sum += partial[p * MN + i * g.N + j];
+            c[j] = g.accumulate ? c[j] + sum : sum;
+        }
+    });
+}
+
 // The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
 //
 // A task is one strip of nc columns of one matrix of the batch. There are
@@ -298,6 +347,10 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
         return;
     }
     bool parallel = allow_threads && (double)g.M * g.N * g.K * batch > 1e5;
+    if (parallel && batch == 1 && k_split_parts(g.M, g.N, g.K, sizeof(T)) > 1) {
+        split_k(g);
+        return;
+    }
     int threads = parallel ? omp_get_max_threads() : 1;
     // Columns are cut into strips of equal width (a multiple of nr), at most
     // nc: 1152 = 576 + 576 rather than 1024 + 128.
@@ -419,8 +472,9 @@ size_t packing_buffers_bound_bytes(int threads) {
     size_t a_block = size_class((size_t)(most.mc + 32) * (size_t)(most.kc + 16) * sizeof(float));
     size_t b_block = size_class((size_t)most.kc * (size_t)(most.nc + 32) * sizeof(float));
     // Many tasks: every thread its own A and B; few tasks: each thread its
-    // A, and two shared B blocks used by turns (blocked_loops above).
-    return (size_t)threads * a_block + (size_t)std::max(threads, 2) * b_block;
+    // A, and two shared B blocks used by turns (blocked_loops above); a
+    // product split along K: each thread its A and B, and the parts' outputs.
+    return (size_t)threads * a_block + (size_t)std::max(threads, 2) * b_block + size_class(kSplitKScratchBytes);
 }
 
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
