@@ -21,9 +21,11 @@ namespace nc {
 namespace app {
 
 // generate --profile: where a token's time goes. The kernels' time by kind
-// of op and their calls, per generated token (the refills of the cache when
-// the window moves included), and what remains of the wall clock: the work
-// around each kernel call (output tensors, shapes, dispatch) and sampling.
+// of op and their calls, per generated token, and what remains of the wall
+// clock: the work around each kernel call (output tensors, shapes,
+// dispatch) and sampling. "Per token" averages over the whole run, so it
+// includes the prompt's forward pass and the cache's refills when the
+// window moves.
 static void print_generation_profile(const ProfileTotals& p, double seconds, int64_t tokens) {
     if (tokens <= 0 || seconds <= 0) return;
     const double us = 1e6 / (double)tokens;

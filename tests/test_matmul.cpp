@@ -168,8 +168,10 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
 TEST_CASE("gemm split along K gives the same bits for 1 2 and 3 threads", "[matmul][threads]") {
     Generator gen(17);
     const int saved_threads = omp_get_max_threads();
-    for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{37, 2051, 50}, {128, 2048, 128}, {64, 1100, 200},
-                                                               {512, 2048, 512}}) {
+    // {M, K, N, the parts gemm.cpp must choose}
+    for (auto [M, K, N, parts] : std::vector<std::array<int64_t, 4>>{
+             {37, 2051, 50, 4}, {128, 2048, 128, 4}, {64, 1100, 200, 2}, {512, 2048, 512, 1}}) {
+        REQUIRE(cpu::k_split_parts(M, N, K, sizeof(float)) == parts);
         Tensor a = raw::randn({M, K}, gen), b = raw::randn({K, N}, gen), start = raw::randn({M, N}, gen);
         Tensor at = raw::transpose(raw::randn({K, M}, gen), 0, 1);  // dy^T: a transposed view, as in backward
         std::vector<double> expected = reference_matmul(a, b), expected_t = reference_matmul(at, b);

@@ -51,6 +51,7 @@ for r in $(seq 1 "$rounds"); do
   sed -nE 's/^memory bandwidth: ([0-9.]+) GB.*/\1/p' <<< "$bw_line" >> "$work/bandwidths"
 done
 bw=$(sort -g "$work/bandwidths" | tail -1)
+[ -n "$bw" ] || { echo "compare_generate: no bandwidth measurement succeeded (pytorch_generate.py --bandwidth)"; exit 1; }
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 n=$(median "$work/normcore.rates"); p=$(median "$work/pytorch.rates")
 awk -v n="$n" -v p="$p" -v w="$params" -v bw="$bw" -v t="$tokens" -v r="$rounds" 'BEGIN {

@@ -106,16 +106,18 @@ namespace {
 // ignored where they are off): with 4 KiB pages, streaming a large weight
 // matrix misses the TLB every 4 KiB, and generating with GPT-2 124M, which
 // reads every weight once per token, ran at 59-81 tokens/s against 95-96
-// with huge pages (bench/results/gemv-stream-2026-12-05.txt). The rounding
-// to 2 MiB is not counted in the statistics, which count size classes.
+// with huge pages (bench/results/gemv-stream-2026-12-05.txt). Only the
+// whole 2 MiB pages are advised: the block's last bytes (a size class of
+// 4 MiB plus the 64-byte header spill past a boundary) stay on small pages,
+// so touching them does not bring in 2 MiB nobody asked for.
 constexpr size_t kHugePage = size_t(2) << 20, kHugeMin = size_t(4) << 20;
 char* system_block(size_t bytes) {
 #if defined(__linux__)
     if (bytes >= kHugeMin) {
-        size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-        char* raw = static_cast<char*>(std::aligned_alloc(kHugePage, rounded));
-        if (raw) madvise(raw, rounded, MADV_HUGEPAGE);
-        return raw;
+        void* raw = nullptr;
+        if (posix_memalign(&raw, kHugePage, bytes) != 0) return nullptr;
+        madvise(raw, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+        return static_cast<char*>(raw);
     }
 #endif
     return static_cast<char*>(std::aligned_alloc(64, bytes));

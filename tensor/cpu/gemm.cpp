@@ -272,22 +272,29 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
 template <typename T, typename Kernel>
 void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_threads);
 
+}  // namespace
+
 // How many parts K is split into for a product with a long K and a small
 // output: a weight gradient dW = dy^T x, summed over every token of the
 // batch (K = B T = 2048 for an output of 128 x 128 in train's default
 // model). Cut by rows, such a product leaves each thread a few micro-panels
 // and a barrier per K slice; cut by K, each part is a whole product of its
 // own, and the parts' outputs are added at the end. The count depends on
-// the shape only, never on the number of threads, so that the sums, and the
-// results, are the same on every machine: 2 to 4 parts of at least 512,
-// as long as the parts' outputs fit in kSplitKScratchBytes (which
-// packing_buffers_bound_bytes counts; GPT-2 124M's weights are too big).
+// the shape only, never on the number of threads, so that on a given CPU
+// the sums, and the results, are the same whatever the thread count (the
+// micro-kernel, picked by the CPU's instruction set, still sets the bits).
+// 2 parts, or 4 from K = 2048 on, each of at least 512: an even count keeps
+// 2 or 4 threads equally busy. On more than 4 cores these products use 4 of
+// them. The parts' outputs must fit in kSplitKScratchBytes, which
+// packing_buffers_bound_bytes counts; GPT-2 124M's weights are too big.
 constexpr size_t kSplitKScratchBytes = size_t(1) << 20;
 int64_t k_split_parts(int64_t M, int64_t N, int64_t K, size_t element_bytes) {
     if (K < 1024 || K < 4 * std::max(M, N)) return 1;
-    int64_t parts = std::min<int64_t>(4, K / 512);
+    const int64_t parts = K >= 2048 ? 4 : 2;
     return (size_t)(parts * M * N) * element_bytes <= kSplitKScratchBytes ? parts : 1;
 }
+
+namespace {
 
 // C (+)= A B as k_split_parts() parts: part p = A[:, K_p] B[K_p, :] into its
 // own buffer (the parts run on as many threads as there are, each part on

@@ -28,6 +28,10 @@ struct MatrixOperand {
 // memory` states this bound beside its prediction for the CPU.
 size_t packing_buffers_bound_bytes(int threads);
 
+// Into how many parts of K a product of this shape is split (1: not split;
+// gemm.cpp says when and why). Exposed for the tests.
+int64_t k_split_parts(int64_t M, int64_t N, int64_t K, size_t element_bytes);
+
 // float32 runs the micro-kernel of `isa` (tests pass each one the CPU
 // supports; matmul passes best_simd_isa()); float64 always runs the plain one.
 // C = A B, or C += A B when `accumulate`.

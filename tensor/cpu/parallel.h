@@ -4,9 +4,11 @@
 // over [rows, n] counts rows * n), or, for kernels that give each thread
 // whole rows, below kParallelRows rows. The row and element kernels of
 // tensor/ use these two numbers; the products (gemm.cpp, gemv.cpp) count
-// multiply-adds instead. Loops go through the two functions below; only
-// products with a thread plan of their own (gemm.cpp's shared B block,
-// gemv.cpp, gemm_16bit.cpp) open their OpenMP regions themselves.
+// multiply-adds instead. Loops go through the two functions below. The
+// exceptions open their OpenMP regions themselves: products with a thread
+// plan of their own (gemm.cpp's shared B block, gemv.cpp, gemm_16bit.cpp),
+// and loops that always use every thread (AdamW over all parameters, the
+// FMA peak probe).
 #pragma once
 
 #include <cstdint>

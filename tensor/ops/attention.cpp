@@ -312,7 +312,7 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
             for (int64_t e = 0; e < Dv; ++e) o[e] = a[e] * inv;
             lse_all[n * Tq + i0 + r] = row_max[r] + std::log(row_sum[r]);
         }
-            });
+    });
 }
 
 template <typename T>
