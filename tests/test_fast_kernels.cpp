@@ -222,7 +222,7 @@ TEST_CASE("adamw_update refuses mismatched state", "[optim][fast][errors]") {
 // gemm_single_thread is from attention) runs all its own items on its own
 // thread. A bare `#pragma omp for` in that one-thread path would bind to
 // the outer threads and hand each of them a part of every inner loop.
-TEST_CASE("parallel_for and parallel_for_dynamic run every item once, nested or not", "[fast][parallel]") {
+TEST_CASE("parallel_for and parallel_for_dynamic run every item once, nested or not", "[fast][parallel][threads]") {
     for (bool parallel : {false, true}) {
         std::vector<int> seen(1000, 0);
         cpu::parallel_for(1000, parallel, [&](int64_t i) { seen[i]++; });

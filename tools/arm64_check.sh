@@ -13,11 +13,13 @@
 #      not the CPU's) and four cases tagged [slow] (two model-wide
 #      gradchecks, the 124M-parameter count, cached vs uncached generation;
 #      their parts are covered by smaller cases that do run), and the
-#      three cases that run several threads at once ([threads]: the GEMM
-#      shared by 2 and 3 OpenMP threads, its row shares, the gradient
-#      averager's ranks as threads): under qemu-user they did not finish in
-#      minutes (threads waiting on each other, emulated), where natively
-#      each takes under a second; not investigated further. That leaves
+#      cases that run several threads at once ([threads]: the GEMM shared
+#      by 2 and 3 OpenMP threads, split along K, and its row shares, the
+#      one-row product's threads, parallel_for nested in two threads, the
+#      gradient averager's ranks and the study cells as threads): under
+#      qemu-user they did not finish in minutes (threads waiting on each
+#      other, emulated), where natively each takes under a second; not
+#      investigated further. That leaves
 #      the GEMM with every micro-kernel on awkward sizes, the fast exp and
 #      tanh, every op and gradient, the float64 PyTorch references, the
 #      file formats and the optimizers.
