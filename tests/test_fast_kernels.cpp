@@ -1,6 +1,7 @@
 // The fast CPU kernels against their simple references: the tiled attention
 // against the T x S-materializing one, the vectorizable exp/tanh against
-// libm, and the fused AdamW against the formula element by element.
+// libm, and the fused AdamW against the formula element by element; and
+// parallel.h's loops, which every kernel's threads go through.
 #include <algorithm>
 
 #include <omp.h>

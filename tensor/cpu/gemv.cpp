@@ -42,10 +42,11 @@ constexpr int64_t kFromMemoryBytes = int64_t(1) << 20;
 //  - in memory (GPT-2 124M's weights): the reading limits. A weight
 //    matrix's columns lie end to end, and one column after the other reads
 //    B as one sequential stream, which the hardware prefetcher serves best;
-//    four columns at a time are four short streams, and read GPT-2 124M's
-//    weights at about 30 GB/s against 55 one column at a time, while in the
-//    cache one column at a time takes 1.5x as long
-//    (bench/results/gemv-stream-2026-12-05.txt).
+//    four columns at a time are four short streams. With the weights in
+//    2 MiB-aligned blocks (allocator.cpp), four columns at a time read GPT-2
+//    124M's weights at 30-36 GB/s, one at a time at 55-56 (with 64-byte
+//    alignment both read about 32), while in the cache one column at a time
+//    takes 1.4x as long (bench/results/gemv-stream-2026-12-05.txt).
 // Both orders add each sum's terms the same way (one partial sum per vector
 // lane, added up at the end): built here, they give the same bits for K
 // from 17 to 3072.

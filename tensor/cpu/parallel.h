@@ -23,8 +23,9 @@ constexpr int64_t kParallelRows = 4;
 // (schedule static) when `parallel` is true, else a plain loop on the
 // calling thread. The plain loop is why this exists: OpenMP's own
 // `#pragma omp parallel for if (false)` still opens a region of one thread,
-// which costs about 0.4 us and a futex call to the idle thread pool, and
-// generating one token of a small model runs some fifty such loops.
+// which costs about 0.36 us and a futex call to the idle thread pool, and
+// generating one token of the default model ran some fifty such loops
+// (bench/results/parallel-for-2026-12-05.txt).
 // Each i is computed the same way whatever the thread count, so results do
 // not depend on it.
 template <typename Body>
