@@ -36,13 +36,14 @@ void compare_with_reference(const AttentionCase& c, DType dtype, double tol) {
     Tensor v = raw::randn({c.N, c.S, c.Dv}, gen, dtype), dout = raw::randn({c.N, c.T, c.Dv}, gen, dtype);
     double scale = 1.0 / std::sqrt((double)c.D);
 
-    Tensor out = raw::zeros({c.N, c.T, c.Dv}, dtype), lse = raw::zeros({c.N, c.T}, dtype);
+    // Results start as NaN: a kernel that leaves any value unwritten fails.
+    Tensor out = raw::full({c.N, c.T, c.Dv}, NAN, dtype), lse = raw::full({c.N, c.T}, NAN, dtype);
     cpu_backend().attention.forward(q, k, v, c.causal, scale, out, lse);
     Tensor ref_out = raw::zeros({c.N, c.T, c.Dv}, dtype), probs = raw::zeros({c.N, c.T, c.S}, dtype);
     cpu::attention_reference(q, k, v, c.causal, scale, ref_out, probs);
     check_values(out, ref_out.to_vector(), tol);
 
-    Tensor dq = raw::zeros(q.shape(), dtype), dk = raw::zeros(k.shape(), dtype), dv = raw::zeros(v.shape(), dtype);
+    Tensor dq = raw::full(q.shape(), NAN, dtype), dk = raw::full(k.shape(), NAN, dtype), dv = raw::full(v.shape(), NAN, dtype);
     cpu_backend().attention.backward(dout, q, k, v, out, lse, c.causal, scale, dq, dk, dv);
     Tensor rdq = raw::zeros(q.shape(), dtype), rdk = raw::zeros(k.shape(), dtype), rdv = raw::zeros(v.shape(), dtype);
     cpu::attention_reference_backward(dout, q, k, v, probs, scale, rdq, rdk, rdv);
@@ -54,8 +55,10 @@ void compare_with_reference(const AttentionCase& c, DType dtype, double tol) {
 
 TEST_CASE("tiled attention equals the reference kernel, value and gradient", "[attention][fast]") {
     // Sizes that are smaller than, equal to, and not multiples of the 128 x 128
-    // tile; S > T (keys beyond the queries); head sizes D != Dv.
+    // tile; S > T (keys beyond the queries, some beyond every query's reach
+    // when causal); head sizes D != Dv; no keys, and no queries.
     for (AttentionCase c : {AttentionCase{3, 1, 1, 4, 4, true}, AttentionCase{2, 7, 7, 5, 3, true},
+                            AttentionCase{2, 3, 0, 4, 4, false}, AttentionCase{2, 0, 5, 4, 4, false},
                             AttentionCase{2, 128, 128, 16, 16, true}, AttentionCase{2, 129, 129, 8, 8, false},
                             AttentionCase{1, 260, 260, 33, 7, true}, AttentionCase{1, 100, 301, 16, 16, false},
                             AttentionCase{1, 140, 300, 8, 12, true}}) {

@@ -348,9 +348,12 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
         const T *q = q_all + n * Tq * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
         const T *dout = dout_all + n * Tq * Dv, *out = out_all + n * Tq * Dv, *lse = lse_all + n * Tq;
         T *dq = dq_all + n * Tq * D, *dk = dk_all + n * S * D, *dv = dv_all + n * S * Dv;
-        std::fill(dq, dq + Tq * D, T(0));
-        std::fill(dk, dk + S * D, T(0));
-        std::fill(dv, dv + S * Dv, T(0));
+        // No gradient is zeroed first: the first product into a tile writes
+        // it and the later ones add to it (zeroing dq, dk and dv took 6% of
+        // backward's time at T = 128, D = 32). The first into dq's block is
+        // its first key tile; the first into a key tile's dk and dv is the
+        // first query block that reaches it (j0 < key_end(causal, i1, S)
+        // grows with i1).
         for (int64_t i0 = 0; i0 < Tq; i0 += kBlockQ) {
             const int64_t i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
             for (int64_t r = 0; r < br; ++r) {
@@ -358,8 +361,10 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * Dv + e] * out[(i0 + r) * Dv + e];
                 delta[r] = d;
             }
+            if (key_end(causal, i1, S) == 0) std::fill(dq + i0 * D, dq + i1 * D, T(0));  // no keys (S = 0): dq = 0
             for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
                 const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
+                const bool add_to_dq = j0 > 0, add_to_dk_dv = i0 > 0 && j0 < key_end(causal, i0, S);
                 // p_ij = exp(scale s_ij - L_i), 0 where masked.
                 tile_scores(q, i0, br, k, j0, bc, D, p.data());
                 for (int64_t r = 0; r < br; ++r) {
@@ -377,11 +382,15 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                     for (int64_t c = 0; c < bc; ++c) dsr[c] = scale * pr[c] * (dsr[c] - delta[r]);
                 }
                 // dv_tile += P^T dout_tile;  dq_tile += dS k_tile;  dk_tile += dS^T q_tile
-                gemm_single_thread(bc, Dv, br, p.data(), 1, bc, dout + i0 * Dv, Dv, 1, dv + j0 * Dv, Dv, true);
-                gemm_single_thread(br, D, bc, dp.data(), bc, 1, k + j0 * D, D, 1, dq + i0 * D, D, true);
-                gemm_single_thread(bc, D, br, dp.data(), 1, bc, q + i0 * D, D, 1, dk + j0 * D, D, true);
+                gemm_single_thread(bc, Dv, br, p.data(), 1, bc, dout + i0 * Dv, Dv, 1, dv + j0 * Dv, Dv, add_to_dk_dv);
+                gemm_single_thread(br, D, bc, dp.data(), bc, 1, k + j0 * D, D, 1, dq + i0 * D, D, add_to_dq);
+                gemm_single_thread(bc, D, br, dp.data(), 1, bc, q + i0 * D, D, 1, dk + j0 * D, D, add_to_dk_dv);
             }
         }
+        // Keys no query block reached (causal with S > T, or T = 0) get no gradient.
+        const int64_t reached = Tq == 0 ? 0 : std::min(S, (key_end(causal, Tq, S) + kBlockK - 1) / kBlockK * kBlockK);
+        std::fill(dk + reached * D, dk + S * D, T(0));
+        std::fill(dv + reached * Dv, dv + S * Dv, T(0));
     });
 }
 
