@@ -176,6 +176,48 @@ TEST_CASE("exp_fast and tanh_fast agree with libm", "[fast][elementwise]") {
     CHECK(cpu::tanh_fast(-INFINITY) == -1.0f);
 }
 
+// The float32 cross-entropy takes its exponentials from exp_fast (the
+// float64 one from libm): its losses, log-sum-exps and gradients must stay
+// within a few float32 roundings of the float64 computation on the same
+// logits, with rows of large logits (no overflow) and an ignored row.
+TEST_CASE("float32 cross-entropy stays within float32 rounding of float64", "[fast][loss]") {
+    Generator gen(41);
+    const int64_t N = 64, V = 300;
+    Tensor logits = raw::mul(raw::randn({N, V}, gen), 4.0);
+    std::vector<double> as_double = logits.to_vector();
+    std::vector<float> values(as_double.begin(), as_double.end());
+    for (int64_t v = 0; v < V; ++v) {
+        values[1 * V + v] += 80.0f;                       // exp(80) alone would be near float32's limit
+        values[2 * V + v] = v == 7 ? 1e4f : values[2 * V + v];  // one logit far above the others
+        values[4 * V + v] = v == 5 ? 8.0f : 0.0f;  // a probability of 0.91: its gradient shows exp's error whole
+    }
+    logits = raw::from_vector(values, {N, V});
+    std::vector<int64_t> target_ids;
+    for (int64_t n = 0; n < N; ++n) target_ids.push_back(n == 3 ? -100 : (n * 37) % V);
+    Tensor targets = raw::from_indices(target_ids, {N});
+    raw::CrossEntropyForward f32 = raw::cross_entropy(logits, targets, -100);
+    raw::CrossEntropyForward f64 = raw::cross_entropy(raw::to_dtype(logits, kFloat64), targets, -100);
+    std::vector<double> lse32 = f32.logsumexp.to_vector(), lse64 = f64.logsumexp.to_vector();
+    std::vector<double> loss32 = f32.losses.to_vector(), loss64 = f64.losses.to_vector();
+    double worst_lse = 0, worst_loss = 0;
+    for (int64_t n = 0; n < N; ++n) {
+        worst_lse = std::max(worst_lse, std::abs(lse32[n] - lse64[n]) / std::max(1.0, std::abs(lse64[n])));
+        worst_loss = std::max(worst_loss, std::abs(loss32[n] - loss64[n]) / std::max(1.0, std::abs(lse64[n])));
+    }
+    Tensor dlosses = raw::ones({N});
+    std::vector<double> d32 = raw::cross_entropy_backward(dlosses, logits, targets, f32, -100).to_vector();
+    std::vector<double> d64 =
+        raw::cross_entropy_backward(raw::to_dtype(dlosses, kFloat64), raw::to_dtype(logits, kFloat64), targets, f64, -100)
+            .to_vector();
+    double worst_grad = 0;
+    for (size_t i = 0; i < d32.size(); ++i) worst_grad = std::max(worst_grad, std::abs(d32[i] - d64[i]));
+    INFO("worst: log-sum-exp " << worst_lse << ", loss " << worst_loss << " (relative), gradient " << worst_grad);
+    CHECK(worst_lse < 1e-7);
+    CHECK(worst_loss < 1.5e-7);
+    CHECK(worst_grad < 8e-7);  // each value is at most 1 in size (dloss times a probability)
+    CHECK(loss32[3] == 0.0);   // the ignored row
+}
+
 TEST_CASE("fused AdamW equals the formula on many tensors of odd sizes", "[optim][fast]") {
     Generator gen(21);
     std::vector<int64_t> sizes = {1, 7, 33, 40000};  // 40000 spans several chunks
