@@ -100,6 +100,40 @@ TEST_CASE("elementwise ops reject mismatched inputs with clear messages", "[elem
     check_error([] { raw::bernoulli({2}, 1.5); }, {"bernoulli", "not in [0, 1]"});
 }
 
+// for_each_run (tensor/cpu/strided_loop.h) hands out short runs in groups,
+// stepping from one run to the next like an odometer, and cuts long runs
+// into chunks. Copies of permuted views check every element against index
+// arithmetic: runs of 3 values in groups that end in the middle of a dim
+// (the carry), runs of 32 as in attention's head copies, and runs of 40000,
+// cut into chunks.
+TEST_CASE("for_each_run walks grouped short runs and chunked long runs", "[elementwise]") {
+    struct Case {
+        Shape shape;
+        std::vector<int64_t> order;
+    };
+    for (const Case& c : {Case{{40, 50, 7, 3}, {0, 2, 1, 3}}, Case{{16, 128, 4, 32}, {0, 2, 1, 3}},
+                          Case{{3, 2, 40000}, {1, 0, 2}}}) {
+        int64_t n = 1;
+        for (int64_t size : c.shape) n *= size;
+        Tensor values = raw::reshape(raw::arange(0, (double)n, 1, kFloat64), c.shape);
+        Tensor copied = raw::contiguous(raw::permute(values, c.order));  // out[i] = values[permuted index]
+        std::vector<double> got = copied.to_vector();
+        Shape out_shape = copied.shape();
+        Shape in_strides = values.strides();
+        int64_t wrong = 0;
+        for (int64_t flat = 0; flat < n; ++flat) {
+            int64_t rest = flat, source = 0;
+            for (int d = (int)out_shape.size() - 1; d >= 0; --d) {
+                source += rest % out_shape[d] * in_strides[c.order[d]];
+                rest /= out_shape[d];
+            }
+            wrong += got[flat] != (double)source;
+        }
+        INFO("shape " << shape_str(c.shape));
+        CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("merge_dims: the fewest dims that walk every operand", "[elementwise]") {
     // A contiguous [2, 3, 4] tensor is one dim of 24 with stride 1.
     Shape shape{2, 3, 4}, contiguous{12, 4, 1};

@@ -15,6 +15,7 @@
 // steps == 1 and keep a plain loop for that case.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -25,8 +26,10 @@
 namespace nc {
 namespace cpu {
 
-// Runs shorter than this are not split further (loops with fewer elements
-// than kParallelMin, parallel.h, run on one thread).
+// Runs longer than this are split into chunks of this many elements; the
+// runs of shorter ones are grouped, as many whole runs as make about this
+// many elements, into one task (loops with fewer elements than
+// kParallelMin, parallel.h, run on one thread).
 constexpr int64_t kRunChunk = 16384;
 
 template <int N, typename Body>
@@ -40,12 +43,15 @@ void for_each_run(const Shape& shape, const std::array<const Shape*, N>& strides
     const int64_t* sizes = m.sizes;
     const auto& st = m.strides;
 
-    // 2. The innermost dim is cut into chunks; every (outer index, chunk) is a task.
+    // 2. The runs along the innermost dim, one per outer index: a long run
+    //    is cut into chunks, one task each; short runs are grouped, `group`
+    //    consecutive runs per task.
     int64_t inner = sizes[ndim - 1];
     int64_t chunks = (inner + kRunChunk - 1) / kRunChunk;
+    int64_t group = chunks == 1 ? std::max<int64_t>(1, kRunChunk / inner) : 1;
     int64_t outer = 1;
     for (int d = 0; d < ndim - 1; ++d) outer *= sizes[d];
-    int64_t tasks = outer * chunks;
+    int64_t tasks = chunks == 1 ? (outer + group - 1) / group : outer * chunks;
     std::array<int64_t, N> steps;
     for (int k = 0; k < N; ++k) steps[k] = st[k][ndim - 1];
 
@@ -53,18 +59,33 @@ void for_each_run(const Shape& shape, const std::array<const Shape*, N>& strides
     // vectorizes; GCC's own inlining limits stopped one level short once the
     // loop moved into parallel_for (gelu's forward and backward ran 4x slower).
     parallel_for(tasks, outer * inner >= kParallelMin, [&](int64_t task) __attribute__((flatten)) {
-        int64_t chunk = task % chunks, rest = task / chunks;
+        int64_t chunk = chunks == 1 ? 0 : task % chunks;
+        int64_t first = chunks == 1 ? task * group : task / chunks;  // the task's first outer index
+        int64_t last = std::min(outer, first + group);
+        // The first run's outer index, one index per dim, and its offset per
+        // operand (a division per dim; the runs after it step along).
+        int64_t index[kMaxDims] = {};
         std::array<int64_t, N> offsets{};
-        // Turn the outer index into an offset per operand, innermost dim first.
+        int64_t rest = first;
         for (int d = ndim - 2; d >= 0; --d) {
-            int64_t index = rest % sizes[d];
+            index[d] = rest % sizes[d];
             rest /= sizes[d];
-            for (int k = 0; k < N; ++k) offsets[k] += index * st[k][d];
+            for (int k = 0; k < N; ++k) offsets[k] += index[d] * st[k][d];
         }
         int64_t start = chunk * kRunChunk;
         int64_t count = std::min(kRunChunk, inner - start);
         for (int k = 0; k < N; ++k) offsets[k] += start * steps[k];
-        body(offsets.data(), count, steps.data());
+        for (int64_t run = first; run < last; ++run) {
+            body(offsets.data(), count, steps.data());
+            // The next outer index, like an odometer: the innermost outer dim
+            // steps by one, and a dim that wraps carries into the one before.
+            for (int d = ndim - 2; d >= 0; --d) {
+                for (int k = 0; k < N; ++k) offsets[k] += st[k][d];
+                if (++index[d] < sizes[d]) break;
+                for (int k = 0; k < N; ++k) offsets[k] -= sizes[d] * st[k][d];
+                index[d] = 0;
+            }
+        }
     });
 }
 
