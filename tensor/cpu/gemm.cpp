@@ -204,6 +204,8 @@ void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T
 
 Transpose16Fn transpose_of(const MicroKernel& kernel) { return kernel.transpose16; }
 Transpose16Fn transpose_of(const MicroKernelDouble&) { return nullptr; }
+MicroKernelUnpackedAFn unpacked_a_of(const MicroKernel& kernel) { return kernel.run_unpacked_a; }
+MicroKernelUnpackedAFn unpacked_a_of(const MicroKernelDouble&) { return nullptr; }
 
 // The operands are described by pointers, so the single-matrix entry below
 // needs no vectors: matrix b of the batch starts at data + batch_offsets[b].
@@ -257,15 +259,36 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     const int mr = g.kernel.mr, nr = g.kernel.nr;
     T* c_strip = g.C + g.c_offsets[bi] + jc;
     bool accumulate = g.accumulate || pc > 0;  // later K slices add to the earlier ones
+    // A row-major A can be read in place, whole panels of mr rows at a time
+    // (gemm_kernels.h): only a last, shorter panel is packed. Worth it when
+    // each panel serves few B panels (at most 4: an output 128 wide for
+    // AVX-512), so that packing would copy A for little reuse: attention's
+    // tile products and d(x) = d(y) W of a layer 128 wide. With wide
+    // outputs packing pays: from rows 4 KiB apart (K = 1024) the in-place
+    // reads also fight over the same L1 cache sets, and 1024 x 1024 x 1024
+    // fell from 89.5% to 81.2% of the peak.
+    MicroKernelUnpackedAFn unpacked = g.A.col_stride == 1 && n <= 4 * nr ? unpacked_a_of(g.kernel) : nullptr;
     for (int64_t ic = row_begin; ic < row_end; ic += g.blk.mc) {
         int64_t mc = std::min(g.blk.mc, row_end - ic);
-        pack_a(g.A.data + g.A.batch_offsets[bi] + ic * g.A.row_stride + pc * g.A.col_stride, g.A.row_stride,
-               g.A.col_stride, mc, kc, mr, a_packed, transpose_of(g.kernel));
+        const T* a_block = g.A.data + g.A.batch_offsets[bi] + ic * g.A.row_stride + pc * g.A.col_stride;
+        const int64_t in_place = unpacked ? mc / mr * mr : 0;  // rows read in place
+        if (in_place < mc)
+            pack_a(a_block + in_place * g.A.row_stride, g.A.row_stride, g.A.col_stride, mc - in_place, kc, mr,
+                   a_packed, transpose_of(g.kernel));
         for (int64_t ir = 0; ir < mc; ir += mr)
-            for (int64_t jr = 0; jr < n; jr += nr)
-                g.kernel.run(kc, a_packed + ir / mr * a_panel_stride<T>(kc, mr), b_packed + jr * kc,
-                             c_strip + (ic + ir) * g.ldc + jr, g.ldc, (int)std::min<int64_t>(mr, mc - ir),
-                             (int)std::min<int64_t>(nr, n - jr), accumulate);
+            for (int64_t jr = 0; jr < n; jr += nr) {
+                T* c = c_strip + (ic + ir) * g.ldc + jr;
+                const int columns = (int)std::min<int64_t>(nr, n - jr);
+                if constexpr (std::is_same_v<T, float>) {
+                    if (ir < in_place) {
+                        unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, b_packed + jr * kc, c, g.ldc,
+                                 columns, accumulate);
+                        continue;
+                    }
+                }
+                g.kernel.run(kc, a_packed + (ir - in_place) / mr * a_panel_stride<T>(kc, mr), b_packed + jr * kc, c,
+                             g.ldc, (int)std::min<int64_t>(mr, mc - ir), columns, accumulate);
+            }
     }
 }
 

@@ -37,26 +37,10 @@ constexpr int MR = 12, NR = 32;
 // values per step). The full kernel is ROWS = MR; the shorter ones serve the
 // last panel of a block whose rows are not a multiple of MR (M = 1024 ends
 // in a panel of 4 rows: computing 12 there was 0.8% of the product's work).
+// The accumulators of a ROWS x NR block to C: only the first m rows and n
+// columns exist in C at an edge.
 template <int ROWS>
-void kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c,
-                 int64_t ldc, int m, int n, bool accumulate) {
-    __m512 acc[ROWS][2];
-    for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    // Ask for the C block's cache lines now; they arrive while we compute.
-    for (int i = 0; i < m; ++i) {
-        _mm_prefetch((const char*)(c + i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char*)(c + i * ldc + 16), _MM_HINT_T0);
-    }
-    for (int64_t p = 0; p < kc; ++p) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        for (int i = 0; i < ROWS; ++i) {
-            __m512 ai = _mm512_set1_ps(a[i]);
-            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-        }
-        a += MR;
-        b += NR;
-    }
+inline void store_block(__m512 (&acc)[ROWS][2], float* __restrict c, int64_t ldc, int m, int n, bool accumulate) {
     if (m == ROWS && n == NR) {  // a full block: straight from registers to C
         for (int i = 0; i < ROWS; ++i) {
             float* row = c + i * ldc;
@@ -69,7 +53,6 @@ void kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict 
         }
         return;
     }
-    // An edge block: only the first m rows and n columns exist in C.
     alignas(64) float block[ROWS][NR];
     for (int i = 0; i < ROWS; ++i) {
         _mm512_store_ps(block[i], acc[i][0]);
@@ -77,6 +60,56 @@ void kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict 
     }
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + block[i][j] : block[i][j];
+}
+
+// Asks for the C block's cache lines now; they arrive while we compute.
+inline void prefetch_block(const float* c, int64_t ldc, int m) {
+    for (int i = 0; i < m; ++i) {
+        _mm_prefetch((const char*)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char*)(c + i * ldc + 16), _MM_HINT_T0);
+    }
+}
+
+// The block's first ROWS rows (ROWS <= MR; the packed A panel still holds MR
+// values per step). The full kernel is ROWS = MR; the shorter ones serve the
+// last panel of a block whose rows are not a multiple of MR (M = 1024 ends
+// in a panel of 4 rows: computing 12 there was 0.8% of the product's work).
+template <int ROWS>
+void kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c,
+                 int64_t ldc, int m, int n, bool accumulate) {
+    __m512 acc[ROWS][2];
+    for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    prefetch_block(c, ldc, m);
+    for (int64_t p = 0; p < kc; ++p) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        for (int i = 0; i < ROWS; ++i) {
+            __m512 ai = _mm512_set1_ps(a[i]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += MR;
+        b += NR;
+    }
+    store_block<ROWS>(acc, c, ldc, m, n, accumulate);
+}
+
+// MR rows of A read in place (gemm_kernels.h): the broadcasts come from
+// MR rows lda apart instead of one packed panel.
+void kernel_unpacked_a_avx512(int64_t kc, const float* __restrict a, int64_t lda, const float* __restrict b,
+                              float* __restrict c, int64_t ldc, int n, bool accumulate) {
+    __m512 acc[MR][2];
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    prefetch_block(c, ldc, MR);
+    for (int64_t p = 0; p < kc; ++p) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        for (int i = 0; i < MR; ++i) {
+            __m512 ai = _mm512_set1_ps(a[i * lda + p]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        b += NR;
+    }
+    store_block<MR>(acc, c, ldc, MR, n, accumulate);
 }
 
 void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
@@ -127,7 +160,7 @@ void transpose16_avx512(const float* src, int64_t src_stride, int rows, float* d
 
 }  // namespace
 
-const MicroKernel kAvx512Kernel{SimdIsa::Avx512, MR, NR, kernel_avx512, transpose16_avx512};
+const MicroKernel kAvx512Kernel{SimdIsa::Avx512, MR, NR, kernel_avx512, transpose16_avx512, kernel_unpacked_a_avx512};
 
 float fma_loop_avx512(int64_t iterations) {
     __m512 acc[12];

@@ -39,11 +39,19 @@ using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float
 using Transpose16Fn = void (*)(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride,
                                int width);
 
+// The same block for a full MR rows of a row-major A read where it lies,
+// unpacked: row i of the block at a + i * lda, step p at a[i * lda + p].
+// The multiply-adds, and their order, are those of the packed kernel, so
+// the result is the same to the bit; only the copy into a panel is saved.
+using MicroKernelUnpackedAFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                                        int64_t ldc, int n, bool accumulate);
+
 struct MicroKernel {
     SimdIsa isa;
     int mr, nr;  // register block: MR rows x NR columns of C
     MicroKernelFn run;
     Transpose16Fn transpose16;  // nullptr: packing uses plain loops
+    MicroKernelUnpackedAFn run_unpacked_a = nullptr;  // nullptr: A is always packed
 };
 const MicroKernel& micro_kernel_for(SimdIsa isa);
 
