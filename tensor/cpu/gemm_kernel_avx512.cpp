@@ -8,7 +8,8 @@
 // independent chains hide it). The last panel of a block with fewer rows
 // runs a 4- or 8-row copy of the same loop (kernel_rows<ROWS>).
 //
-// Shapes: packed a [kc, 12], packed b [kc, 32] -> a 12 x 32 block of C (gemm.cpp).
+// Shapes: packed a [kc, 12], packed b [kc, 32] -> a 12 x 32 block of C (gemm.cpp);
+// kernel_unpacked_a_avx512: 12 rows of a row-major A read in place instead.
 //
 // This file is compiled for AVX-512 whatever the build's -march says
 // (the Makefile's flags for it), and its functions are only called after
