@@ -267,7 +267,8 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     // outputs packing pays: from rows 4 KiB apart (K = 1024) the in-place
     // reads also fight over the same L1 cache sets, and 1024 x 1024 x 1024
     // fell from 89.5% to 81.2% of the peak.
-    MicroKernelUnpackedAFn unpacked = g.A.col_stride == 1 && n <= 4 * nr ? unpacked_a_of(g.kernel) : nullptr;
+    const bool a_in_place = (g.A.col_stride == 1 || g.A.row_stride == 1) && n <= 4 * nr;
+    MicroKernelUnpackedAFn unpacked = a_in_place ? unpacked_a_of(g.kernel) : nullptr;
     for (int64_t ic = row_begin; ic < row_end; ic += g.blk.mc) {
         int64_t mc = std::min(g.blk.mc, row_end - ic);
         const T* a_block = g.A.data + g.A.batch_offsets[bi] + ic * g.A.row_stride + pc * g.A.col_stride;
@@ -281,8 +282,8 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
                 const int columns = (int)std::min<int64_t>(nr, n - jr);
                 if constexpr (std::is_same_v<T, float>) {
                     if (ir < in_place) {
-                        unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, b_packed + jr * kc, c, g.ldc,
-                                 columns, accumulate);
+                        unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, g.A.col_stride, b_packed + jr * kc,
+                                 c, g.ldc, columns, accumulate);
                         continue;
                     }
                 }

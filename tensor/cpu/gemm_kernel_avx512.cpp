@@ -9,7 +9,7 @@
 // runs a 4- or 8-row copy of the same loop (kernel_rows<ROWS>).
 //
 // Shapes: packed a [kc, 12], packed b [kc, 32] -> a 12 x 32 block of C (gemm.cpp);
-// kernel_unpacked_a_avx512: 12 rows of a row-major A read in place instead.
+// kernel_unpacked_a_avx512: 12 rows of a row-major or transposed A read in place instead.
 //
 // This file is compiled for AVX-512 whatever the build's -march says
 // (the Makefile's flags for it), and its functions are only called after
@@ -94,21 +94,35 @@ void kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict 
     store_block<ROWS>(acc, c, ldc, m, n, accumulate);
 }
 
-// MR rows of A read in place (gemm_kernels.h): the broadcasts come from
-// MR rows lda apart instead of one packed panel.
-void kernel_unpacked_a_avx512(int64_t kc, const float* __restrict a, int64_t lda, const float* __restrict b,
-                              float* __restrict c, int64_t ldc, int n, bool accumulate) {
+// MR rows of A read in place (gemm_kernels.h): the broadcasts come from MR
+// rows a_rs apart (A row-major), or, A transposed, from MR neighbours that
+// move a_cs along per step (a packed panel is the same with a_cs = MR).
+void kernel_unpacked_a_avx512(int64_t kc, const float* __restrict a, int64_t a_rs, int64_t a_cs,
+                              const float* __restrict b, float* __restrict c, int64_t ldc, int n, bool accumulate) {
     __m512 acc[MR][2];
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     prefetch_block(c, ldc, MR);
-    for (int64_t p = 0; p < kc; ++p) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        for (int i = 0; i < MR; ++i) {
-            __m512 ai = _mm512_set1_ps(a[i * lda + p]);
-            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    if (a_cs == 1) {
+        for (int64_t p = 0; p < kc; ++p) {
+            __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+            for (int i = 0; i < MR; ++i) {
+                __m512 ai = _mm512_set1_ps(a[i * a_rs + p]);
+                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+            }
+            b += NR;
         }
-        b += NR;
+    } else {  // a_rs == 1
+        for (int64_t p = 0; p < kc; ++p) {
+            __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+            for (int i = 0; i < MR; ++i) {
+                __m512 ai = _mm512_set1_ps(a[i]);
+                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+            }
+            a += a_cs;
+            b += NR;
+        }
     }
     store_block<MR>(acc, c, ldc, MR, n, accumulate);
 }

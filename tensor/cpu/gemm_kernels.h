@@ -39,12 +39,13 @@ using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float
 using Transpose16Fn = void (*)(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride,
                                int width);
 
-// The same block for a full MR rows of a row-major A read where it lies,
-// unpacked: row i of the block at a + i * lda, step p at a[i * lda + p].
-// The multiply-adds, and their order, are those of the packed kernel, so
-// the result is the same to the bit; only the copy into a panel is saved.
-using MicroKernelUnpackedAFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                                        int64_t ldc, int n, bool accumulate);
+// The same block for a full MR rows of A read where it lies, unpacked:
+// A(i, p) at a[i * a_rs + p * a_cs], with A row-major (a_cs = 1) or
+// transposed (a_rs = 1, as in a weight gradient dY^T X). The multiply-adds,
+// and their order, are those of the packed kernel, so the result is the
+// same to the bit; only the copy into a panel is saved.
+using MicroKernelUnpackedAFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                                        float* c, int64_t ldc, int n, bool accumulate);
 
 struct MicroKernel {
     SimdIsa isa;
