@@ -259,11 +259,12 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     const int mr = g.kernel.mr, nr = g.kernel.nr;
     T* c_strip = g.C + g.c_offsets[bi] + jc;
     bool accumulate = g.accumulate || pc > 0;  // later K slices add to the earlier ones
-    // A row-major A can be read in place, whole panels of mr rows at a time
-    // (gemm_kernels.h): only a last, shorter panel is packed. Worth it when
-    // each panel serves few B panels (at most 4: an output 128 wide for
-    // AVX-512), so that packing would copy A for little reuse: attention's
-    // tile products and d(x) = d(y) W of a layer 128 wide. With wide
+    // A row-major or transposed A can be read in place, whole panels of mr
+    // rows at a time (gemm_kernels.h): only a last, shorter panel is packed.
+    // Worth it when each panel serves few B panels (at most 4: an output 128
+    // wide for AVX-512), so that packing would copy A for little reuse:
+    // attention's tile products, and d(x) = d(y) W and the weight gradient
+    // d(y)^T x of a layer 128 wide. With wide
     // outputs packing pays: from rows 4 KiB apart (K = 1024) the in-place
     // reads also fight over the same L1 cache sets, and 1024 x 1024 x 1024
     // fell from 89.5% to 81.2% of the peak.
