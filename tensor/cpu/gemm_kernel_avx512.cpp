@@ -71,13 +71,16 @@ inline void prefetch_block(const float* c, int64_t ldc, int m) {
     }
 }
 
-// The block's first ROWS rows (ROWS <= MR; the packed A panel still holds MR
-// values per step). The full kernel is ROWS = MR; the shorter ones serve the
-// last panel of a block whose rows are not a multiple of MR (M = 1024 ends
-// in a panel of 4 rows: computing 12 there was 0.8% of the product's work).
+// The block's first ROWS rows (ROWS <= MR), from A values that sit side by
+// side, a_step apart from one step p to the next: a packed panel (a_step =
+// MR; it still holds MR values per step when ROWS < MR), or a transposed A
+// read in place (a_step = its row length). The full kernel is ROWS = MR; the
+// shorter ones serve the last panel of a block whose rows are not a multiple
+// of MR (M = 1024 ends in a panel of 4 rows: computing 12 there was 0.8% of
+// the product's work).
 template <int ROWS>
-void kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c,
-                 int64_t ldc, int m, int n, bool accumulate) {
+void kernel_rows(int64_t kc, const float* __restrict a, int64_t a_step, const float* __restrict b,
+                 float* __restrict c, int64_t ldc, int m, int n, bool accumulate) {
     __m512 acc[ROWS][2];
     for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     prefetch_block(c, ldc, m);
@@ -88,50 +91,39 @@ void kernel_rows(int64_t kc, const float* __restrict a, const float* __restrict 
             acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
             acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
         }
-        a += MR;
+        a += a_step;
         b += NR;
     }
     store_block<ROWS>(acc, c, ldc, m, n, accumulate);
 }
 
-// MR rows of A read in place (gemm_kernels.h): the broadcasts come from MR
-// rows a_rs apart (A row-major), or, A transposed, from MR neighbours that
-// move a_cs along per step (a packed panel is the same with a_cs = MR).
+void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
+                   bool accumulate) {
+    if (m <= 4) kernel_rows<4>(kc, a, MR, b, c, ldc, m, n, accumulate);
+    else if (m <= 8) kernel_rows<8>(kc, a, MR, b, c, ldc, m, n, accumulate);
+    else kernel_rows<MR>(kc, a, MR, b, c, ldc, m, n, accumulate);
+}
+
+// MR rows of A read in place (gemm_kernels.h). Transposed (a_rs = 1), the
+// MR values of a step already sit side by side, as in a packed panel, only
+// a_cs apart from one step to the next: kernel_rows with that step.
+// Row-major (a_cs = 1), the broadcasts come from MR rows a_rs apart.
 void kernel_unpacked_a_avx512(int64_t kc, const float* __restrict a, int64_t a_rs, int64_t a_cs,
                               const float* __restrict b, float* __restrict c, int64_t ldc, int n, bool accumulate) {
+    if (a_cs != 1) return kernel_rows<MR>(kc, a, a_cs, b, c, ldc, MR, n, accumulate);
     __m512 acc[MR][2];
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     prefetch_block(c, ldc, MR);
-    if (a_cs == 1) {
-        for (int64_t p = 0; p < kc; ++p) {
-            __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-            for (int i = 0; i < MR; ++i) {
-                __m512 ai = _mm512_set1_ps(a[i * a_rs + p]);
-                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-            }
-            b += NR;
+    for (int64_t p = 0; p < kc; ++p) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        for (int i = 0; i < MR; ++i) {
+            __m512 ai = _mm512_set1_ps(a[i * a_rs + p]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
         }
-    } else {  // a_rs == 1
-        for (int64_t p = 0; p < kc; ++p) {
-            __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-            for (int i = 0; i < MR; ++i) {
-                __m512 ai = _mm512_set1_ps(a[i]);
-                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-            }
-            a += a_cs;
-            b += NR;
-        }
+        b += NR;
     }
     store_block<MR>(acc, c, ldc, MR, n, accumulate);
-}
-
-void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
-                   bool accumulate) {
-    if (m <= 4) kernel_rows<4>(kc, a, b, c, ldc, m, n, accumulate);
-    else if (m <= 8) kernel_rows<8>(kc, a, b, c, ldc, m, n, accumulate);
-    else kernel_rows<MR>(kc, a, b, c, ldc, m, n, accumulate);
 }
 
 // A 16 x 16 transpose in registers: four rounds of shuffles, each swapping
