@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -126,6 +127,29 @@ TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]
 // that are not a multiple of the micro-kernel's, every transpose, and
 // accumulate on (C's old values kept).
 static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::narrow(batch, 0, i, 1), 0); }
+
+// With an output at most 128 wide, a row-major or transposed A is read in
+// place by the AVX-512 kernel (gemm.cpp, multiply_rows), and an A with
+// neither stride 1 is packed. The multiply-adds are the same, so the three
+// must agree to the bit: rows not a multiple of 12 (a packed last panel),
+// K longer than one slice of 256, outputs 96 and 128 wide. (On CPUs without
+// AVX-512 all three are packed, and agree as well.)
+TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
+    Generator gen(17);
+    for (auto [M, K, N] : {std::array<int64_t, 3>{50, 300, 96}, std::array<int64_t, 3>{37, 70, 128}}) {
+        INFO(M << " x " << K << " x " << N);
+        Tensor spread = raw::randn({M, K, 2}, gen);
+        Tensor a_strided = raw::squeeze(raw::narrow(spread, 2, 0, 1), 2);  // strides (2K, 2): packed
+        Tensor a_rows = raw::contiguous(a_strided);                          // row-major: read in place
+        Tensor a_cols = raw::transpose(raw::contiguous(raw::transpose(a_strided, 0, 1)), 0, 1);  // transposed
+        REQUIRE(a_strided.strides()[1] == 2);
+        REQUIRE(a_cols.strides()[0] == 1);
+        Tensor b = raw::randn({K, N}, gen);
+        std::vector<double> packed = raw::matmul(a_strided, b).to_vector();
+        CHECK(raw::matmul(a_rows, b).to_vector() == packed);
+        CHECK(raw::matmul(a_cols, b).to_vector() == packed);
+    }
+}
 
 TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[matmul][threads]") {
     Generator gen(15);

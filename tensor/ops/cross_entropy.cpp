@@ -117,11 +117,13 @@ static void cross_entropy_typed(const Tensor& logits_tensor, const Tensor& targe
     T *losses = mut_or_null<T>(losses_tensor), *lse = mut_or_null<T>(lse_tensor);
     parallel_for(N, N >= kParallelRows && N * V >= kParallelMin, [&](int64_t n) {
         const T* row = logits + n * V;
-        // The exponentials in the logits' own precision: exp_fast for
-        // float32 (vectorized, a relative error under 3e-7, as attention's
-        // softmax), libm for float64. Each was a libm call on a double
-        // before, one value at a time: most of the loss's time. The sum is
-        // kept in double.
+        // The exponentials in the logits' own precision: for float32 the
+        // exp_fast that attention's softmax uses too (fast_math.h:
+        // vectorized, a relative error under 3e-7), for float64 libm's.
+        // Each was a libm call on a double before, one value at a time:
+        // most of the loss's time. The sum is kept in double, added in
+        // vector lanes (omp simd), so float64 losses also moved in their
+        // last bits.
         const T m = max_of(row, V, T(-INFINITY));
         double total = 0;
 #pragma omp simd reduction(+ : total)
