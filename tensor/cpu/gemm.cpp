@@ -264,11 +264,11 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     // Worth it when each panel serves few B panels (at most 4: an output 128
     // wide for AVX-512), so that packing would copy A for little reuse:
     // attention's tile products, and d(x) = d(y) W and the weight gradient
-    // d(y)^T x of a layer 128 wide. With wide
-    // outputs packing pays: from rows 4 KiB apart (K = 1024) the in-place
-    // reads also fight over the same L1 cache sets, and 1024 x 1024 x 1024
-    // fell from 89.5% to 81.2% of the peak in one alternating pair, and from
-    // 82.1% to 76.9% in another (bench/results/gemm-a-in-place-2026-12-05.txt).
+    // d(y)^T x of a layer 128 wide. With wide outputs packing pays: from
+    // rows 4 KiB apart (K = 1024) the in-place reads also fight over the same
+    // L1 cache sets, and 1024 x 1024 x 1024 fell from 89.5% to 81.2% of the
+    // peak in one alternating pair, and from 82.1% to 76.9% in another
+    // (bench/results/gemm-a-in-place-2026-12-05.txt).
     const bool a_in_place = (g.A.col_stride == 1 || g.A.row_stride == 1) && n <= 4 * nr;
     MicroKernelUnpackedAFn unpacked = a_in_place ? unpacked_a_of(g.kernel) : nullptr;
     for (int64_t ic = row_begin; ic < row_end; ic += g.blk.mc) {

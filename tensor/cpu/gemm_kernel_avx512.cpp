@@ -34,10 +34,6 @@ namespace cpu {
 namespace {
 constexpr int MR = 12, NR = 32;
 
-// The block's first ROWS rows (ROWS <= MR; the packed A panel still holds MR
-// values per step). The full kernel is ROWS = MR; the shorter ones serve the
-// last panel of a block whose rows are not a multiple of MR (M = 1024 ends
-// in a panel of 4 rows: computing 12 there was 0.8% of the product's work).
 // The accumulators of a ROWS x NR block to C: only the first m rows and n
 // columns exist in C at an edge.
 template <int ROWS>
