@@ -90,16 +90,18 @@ static void write_packing_picture(const char* path) {
 // The picture tutorials/images/09-attention-tiles.png: which scores of a
 // causal T = S = 640 attention the tiled CPU kernel computes, tile by tile
 // (kAttentionTileQueries x kAttentionTileKeys, tensor/cpu/cpu_kernels.h):
-// tiles entirely in a query's future are never visited; the diagonal tiles
-// are computed whole and their future part masked.
+// tiles entirely in a query's future are never visited; a diagonal tile is
+// computed in bands of kAttentionDiagonalBand queries, each over the keys
+// its last query sees, and the future part of those masked.
 static void write_attention_picture(const char* path) {
-    const int64_t T = 640, cell = 8, Bq = cpu::kAttentionTileQueries, Bk = cpu::kAttentionTileKeys;
+    const int64_t T = 640, cell = 8, Bq = cpu::kAttentionTileQueries, Bk = cpu::kAttentionTileKeys,
+                  band = cpu::kAttentionDiagonalBand;
     std::ofstream gp(path);
     gp << "$scores << EOD\n";
     for (int64_t i = 0; i < T; i += cell)
         for (int64_t j = 0; j < T; j += cell) {
-            int64_t i1 = (i / Bq + 1) * Bq;  // the end of this query block
-            int state = j >= std::min(T, i1) ? 0 : j > i ? 1 : 2;  // skipped, computed and masked, used
+            int64_t band_end = (i / band + 1) * band;  // the queries up to here see keys < band_end
+            int state = j >= std::min(T, band_end) ? 0 : j > i ? 1 : 2;  // skipped, computed and masked, used
             gp << j + cell / 2 << " " << i + cell / 2 << " " << state << "\n";
         }
     gp << "EOD\n$order << EOD\n";  // the order each query block visits its tiles
@@ -112,7 +114,7 @@ static void write_attention_picture(const char* path) {
           "set palette defined (0 'white', 1 '#fcbba1', 2 '#6baed6')\nset cbrange [0:2]\nset tics out nomirror\n"
           "set xtics " << Bk << "\nset ytics " << Bq << "\nset grid front lc rgb '#333333' lw 1\n"
           "set xlabel 'key j'\nset ylabel 'query i'\n"
-          "set title 'causal attention, T = " << T << ", tiles of " << Bq << " x " << Bk << "'\n"
+          "set title 'causal attention, T = " << T << ", tiles of " << Bq << " x " << Bk << ", diagonal bands of " << band << "'\n"
           "plot $scores using 1:2:3 with image notitle, $order using 1:2:(sprintf('%d', $3)) with labels font ',14' notitle\n";
 }
 

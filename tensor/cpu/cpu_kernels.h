@@ -20,9 +20,10 @@ void add_matmul(Backend& table);           // tensor/cpu/matmul.cpp (the GEMM: g
 #include "tensor/ops/ops.def"
 #undef NC_FUSED_OP
 
-// The tiled attention kernel's tile: queries and keys per tile (attention.cpp
-// says why 128; chapter 9's picture of the tiling reads them from here).
-constexpr int64_t kAttentionTileQueries = 128, kAttentionTileKeys = 128;
+// The tiled attention kernel's tile: queries and keys per tile, and the
+// bands a tile on the causal diagonal is cut into (attention.cpp says why
+// 128 and 32; chapter 9's picture of the tiling reads them from here).
+constexpr int64_t kAttentionTileQueries = 128, kAttentionTileKeys = 128, kAttentionDiagonalBand = 32;
 
 // Not in the table: the T x S-materializing attention (attention_reference.cpp)
 // that tests compare the tiled kernel against. probs: [N, T, S].
