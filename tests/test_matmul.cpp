@@ -187,14 +187,20 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
 // output, and gemm.cpp splits its K into parts whose outputs are added at
 // the end. The parts depend on the shape only, so the result must be the
 // same to the bit for any number of threads, and equal the reference.
-// Shapes: 4 parts with K not a multiple of 4, 4 parts of 512, 2 parts, and
-// an output too big to split.
+// Shapes: 4 parts with K not a multiple of 4, 4 parts of 512, 2 parts, 4
+// parts of an output wider than K / 4 (few rows, long K), and one K too
+// short for its output. The products too big for a unit test only have
+// their parts checked.
 TEST_CASE("gemm split along K gives the same bits for 1 2 and 3 threads", "[matmul][threads]") {
     Generator gen(17);
     const int saved_threads = omp_get_max_threads();
-    // {M, K, N, the parts gemm.cpp must choose}
+    // {M, K, N, the parts gemm.cpp must choose}: 4 parts would need 9 MiB, 2
+    // fit in 8; 2 would need 8.2 MiB; many rows; 4 parts of 4 MiB.
     for (auto [M, K, N, parts] : std::vector<std::array<int64_t, 4>>{
-             {37, 2051, 50, 4}, {128, 2048, 128, 4}, {64, 1100, 200, 2}, {512, 2048, 512, 1}}) {
+             {384, 2048, 1536, 2}, {256, 2048, 4200, 1}, {1024, 2048, 384, 1}, {512, 2048, 512, 4}})
+        CHECK(cpu::k_split_parts(M, N, K, sizeof(float)) == parts);
+    for (auto [M, K, N, parts] : std::vector<std::array<int64_t, 4>>{
+             {37, 2051, 50, 4}, {128, 2048, 128, 4}, {64, 1100, 200, 2}, {64, 2048, 640, 4}, {256, 1024, 1024, 1}}) {
         REQUIRE(cpu::k_split_parts(M, N, K, sizeof(float)) == parts);
         Tensor a = raw::randn({M, K}, gen), b = raw::randn({K, N}, gen), start = raw::randn({M, N}, gen);
         Tensor at = raw::transpose(raw::randn({K, M}, gen), 0, 1);  // dy^T: a transposed view, as in backward

@@ -300,24 +300,34 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
 
 }  // namespace
 
-// How many parts K is split into for a product with a long K and a small
-// output: a weight gradient dW = dy^T x, summed over every token of the
-// batch (K = B T = 2048 for an output of 128 x 128 in train's default
-// model). Cut by rows, such a product leaves each thread a few micro-panels
-// and a barrier per K slice; cut by K, each part is a whole product of its
-// own, and the parts' outputs are added at the end. The count depends on
-// the shape only, never on the number of threads, so that on a given CPU
-// the sums, and the results, are the same whatever the thread count (the
+// How many parts K is split into for a product with a long K and few rows:
+// a weight gradient dW = dy^T x, summed over every token of the batch
+// (K = B T = 2048 for an output of 128 x 128 in train's default model).
+// Cut by rows, such a product leaves each thread a few micro-panels and a
+// barrier per K slice; cut by K, each part is a whole product of its own,
+// and the parts' outputs are added at the end. The count depends on the
+// shape only, never on the number of threads, so that on a given CPU the
+// sums, and the results, are the same whatever the thread count (the
 // micro-kernel, picked by the CPU's instruction set, still sets the bits).
-// 2 parts, or 4 from K = 2048 on, each of at least 512: an even count keeps
-// 2 or 4 threads equally busy. On more than 4 cores these products use 4 of
-// them. The parts' outputs must fit in kSplitKScratchBytes, which
-// packing_buffers_bound_bytes counts; GPT-2 124M's weights are too big.
-constexpr size_t kSplitKScratchBytes = size_t(1) << 20;
+// The rule: K of at least 1024 and at least 4 times the output's longer
+// side, or K of at least 2048 and at least 4 times its rows M alone; 2
+// parts, or 4 from K = 2048 on (each at least 512 long), halved while their
+// outputs would not fit in kSplitKScratchBytes (8 MiB: GPT-2 124M's
+// 768 x 768 weight gradients go in 2 parts; packing_buffers_bound_bytes
+// counts them). An even count keeps 2 or 4 threads equally busy; on more
+// than 4 cores these products use 4 of them. The row-shared way waits at
+// every K slice for the slower thread, and on this machine, whenever
+// another guest slowed one core, the small model's weight gradients
+// (384 x 2048 x 384 TN and its like, which only the second clause splits)
+// fell from 84% of the peak to 60-72% that way, while split they stayed at
+// 74-85% (bench/results/split-k-few-rows-2026-12-05.txt).
+constexpr size_t kSplitKScratchBytes = size_t(8) << 20;
 int64_t k_split_parts(int64_t M, int64_t N, int64_t K, size_t element_bytes) {
-    if (K < 1024 || K < 4 * std::max(M, N)) return 1;
-    const int64_t parts = K >= 2048 ? 4 : 2;
-    return (size_t)(parts * M * N) * element_bytes <= kSplitKScratchBytes ? parts : 1;
+    const bool short_sides = K >= 1024 && K >= 4 * std::max(M, N), few_rows = K >= 2048 && K >= 4 * M;
+    if (!short_sides && !few_rows) return 1;
+    int64_t parts = K >= 2048 ? 4 : 2;
+    while (parts > 1 && (size_t)(parts * M * N) * element_bytes > kSplitKScratchBytes) parts /= 2;
+    return parts;
 }
 
 namespace {
