@@ -56,12 +56,15 @@ void compare_with_reference(const AttentionCase& c, DType dtype, double tol) {
 TEST_CASE("tiled attention equals the reference kernel, value and gradient", "[attention][fast]") {
     // Sizes that are smaller than, equal to, and not multiples of the 128 x 128
     // tile; S > T (keys beyond the queries, some beyond every query's reach
-    // when causal); head sizes D != Dv; no keys, and no queries.
+    // when causal); head sizes D != Dv; no keys, and no queries. Causal, a
+    // diagonal tile goes in bands of 32 (33: a last row joins the band
+    // before it; 129 x 161: key bands that no query of the tile sees).
     for (AttentionCase c : {AttentionCase{3, 1, 1, 4, 4, true}, AttentionCase{2, 7, 7, 5, 3, true},
                             AttentionCase{2, 3, 0, 4, 4, false}, AttentionCase{2, 0, 5, 4, 4, false},
                             AttentionCase{2, 128, 128, 16, 16, true}, AttentionCase{2, 129, 129, 8, 8, false},
                             AttentionCase{1, 260, 260, 33, 7, true}, AttentionCase{1, 100, 301, 16, 16, false},
-                            AttentionCase{1, 140, 300, 8, 12, true}}) {
+                            AttentionCase{1, 140, 300, 8, 12, true}, AttentionCase{2, 33, 33, 8, 8, true},
+                            AttentionCase{1, 129, 161, 8, 4, true}}) {
         INFO("N=" << c.N << " T=" << c.T << " S=" << c.S << " D=" << c.D << " Dv=" << c.Dv << " causal=" << c.causal);
         compare_with_reference(c, kFloat32, 2e-5);
         compare_with_reference(c, kFloat64, 1e-12);

@@ -318,9 +318,9 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
 // than 4 cores these products use 4 of them. The row-shared way waits at
 // every K slice for the slower thread, and on this machine, whenever
 // another guest slowed one core, the small model's weight gradients
-// (384 x 2048 x 384 TN and its like, which only the second clause splits)
-// fell from 84% of the peak to 60-72% that way, while split they stayed at
-// 74-85% (bench/results/split-k-few-rows-2026-12-05.txt).
+// (384 x 2048 x 384 TN and its like, which the 8 MiB limit and the second
+// clause let split) fell from 84% of the peak to 60-72% that way, while
+// split they stayed at 74-85% (bench/results/split-k-few-rows-2026-12-05.txt).
 constexpr size_t kSplitKScratchBytes = size_t(8) << 20;
 int64_t k_split_parts(int64_t M, int64_t N, int64_t K, size_t element_bytes) {
     const bool short_sides = K >= 1024 && K >= 4 * std::max(M, N), few_rows = K >= 2048 && K >= 4 * M;

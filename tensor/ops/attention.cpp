@@ -225,8 +225,8 @@ namespace {
 // as much as a third of the arithmetic. At T = 256 (the bench's `small`,
 // 48 heads, D = 64, causal) 128 x 128 tiles took forward + backward from
 // 17.2 to 14.6 ms, and at T = 1024 (12 heads) from 59 to 44 ms, although
-// the diagonal tiles waste more work on masked keys; at T = 128 the two
-// sizes are even.
+// the diagonal tiles (before the bands below) wasted more work on masked
+// keys; at T = 128 the two sizes were even.
 constexpr int64_t kBlockQ = kAttentionTileQueries;  // Br: queries per tile (cpu_kernels.h)
 constexpr int64_t kBlockK = kAttentionTileKeys;     // Bc: keys per tile
 
@@ -247,18 +247,27 @@ inline int64_t visible_in_tile(bool causal, int64_t i, int64_t j0, int64_t j1) {
 // diagonal, forward took 11.6% less time and backward 14.2% less; at
 // T = 256 (D = 64) 9.4% and 11.2%; at T = 1024 4.9% and 6.1% (medians of 3
 // rounds). Bands of 16 were slower than whole tiles at T = 128 (more calls,
-// each packing its operands), bands of 64 a little slower than 32
+// each packing its operands), bands of 64 a little slower than 32 at every T
 // (bench/results/attention-diagonal-bands-2026-12-05.txt).
 constexpr int64_t kBand = kAttentionDiagonalBand;
 inline bool crossed_by_diagonal(bool causal, int64_t i0, int64_t j0, int64_t bc) { return causal && i0 + 1 - j0 < bc; }
+
+// The length of the band that starts at `start` of `total`: kBand, or
+// what is left; a last piece of one joins the band before it, since a
+// product of one row runs as gemv (gemm.cpp), which adds in another order
+// than the micro-kernel, and the bits would then depend on the banding.
+inline int64_t band_length(int64_t start, int64_t total, int64_t band) {
+    const int64_t left = total - start;
+    return left <= band + 1 ? left : band;
+}
 
 // f(r0, rows, keys) for each band of the tile's query rows [r0, r0 + rows),
 // which see at most the tile's keys [0, keys).
 template <typename F>
 void for_each_query_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_t bc, const F& f) {
     const int64_t band = crossed_by_diagonal(causal, i0, j0, bc) ? kBand : br;
-    for (int64_t r0 = 0; r0 < br; r0 += band) {
-        const int64_t rows = std::min(band, br - r0);
+    for (int64_t r0 = 0, rows; r0 < br; r0 += rows) {
+        rows = band_length(r0, br, band);
         f(r0, rows, causal ? std::clamp<int64_t>(i0 + r0 + rows - j0, 0, bc) : bc);  // query i sees keys <= i
     }
 }
@@ -268,8 +277,10 @@ void for_each_query_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_
 template <typename F>
 void for_each_key_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_t bc, const F& f) {
     const int64_t band = crossed_by_diagonal(causal, i0, j0, bc) ? kBand : bc;
-    for (int64_t c0 = 0; c0 < bc; c0 += band)
-        f(c0, std::min(band, bc - c0), causal ? std::clamp<int64_t>(j0 + c0 - i0, 0, br) : 0);  // key j: queries >= j
+    for (int64_t c0 = 0, cols; c0 < bc; c0 += cols) {
+        cols = band_length(c0, bc, band);
+        f(c0, cols, causal ? std::clamp<int64_t>(j0 + c0 - i0, 0, br) : 0);  // key j: queries >= j
+    }
 }
 
 // scores[r][c] = <q_{i0+r}, k_{j0+c}> for a br x bc tile (unscaled): Q_tile K_tile^T,
