@@ -6,9 +6,9 @@
 // tensor/ use these two numbers; the products (gemm.cpp, gemv.cpp) count
 // multiply-adds instead. Loops go through the two functions below. The
 // exceptions open their OpenMP regions themselves: products with a thread
-// plan of their own (gemm.cpp's shared B block, gemv.cpp, gemm_16bit.cpp),
-// and loops that always use every thread (AdamW over all parameters, the
-// FMA peak probe).
+// plan of their own (gemm.cpp's shared B block and K split, gemv.cpp,
+// gemm_16bit.cpp), and loops that always use every thread (AdamW over all
+// parameters, the FMA peak probe).
 #pragma once
 
 #include <cstdint>
