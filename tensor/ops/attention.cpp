@@ -242,9 +242,10 @@ inline int64_t visible_in_tile(bool causal, int64_t i, int64_t j0, int64_t j1) {
 // keys its last query sees, or in bands of kBand keys, each over only the
 // queries that see its first key. In a 128 x 128 diagonal tile the products
 // then skip 6 of its 16 blocks of 32 x 32 (37.5%), all of them masked. Each
-// sum is the whole tile's less terms that were exact zeros, so the results
-// are the same to the last bit. At T = 128 (D = 32), where every tile is
-// diagonal, forward took 11.6% less time and backward 14.2% less; at
+// sum is the whole tile's less terms that were exact zeros (a masked
+// probability times a finite value), so the results are the same to the
+// last bit (band_length below keeps that true). At T = 128 (D = 32), where
+// every tile is diagonal, forward took 11.6% less time and backward 14.2% less; at
 // T = 256 (D = 64) 9.4% and 11.2%; at T = 1024 4.9% and 6.1% (medians of 3
 // rounds). Bands of 16 were slower than whole tiles at T = 128 (more calls,
 // each packing its operands), bands of 64 a little slower than 32 at every T
