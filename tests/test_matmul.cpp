@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "tensor/backend.h"
@@ -234,13 +235,13 @@ TEST_CASE("gemm split along K gives the same bits for 1 2 and 3 threads", "[matm
 // One row of A (a generated token's activations) skips the packing: gemv.h
 // reads B in place when its columns (x W^T, q K^T) or its rows (p V) are
 // contiguous. Both layouts, with a strided a, column counts that are not
-// multiples of the 4 columns or 16-float pieces the loops take, products
-// big enough to be split between threads (when there are threads), and
-// accumulate on.
+// multiples of the 16 columns or 16-float pieces the loops take, the widths
+// of a head's values (32 and 64, summed in registers), products big enough
+// to be split between threads (when there are threads), and accumulate on.
 static void check_one_row_products(int threads, Generator& gen) {
     const int saved_threads = omp_get_max_threads();
     omp_set_num_threads(threads);
-    for (auto [K, N] : std::vector<std::array<int64_t, 2>>{{1, 1}, {5, 7}, {128, 45}, {300, 1100}, {768, 2304}}) {
+    for (auto [K, N] : std::vector<std::array<int64_t, 2>>{{1, 1}, {5, 7}, {128, 45}, {40, 32}, {9, 64}, {300, 1100}, {768, 2304}}) {
         Tensor a_wide = raw::randn({3, K}, gen), b = raw::randn({K, N}, gen);
         Tensor a = raw::narrow(a_wide, 0, 1, 1);                                                   // [1, K], contiguous row
         Tensor a_strided = raw::transpose(raw::contiguous(raw::transpose(a_wide, 0, 1)), 0, 1);  // column-major
@@ -425,6 +426,68 @@ TEST_CASE("linear's backward: gradcheck with and without bias", "[matmul][linear
     backward(sum(linear(x2, w, frozen)));
     CHECK_FALSE(frozen.grad().defined());
     CHECK(x2.grad().defined());
+}
+
+// The order every dot_columns kernel adds in (gemm_kernels.h), written with
+// std::fma so that it is exact here whatever the compiler does: 16 partial
+// sums, partial i taking k = i, i + 16, ..., then added left to right.
+static float dot_in_kernel_order(int64_t K, const float* a, const float* w) {
+    float partial[cpu::kDotLanes] = {};
+    for (int64_t k = 0; k < K; ++k) partial[k % cpu::kDotLanes] = std::fma(a[k], w[k], partial[k % cpu::kDotLanes]);
+    float sum = 0;
+    for (float p : partial) sum += p;
+    return sum;
+}
+
+// Whether `dot` fuses its multiply-adds: with a = (-r, 0, ..., 0, x),
+// w = (1, 0, ..., 0, y) and r = x y rounded, partial 0 is fma(x, y, -r),
+// the rounding error of x y (2^-24), where a multiply and an add give 0.
+static bool fuses(cpu::DotColumnsFn dot) {
+    const float x = 1.0f + 0x1p-12f, r = x * x;
+    std::vector<float> a(17, 0.0f), w(17, 0.0f);
+    a[0] = -r, w[0] = 1, a[16] = x, w[16] = x;
+    float c = 0;
+    dot(17, a.data(), w.data(), 17, 1, &c, false, false);
+    return c != 0;
+}
+
+TEST_CASE("every dot_columns kernel adds in the one order", "[matmul][gemv][simd]") {
+    Generator gen(18);
+    int exact = 0;
+    for (cpu::SimdIsa isa : cpu::compiled_simd_isas()) {
+        if (!cpu::cpu_supports(isa)) continue;
+        cpu::DotColumnsFn dot = cpu::micro_kernel_for(isa).dot_columns;
+        if (!dot) continue;  // gemv uses the portable kernel's
+        const bool bitwise = fuses(dot);
+        if (!bitwise) WARN(cpu::simd_isa_name(isa) << "'s dot_columns does not fuse multiply-adds (a build without FMA): "
+                                                  "checked to rounding only");
+        exact += bitwise;
+        // K: a multiple of 16, short ones, tails of 1 to 15; columns: 16 at a
+        // time and the rest one by one, streamed or not; accumulate on and off.
+        for (int64_t K : {1, 5, 16, 17, 32, 50, 128, 200, 344, 768})
+            for (int64_t columns : {1, 15, 16, 37}) {
+                const int64_t b_cs = K + 3;  // columns apart by more than their length
+                Tensor a = raw::randn({K}, gen), b = raw::randn({columns * b_cs}, gen);
+                const float* av = static_cast<const float*>(a.raw_data());
+                const float* bv = static_cast<const float*>(b.raw_data());
+                for (bool streaming : {false, true})
+                    for (bool accumulate : {false, true}) {
+                        std::vector<float> c(columns, 0.25f);
+                        dot(K, av, bv, b_cs, columns, c.data(), accumulate, streaming);
+                        for (int64_t j = 0; j < columns; ++j) {
+                            float expected = dot_in_kernel_order(K, av, bv + j * b_cs);
+                            if (accumulate) expected = 0.25f + expected;
+                            INFO(cpu::simd_isa_name(isa) << " K=" << K << " columns=" << columns << " j=" << j
+                                                         << " streaming=" << streaming << " accumulate=" << accumulate);
+                            if (bitwise) REQUIRE(c[j] == expected);
+                            else REQUIRE(std::abs(c[j] - expected) <= 1e-5 * std::sqrt((double)K) * (1 + std::abs(expected)));
+                        }
+                    }
+            }
+    }
+#if defined(__x86_64__)
+    if (cpu::cpu_supports(cpu::SimdIsa::Avx512)) CHECK(exact >= 1);  // its kernel uses FMA instructions
+#endif
 }
 
 TEST_CASE("the AVX-512 packing transpose equals the plain loop", "[matmul][simd]") {

@@ -124,11 +124,11 @@ void kernel_unpacked_a_avx512(int64_t kc, const float* __restrict a, int64_t a_r
 
 // A 16 x 16 transpose in registers: four rounds of shuffles, each swapping
 // ever larger sub-blocks (1 float, 2 floats, 4 floats, 8 floats) between
-// pairs of rows. Rows past `rows` read as zero; only `width` floats of each
-// output row are stored (a masked store).
-void transpose16_avx512(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride, int width) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * src_stride) : _mm512_setzero_ps();
+// pairs of rows. Afterwards r[j] holds a whole column of the input: column
+// j with bits 0 and 1 of j swapped (round 2 pairs rows 0,2 and 1,3), i.e.
+// 0, 2, 1, 3, 4, 6, 5, 7, ... (transposed_column below).
+inline void transpose16_in_registers(__m512 (&r)[16]) {
+    __m512 t[16];
     // Round 1: interleave floats of row pairs (0,1), (2,3), ...
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
@@ -152,18 +152,72 @@ void transpose16_avx512(const float* src, int64_t src_stride, int rows, float* d
         r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
         r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
     }
-    // r[j] now holds a whole column of the input: column j with bits 0 and 1
-    // of j swapped (round 2 pairs rows 0,2 and 1,3), i.e. 0, 2, 1, 3, 4, 6, 5, 7, ...
+}
+// Which column of the input r[j] holds after the transpose (its own inverse).
+inline int transposed_column(int j) { return (j & ~3) | ((j & 1) << 1) | ((j >> 1) & 1); }
+
+// Packing's transpose (gemm_kernels.h): rows past `rows` read as zero; only
+// `width` floats of each output row are stored (a masked store).
+void transpose16_avx512(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride, int width) {
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * src_stride) : _mm512_setzero_ps();
+    transpose16_in_registers(r);
     const __mmask16 mask = (__mmask16)((1u << width) - 1);
-    for (int j = 0; j < 16; ++j) {
-        int column = (j & ~3) | ((j & 1) << 1) | ((j >> 1) & 1);
-        _mm512_mask_storeu_ps(dst + column * dst_stride, mask, r[j]);
+    for (int j = 0; j < 16; ++j) _mm512_mask_storeu_ps(dst + transposed_column(j) * dst_stride, mask, r[j]);
+}
+
+// COLUMNS (1 or 16) dot products in the order of gemm_kernels.h: one
+// register of 16 partial sums per column, lane i taking k = i, i + 16, ...;
+// the last K mod 16 terms come through a masked load, the lanes past K
+// adding 0 x 0.
+template <int COLUMNS>
+inline void dot_columns_block(int64_t K, const float* __restrict a, const float* __restrict b, int64_t b_cs,
+                              float* __restrict c, bool accumulate) {
+    __m512 partial[COLUMNS];
+    for (int j = 0; j < COLUMNS; ++j) partial[j] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        const __m512 ak = _mm512_loadu_ps(a + k);
+        for (int j = 0; j < COLUMNS; ++j) partial[j] = _mm512_fmadd_ps(ak, _mm512_loadu_ps(b + j * b_cs + k), partial[j]);
     }
+    if (k < K) {
+        const __mmask16 mask = (__mmask16)((1u << (K - k)) - 1);
+        const __m512 ak = _mm512_maskz_loadu_ps(mask, a + k);
+        for (int j = 0; j < COLUMNS; ++j)
+            partial[j] = _mm512_fmadd_ps(ak, _mm512_maskz_loadu_ps(mask, b + j * b_cs + k), partial[j]);
+    }
+    if constexpr (COLUMNS == 16) {
+        // Transposed, register i holds partial i of all 16 columns, so the
+        // 16 left-to-right sums take 16 vector adds instead of 16 x 16 scalar ones.
+        transpose16_in_registers(partial);
+        __m512 sum = _mm512_setzero_ps();
+        for (int i = 0; i < 16; ++i) sum = _mm512_add_ps(sum, partial[transposed_column(i)]);
+        if (accumulate) sum = _mm512_add_ps(_mm512_loadu_ps(c), sum);
+        _mm512_storeu_ps(c, sum);
+    } else {
+        alignas(64) float lanes[16];
+        _mm512_store_ps(lanes, partial[0]);
+        float sum = 0;
+        for (int i = 0; i < 16; ++i) sum += lanes[i];
+        *c = accumulate ? *c + sum : sum;
+    }
+}
+
+// Sixteen columns at a time: 16 independent chains of multiply-adds, each
+// loaded piece of a used 16 times. On the default model's weights (3.4 MB,
+// read from the L3 cache) 16 at a time took 39 us per token where four at a
+// time with a sum per column took 58.
+void dot_columns_avx512(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
+                        bool accumulate, bool streaming) {
+    int64_t j = 0;
+    for (; !streaming && j + 16 <= columns; j += 16) dot_columns_block<16>(K, a, b + j * b_cs, b_cs, c + j, accumulate);
+    for (; j < columns; ++j) dot_columns_block<1>(K, a, b + j * b_cs, b_cs, c + j, accumulate);
 }
 
 }  // namespace
 
-const MicroKernel kAvx512Kernel{SimdIsa::Avx512, MR, NR, kernel_avx512, transpose16_avx512, kernel_unpacked_a_avx512};
+const MicroKernel kAvx512Kernel{SimdIsa::Avx512, MR, NR, kernel_avx512, transpose16_avx512, kernel_unpacked_a_avx512,
+                                dot_columns_avx512};
 
 float fma_loop_avx512(int64_t iterations) {
     __m512 acc[12];

@@ -31,9 +31,38 @@ void kernel_portable(int64_t kc, const T* __restrict a, const T* __restrict b, T
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
+// The order of gemm_kernels.h's DotColumnsFn, written out: kDotLanes
+// partial sums per column, the partials added left to right. Four columns
+// at a time (four independent chains of multiply-adds; the compiler turns
+// each 16-lane loop into vector instructions of the build's width), or
+// one when streaming.
+void dot_columns_portable(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
+                          bool accumulate, bool streaming) {
+    constexpr int L = kDotLanes;
+    const int64_t group = streaming ? 1 : 4;
+    for (int64_t j0 = 0; j0 < columns; j0 += group) {
+        const int64_t count = columns - j0 < group ? columns - j0 : group;
+        float partial[4][L] = {};
+        int64_t k = 0;
+        for (; k + L <= K; k += L)
+            for (int64_t j = 0; j < count; ++j) {
+                const float* w = b + (j0 + j) * b_cs + k;
+#pragma omp simd
+                for (int i = 0; i < L; ++i) partial[j][i] += a[k + i] * w[i];
+            }
+        for (int64_t j = 0; j < count; ++j) {
+            const float* w = b + (j0 + j) * b_cs;
+            for (int64_t t = k; t < K; ++t) partial[j][t - k] += a[t] * w[t];  // the last K mod 16 terms
+            float sum = 0;
+            for (int i = 0; i < L; ++i) sum += partial[j][i];
+            c[j0 + j] = accumulate ? c[j0 + j] + sum : sum;
+        }
+    }
+}
 }  // namespace
 
-const MicroKernel kPortableKernel{SimdIsa::Portable, 8, 16, kernel_portable<float, 8, 16>, nullptr};
+const MicroKernel kPortableKernel{SimdIsa::Portable, 8, 16, kernel_portable<float, 8, 16>, nullptr, nullptr,
+                                  dot_columns_portable};
 const MicroKernelDouble kDoubleKernel{8, 8, kernel_portable<double, 8, 8>};
 
 float fma_loop_portable(int64_t iterations) {

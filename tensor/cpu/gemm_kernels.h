@@ -47,12 +47,30 @@ using Transpose16Fn = void (*)(const float* src, int64_t src_stride, int rows, f
 using MicroKernelUnpackedAFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
                                         float* c, int64_t ldc, int n, bool accumulate);
 
+// The dot products of the one-row product (gemv.cpp), B read in place:
+//   c[j] (+)= dot(a, B[:, j])     for j < columns,
+// column j at b + j * b_cs, contiguous along k. `streaming`: B comes from
+// memory, so read its columns one after the other (one sequential stream);
+// otherwise several at a time. Every kernel adds each sum in the same
+// order, however many columns it takes at once, so which one runs never
+// changes a bit (wherever the multiply-adds are fused, as on every CPU
+// with FMA):
+//   - kDotLanes partial sums; partial i takes the terms k = i, i + 16,
+//     i + 32, ... in increasing k, each a fused multiply-add (a vector
+//     register of 16 floats holds all of them);
+//   - then ((0 + partial_0) + partial_1) + ... + partial_15, left to right.
+// The portable kernel (gemm_kernel_portable.cpp) is the order written out.
+constexpr int kDotLanes = 16;
+using DotColumnsFn = void (*)(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
+                              bool accumulate, bool streaming);
+
 struct MicroKernel {
     SimdIsa isa;
     int mr, nr;  // register block: MR rows x NR columns of C
     MicroKernelFn run;
     Transpose16Fn transpose16;  // nullptr: packing uses plain loops
     MicroKernelUnpackedAFn run_unpacked_a = nullptr;  // nullptr: A is always packed
+    DotColumnsFn dot_columns = nullptr;               // nullptr: the portable kernel's
 };
 const MicroKernel& micro_kernel_for(SimdIsa isa);
 

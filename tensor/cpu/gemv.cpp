@@ -1,10 +1,11 @@
 // gemv.cpp — the one-row product of gemv.h, B read in place.
 //
-// Both loops are plain C++ with `omp simd`, which lets the compiler use the
-// vector width of the build's -march (16 floats on AVX-512, 8 on AVX2, 4 on
-// NEON) and, for the dot products, reorder each sum into one partial sum
-// per vector lane, added up at the end. (Writing the vectors out by hand,
-// with the lanes added in halves, measured no faster.)
+// The dot products (x W^T, q K^T) go through the dot_columns kernel of
+// gemm_kernels.h: 16 partial sums per column, added up at the end in an
+// order fixed for every CPU, by hand-written AVX-512 where the CPU has it
+// and plain C++ elsewhere. The sums of scaled rows (p V) are plain C++ with
+// `omp simd`, which lets the compiler use the vector width of the build's
+// -march (16 floats on AVX-512, 8 on AVX2, 4 on NEON).
 #include "tensor/cpu/gemv.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include <omp.h>
 
+#include "tensor/cpu/gemm_kernels.h"
 #include "tensor/cpu/parallel.h"
 
 namespace nc {
@@ -28,60 +30,69 @@ namespace {
 // from about twice the default model's largest product on.
 constexpr int64_t kGemvParallelMin = 4 * kParallelMin;
 
-void write(float* c, float sum, bool accumulate) { *c = accumulate ? *c + sum : sum; }
+// The dot products of the widest instruction set this CPU has, or the
+// portable ones (the same bits either way).
+DotColumnsFn dot_columns_kernel() {
+    static const DotColumnsFn dot = [] {
+        DotColumnsFn best = micro_kernel_for(best_simd_isa()).dot_columns;
+        return best ? best : kPortableKernel.dot_columns;
+    }();
+    return dot;
+}
 
 // A B of more bytes than this is taken to come from memory, not from the
 // cache (1 MiB: the L2 cache of one core here; laptop cores have 0.5-2 MiB).
 constexpr int64_t kFromMemoryBytes = int64_t(1) << 20;
 
 // c[n] (+)= dot(a, B[:, n]) for first <= n < last, B's columns contiguous
-// (column n starts at B + n * b_cs). Which order pays depends on where B is:
-//  - in the cache (the default model's weights, a short cache of keys): the
-//    sums' latency limits, so four columns at a time, four independent
-//    chains of multiply-adds, each loaded piece of a used four times;
+// (column n starts at B + n * b_cs), through the CPU's dot_columns kernel
+// (gemm_kernels.h). Which order pays depends on where B is:
+//  - in the cache (the default model's weights, a short cache of keys):
+//    the sums' latency limits, so 16 columns at a time, 16 independent
+//    chains of multiply-adds, each loaded piece of a used 16 times;
 //  - in memory (GPT-2 124M's weights): the reading limits. A weight
 //    matrix's columns lie end to end, and one column after the other reads
 //    B as one sequential stream, which the hardware prefetcher serves best;
-//    four columns at a time are four short streams. With the weights in
-//    2 MiB-aligned blocks (allocator.cpp), four columns at a time read GPT-2
-//    124M's weights at 30-36 GB/s, one at a time at 55-56 (with 64-byte
-//    alignment both read about 32), while in the cache one column at a time
-//    takes 1.4x as long (bench/results/gemv-stream-2026-12-05.txt).
-// Both orders add each sum's terms the same way (one partial sum per vector
-// lane, added up at the end): built here, they give the same bits for K
-// from 17 to 3072.
+//    several columns at a time are as many short streams. With the weights
+//    in 2 MiB-aligned blocks (allocator.cpp), four columns at a time read
+//    GPT-2 124M's weights at 30-36 GB/s, one at a time at 55-56 (with
+//    64-byte alignment both read about 32)
+//    (bench/results/gemv-stream-2026-12-05.txt).
+// Every kernel adds each sum in the same order however many columns it
+// takes at once (gemm_kernels.h), so both ways give the same bits.
 void dot_columns(int64_t first, int64_t last, int64_t K, const float* a, const float* B, int64_t b_cs, float* c,
                  bool accumulate, bool from_memory) {
-    int64_t n = first;
-    for (; !from_memory && n + 4 <= last; n += 4) {
-        const float *w0 = B + n * b_cs, *w1 = w0 + b_cs, *w2 = w1 + b_cs, *w3 = w2 + b_cs;
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-        for (int64_t k = 0; k < K; ++k) {
-            s0 += a[k] * w0[k];
-            s1 += a[k] * w1[k];
-            s2 += a[k] * w2[k];
-            s3 += a[k] * w3[k];
-        }
-        write(c + n, s0, accumulate);
-        write(c + n + 1, s1, accumulate);
-        write(c + n + 2, s2, accumulate);
-        write(c + n + 3, s3, accumulate);
+    dot_columns_kernel()(K, a, B + first * b_cs, b_cs, last - first, c + first, accumulate, from_memory);
+}
+
+// c[0:WIDTH] (+)= sum_k a[k] B[k, 0:WIDTH] for a width known when compiling:
+// the sums stay in registers across all k, where the loop below keeps them
+// in memory and puts a store and a load into each multiply-add's chain. The
+// same multiply-adds in the same order, so the same bits.
+template <int WIDTH>
+void scaled_rows_in_registers(int64_t K, const float* a, int64_t a_cs, const float* B, int64_t b_rs, float* c,
+                              bool accumulate) {
+    float sums[WIDTH];
+    for (int j = 0; j < WIDTH; ++j) sums[j] = accumulate ? c[j] : 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+        const float ak = a[k * a_cs], *row = B + k * b_rs;
+#pragma omp simd
+        for (int j = 0; j < WIDTH; ++j) sums[j] += ak * row[j];
     }
-    for (; n < last; ++n) {
-        const float* w = B + n * b_cs;
-        float s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t k = 0; k < K; ++k) s += a[k] * w[k];
-        write(c + n, s, accumulate);
-    }
+    for (int j = 0; j < WIDTH; ++j) c[j] = sums[j];
 }
 
 // c[first:last] (+)= sum_k a[k] B[k, first:last], B's rows contiguous (row k
 // starts at B + k * b_rs). The columns go in pieces of 1024 so that the
-// piece of c being summed into stays in the L1 cache across all k.
+// piece of c being summed into stays in the L1 cache across all k. A
+// head's values in attention (p V, 32 or 64 columns) keep the sums in
+// registers.
 void scaled_rows(int64_t first, int64_t last, int64_t K, const float* a, int64_t a_cs, const float* B, int64_t b_rs,
                  float* c, bool accumulate) {
+    switch (last - first) {
+        case 32: return scaled_rows_in_registers<32>(K, a, a_cs, B + first, b_rs, c + first, accumulate);
+        case 64: return scaled_rows_in_registers<64>(K, a, a_cs, B + first, b_rs, c + first, accumulate);
+    }
     constexpr int64_t kPiece = 1024;
     for (int64_t j0 = first; j0 < last; j0 += kPiece) {
         int64_t width = std::min(kPiece, last - j0);
