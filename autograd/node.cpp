@@ -58,7 +58,7 @@ static Tensor edge_to(const Tensor& t) {
     return Tensor(impl);
 }
 
-Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward) {
+Tensor record_node(const char* op, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward) {
     if (is_anomaly_enabled() && !raw::all_finite(out))
         throw Error(std::string("anomaly mode: the forward pass of ") + op + " produced NaN or Inf (inputs " +
                     shapes_str(inputs) + ", output " + shape_str(out.shape()) + ")");

@@ -23,8 +23,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "autograd/mode.h"
 #include "tensor/tensor.h"
 
 namespace nc {
@@ -55,7 +57,16 @@ struct Node {
 //   backward  the gradient formula (captures what it needs from the forward)
 // It checks for anomalies, and if grad mode is on and some input requires
 // grad, makes `out` a non-leaf whose grad_fn is a new Node. Returns `out`.
-Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward);
+Tensor record_node(const char* op, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward);
+// record() itself only decides whether there is anything to record: under
+// NoGradGuard (generating text, evaluating) it returns `out` before the
+// backward closure is wrapped in a std::function, which would cost a heap
+// allocation per op for a graph nobody keeps.
+template <typename Backward>
+Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, Backward&& backward) {
+    if (!is_grad_enabled() && !is_anomaly_enabled()) return out;
+    return record_node(op, std::move(out), inputs, BackwardFn(std::forward<Backward>(backward)));
+}
 
 // "[2, 3], [3]": the shapes of a list of tensors, for error messages.
 std::string shapes_str(const std::vector<Tensor>& tensors);

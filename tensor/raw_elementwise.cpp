@@ -188,7 +188,10 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     check_ndim(shape, name);
     Tensor out = empty(shape, a.dtype(), a.device());
     ProfileScope scope(OpKind::Elementwise);
-    backend_for(a.device()).binary(op, expand(a, shape), expand(b, shape), out);
+    // An operand that already has the output's shape goes as it is; only a
+    // broadcast one needs the view (a new tensor header each).
+    backend_for(a.device()).binary(op, a.shape() == shape ? a : expand(a, shape),
+                                   b.shape() == shape ? b : expand(b, shape), out);
     return out;
 }
 

@@ -4,6 +4,7 @@
 // triple. That is why `transpose` is free, and also why its result is not
 // contiguous: walking it in row-major order jumps around in memory.
 #include <algorithm>
+#include <utility>
 
 #include "tensor/raw_ops.h"
 
@@ -21,13 +22,14 @@ static Shape infer_shape(Shape shape, int64_t numel, const std::string& op, cons
             fail(op, "cannot reshape a tensor of shape " + shape_str(from) + " into shape " + shape_str(shape));
         }
     }
-    Shape requested = shape;
     if (infer_at >= 0 && known != 0 && numel % known == 0) shape[infer_at] = numel / known;
     bool negative = false;
     for (int64_t d : shape) negative = negative || d < 0;
+    // A -1 that was filled in always fits, so on failure `shape` is still the
+    // shape as it was asked for.
     if (negative || shape_numel(shape) != numel)
         fail(op, "cannot reshape a tensor of shape " + shape_str(from) + " (" + std::to_string(numel) +
-                     " elements) into shape " + shape_str(requested));
+                     " elements) into shape " + shape_str(shape));
     check_ndim(shape, op);
     return shape;
 }
@@ -71,13 +73,13 @@ Tensor view(const Tensor& t, Shape shape) {
         fail("view", "cannot view a tensor of shape " + shape_str(t.shape()) + " with strides " +
                          shape_str(t.strides()) + " as " + shape_str(shape) +
                          " without copying; call contiguous() first or use reshape");
-    return make_view(t, shape, strides, t.offset());
+    return make_view(t, std::move(shape), std::move(strides), t.offset());
 }
 
 Tensor reshape(const Tensor& t, Shape shape) {
     shape = infer_shape(std::move(shape), t.numel(), "reshape", t.shape());
     Shape strides;
-    if (view_strides(t, shape, strides)) return make_view(t, shape, strides, t.offset());
+    if (view_strides(t, shape, strides)) return make_view(t, std::move(shape), std::move(strides), t.offset());
     return view(contiguous(t), shape);
 }
 
@@ -85,16 +87,16 @@ Tensor permute(const Tensor& t, std::vector<int64_t> dims) {
     int64_t n = t.dim();
     if ((int64_t)dims.size() != n)
         fail("permute", "got " + std::to_string(dims.size()) + " dims for a tensor of shape " + shape_str(t.shape()));
-    std::vector<bool> seen(n, false);
+    uint64_t seen = 0;  // bit d: dim d is taken (a tensor has at most kMaxDims dims)
     Shape shape(n), strides(n);
     for (int64_t i = 0; i < n; ++i) {
         int64_t d = normalize_dim(dims[i], n, "permute");
-        if (seen[d]) fail("permute", "dim " + std::to_string(d) + " appears twice in " + shape_str(dims));
-        seen[d] = true;
+        if (seen >> d & 1) fail("permute", "dim " + std::to_string(d) + " appears twice in " + shape_str(dims));
+        seen |= uint64_t(1) << d;
         shape[i] = t.shape()[d];
         strides[i] = t.strides()[d];
     }
-    return make_view(t, shape, strides, t.offset());
+    return make_view(t, std::move(shape), std::move(strides), t.offset());
 }
 
 Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
@@ -104,7 +106,7 @@ Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
     std::vector<int64_t> dims(n);
     for (int64_t i = 0; i < n; ++i) dims[i] = i;
     std::swap(dims[dim0], dims[dim1]);
-    return permute(t, dims);
+    return permute(t, std::move(dims));
 }
 
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
@@ -117,7 +119,7 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
                            " (shape " + shape_str(t.shape()) + ")");
     Shape shape = t.shape();
     shape[dim] = length;
-    return make_view(t, shape, t.strides(), t.offset() + start * t.strides()[dim]);
+    return make_view(t, std::move(shape), t.strides(), t.offset() + start * t.strides()[dim]);
 }
 
 Tensor expand(const Tensor& t, const Shape& shape) {
@@ -134,7 +136,7 @@ Tensor expand(const Tensor& t, const Shape& shape) {
             fail("expand", "cannot expand shape " + shape_str(t.shape()) + " to " + shape_str(shape) +
                                " (only size-1 dims can grow)");
     }
-    return make_view(t, shape, strides, t.offset());
+    return make_view(t, shape, std::move(strides), t.offset());
 }
 
 Tensor squeeze(const Tensor& t, int64_t dim) {
@@ -143,7 +145,7 @@ Tensor squeeze(const Tensor& t, int64_t dim) {
     Shape shape = t.shape(), strides = t.strides();
     shape.erase(shape.begin() + dim);
     strides.erase(strides.begin() + dim);
-    return make_view(t, shape, strides, t.offset());
+    return make_view(t, std::move(shape), std::move(strides), t.offset());
 }
 
 Tensor squeeze(const Tensor& t) {
@@ -153,7 +155,7 @@ Tensor squeeze(const Tensor& t) {
         shape.push_back(t.shape()[i]);
         strides.push_back(t.strides()[i]);
     }
-    return make_view(t, shape, strides, t.offset());
+    return make_view(t, std::move(shape), std::move(strides), t.offset());
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
@@ -164,7 +166,7 @@ Tensor unsqueeze(const Tensor& t, int64_t dim) {
     shape.insert(shape.begin() + dim, 1);
     strides.insert(strides.begin() + dim, stride);
     check_ndim(shape, "unsqueeze");
-    return make_view(t, shape, strides, t.offset());
+    return make_view(t, std::move(shape), std::move(strides), t.offset());
 }
 
 }  // namespace raw
