@@ -11,6 +11,7 @@
 // beta [C]; mean, rstd [rows].
 
 #include <cmath>
+#include <type_traits>
 
 #include "autograd/node.h"
 #include "tensor/ops/norms.h"
@@ -102,6 +103,40 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 
 namespace cpu {
 
+// A row's statistics are sums along the row, each addition waiting for the
+// one before (a chain: about four cycles per number, in double). ROWS rows
+// at a time run ROWS independent chains, which the CPU overlaps. Each row's
+// sums still run in the same order as alone, so the results are the same to
+// the bit; only the waiting is shared. Forward of a [1024, 128] LayerNorm
+// went from 126 to 46 us, of [2048, 384] from 731 to 265 us (the
+// kernel on 2 threads, raw::layer_norm timed in a loop).
+constexpr int kRowsTogether = 8;
+
+// mu[j] = the mean of row j (0 without `with_mean`: RMSNorm), sq[j] = the sum
+// of its squared deviations from mu[j], for the ROWS rows starting at x.
+template <int ROWS, typename T>
+void row_statistics(const T* x, int64_t C, bool with_mean, double* mu, double* sq) {
+    for (int j = 0; j < ROWS; ++j) mu[j] = sq[j] = 0;
+    if (with_mean) {
+        for (int64_t c = 0; c < C; ++c)
+            for (int j = 0; j < ROWS; ++j) mu[j] += x[j * C + c];
+        for (int j = 0; j < ROWS; ++j) mu[j] /= (double)C;
+    }
+    for (int64_t c = 0; c < C; ++c)
+        for (int j = 0; j < ROWS; ++j) sq[j] += ((double)x[j * C + c] - mu[j]) * ((double)x[j * C + c] - mu[j]);
+}
+
+// f(first_row, ROWS) over all rows: groups of kRowsTogether, then the rows
+// left over one at a time; threads split the groups when there is enough work.
+template <typename F>
+void for_row_groups(int64_t rows, int64_t C, const F& f) {
+    const int64_t groups = rows / kRowsTogether, left = rows - groups * kRowsTogether;
+    parallel_for(groups + left, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t g) {
+        if (g < groups) f(g * kRowsTogether, std::integral_constant<int, kRowsTogether>());
+        else f(groups * kRowsTogether + (g - groups), std::integral_constant<int, 1>());
+    });
+}
+
 // One forward and one backward for both norms: `mean` is null for RMSNorm
 // (mu = 0, the formulas of norms.h).
 template <typename T>
@@ -111,18 +146,18 @@ static void norm_forward_typed(const Tensor& x_tensor, const Tensor& gamma_tenso
     int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
     const T *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor), *beta = ptr_or_null<T>(beta_tensor);
     T *y = mut_or_null<T>(out_tensor), *mean = mut_or_null<T>(mean_tensor), *rstd = mut_or_null<T>(rstd_tensor);
-    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
-        const T* xr = x + r * C;
-        double mu = 0, sq = 0;
-        if (mean) {
-            for (int64_t c = 0; c < C; ++c) mu += xr[c];
-            mu /= (double)C;
+    for_row_groups(rows, C, [&](int64_t r0, auto count) {
+        constexpr int ROWS = decltype(count)::value;
+        double mu[ROWS], sq[ROWS];
+        row_statistics<ROWS>(x + r0 * C, C, mean != nullptr, mu, sq);
+        for (int j = 0; j < ROWS; ++j) {
+            const int64_t r = r0 + j;
+            const T* xr = x + r * C;
+            double rs = norm_rstd(sq[j], C, eps);
+            if (mean) mean[r] = (T)mu[j];
+            rstd[r] = (T)rs;
+            for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu[j], rs), gamma, beta, c);
         }
-        for (int64_t c = 0; c < C; ++c) sq += ((double)xr[c] - mu) * ((double)xr[c] - mu);
-        double rs = norm_rstd(sq, C, eps);
-        if (mean) mean[r] = (T)mu;
-        rstd[r] = (T)rs;
-        for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu, rs), gamma, beta, c);
     });
 }
 
@@ -134,6 +169,9 @@ static void norm_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor,
     const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor);
     const T *mean = ptr_or_null<T>(mean_tensor), *rstd = ptr_or_null<T>(rstd_tensor);
     T* dx = mut_or_null<T>(dx_tensor);
+    // (Taking rows kRowsTogether at a time, as forward does, measured about
+    // 10% slower here: each element's several multiplications already keep
+    // the CPU busy while the two sums wait.)
     parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T *xr = x + r * C, *dyr = dy + r * C;
         double mu = mean ? (double)mean[r] : 0.0, rs = rstd[r];
