@@ -80,7 +80,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     // the GEMM would add x w^T into the parameter (the aliasing rule in
     // raw_ops.h).
     Tensor out =
-        bias.defined() ? clone(expand(view(bias, {1, N}), {M, N})) : empty({M, N}, product_dtype(x.dtype()), x.device());
+        bias.defined() ? clone(expand(bias, {M, N})) : empty({M, N}, product_dtype(x.dtype()), x.device());
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)M * (double)N * (double)K,
                        is_profiling() ? gemm_shape_label(1, M, K, N, x, transpose(w, 0, 1)) : std::string());
     backend_for(x.device()).matmul(reshape(x, {M, K}), transpose(w, 0, 1), out, /*accumulate=*/bias.defined());

@@ -81,9 +81,9 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
     if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim())
         fail(op, "q, k, v need the same number of dims (at least 2), got " + shape_str(q.shape()) + ", " +
                      shape_str(k.shape()) + ", " + shape_str(v.shape()));
-    Shape lead_q(q.shape().begin(), q.shape().end() - 2), lead_k(k.shape().begin(), k.shape().end() - 2),
-        lead_v(v.shape().begin(), v.shape().end() - 2);
-    if (lead_q != lead_k || lead_q != lead_v || q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2))
+    // The leading (batch) dims of q, k and v must agree.
+    auto same_lead = [&](const Tensor& t) { return std::equal(q.shape().begin(), q.shape().end() - 2, t.shape().begin()); };
+    if (!same_lead(k) || !same_lead(v) || q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2))
         fail(op, "shapes q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape()) +
                      " do not fit: need q [..., T, D], k [..., S, D], v [..., S, Dv]");
     if (causal && q.size(-2) > k.size(-2))
@@ -104,9 +104,9 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
     Tensor logsumexp = empty({N, T}, q.dtype(), q.device());
     ProfileScope scope(OpKind::Attention);
     backend_for(q.device()).attention.forward(qb, kb, vb, causal, scale, out, logsumexp);
-    Shape out_shape = lead_q;
-    out_shape.insert(out_shape.end(), {T, vb.size(2)});
-    return {view(out, out_shape), logsumexp};
+    Shape out_shape = q.shape();  // [..., T, Dv]
+    out_shape.back() = vb.size(2);
+    return {view(out, std::move(out_shape)), logsumexp};
 }
 
 AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -26,7 +26,7 @@ inline Tensor as_rows(const Tensor& x, const std::string& op) {
 // A per-feature parameter (gamma, beta) must be [C] with x's dtype and device.
 inline void check_feature_param(const Tensor& p, const Tensor& x, const char* name, const std::string& op) {
     if (!p.defined()) return;
-    if (p.shape() != Shape{x.size(-1)})
+    if (p.dim() != 1 || p.size(0) != x.size(-1))
         fail(op, std::string(name) + " has shape " + shape_str(p.shape()) + " but the input " + shape_str(x.shape()) +
                      " has " + std::to_string(x.size(-1)) + " features in its last dim");
     if (p.dtype() != x.dtype() || p.device() != x.device())
