@@ -58,11 +58,16 @@ constexpr int64_t kFromMemoryBytes = int64_t(1) << 20;
 //    GPT-2 124M's weights at 30-36 GB/s, one at a time at 55-56 (with
 //    64-byte alignment both read about 32)
 //    (bench/results/gemv-stream-2026-12-05.txt).
-// Every kernel adds each sum in the same order however many columns it
-// takes at once (gemm_kernels.h), so both ways give the same bits.
+// From memory the plain C++ kernel runs, even on a CPU with a kernel of its
+// own: the AVX-512 kernel's one-column loop read GPT-2 124M's weights 15-20%
+// slower (23.5-26.7 against 28.7-31.1 GB/s on one thread, best of 8 passes
+// over them), although its loop has the same instructions; we have not
+// found why. Every kernel adds each sum in the same order however many
+// columns it takes at once (gemm_kernels.h), so all ways give the same bits.
 void dot_columns(int64_t first, int64_t last, int64_t K, const float* a, const float* B, int64_t b_cs, float* c,
                  bool accumulate, bool from_memory) {
-    dot_columns_kernel()(K, a, B + first * b_cs, b_cs, last - first, c + first, accumulate, from_memory);
+    const DotColumnsFn dot = from_memory ? kPortableKernel.dot_columns : dot_columns_kernel();
+    dot(K, a, B + first * b_cs, b_cs, last - first, c + first, accumulate, from_memory);
 }
 
 // c[0:WIDTH] (+)= sum_k a[k] B[k, 0:WIDTH] for a width known when compiling:
