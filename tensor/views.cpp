@@ -91,7 +91,7 @@ Tensor permute(const Tensor& t, std::vector<int64_t> dims) {
     Shape shape(n), strides(n);
     for (int64_t i = 0; i < n; ++i) {
         int64_t d = normalize_dim(dims[i], n, "permute");
-        if (seen >> d & 1) fail("permute", "dim " + std::to_string(d) + " appears twice in " + shape_str(dims));
+        if ((seen >> d) & 1) fail("permute", "dim " + std::to_string(d) + " appears twice in " + shape_str(dims));
         seen |= uint64_t(1) << d;
         shape[i] = t.shape()[d];
         strides[i] = t.strides()[d];

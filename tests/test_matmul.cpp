@@ -241,7 +241,9 @@ TEST_CASE("gemm split along K gives the same bits for 1 2 and 3 threads", "[matm
 static void check_one_row_products(int threads, Generator& gen) {
     const int saved_threads = omp_get_max_threads();
     omp_set_num_threads(threads);
-    for (auto [K, N] : std::vector<std::array<int64_t, 2>>{{1, 1}, {5, 7}, {128, 45}, {40, 32}, {9, 64}, {300, 1100}, {768, 2304}}) {
+    const std::vector<std::array<int64_t, 2>> sizes{{1, 1},   {5, 7},      {128, 45},  {40, 32},
+                                                    {9, 64}, {300, 1100}, {768, 2304}};
+    for (auto [K, N] : sizes) {
         Tensor a_wide = raw::randn({3, K}, gen), b = raw::randn({K, N}, gen);
         Tensor a = raw::narrow(a_wide, 0, 1, 1);                                                   // [1, K], contiguous row
         Tensor a_strided = raw::transpose(raw::contiguous(raw::transpose(a_wide, 0, 1)), 0, 1);  // column-major
@@ -459,8 +461,9 @@ TEST_CASE("every dot_columns kernel adds in the one order", "[matmul][gemv][simd
         cpu::DotColumnsFn dot = cpu::micro_kernel_for(isa).dot_columns;
         if (!dot) continue;  // gemv uses the portable kernel's
         const bool bitwise = fuses(dot);
-        if (!bitwise) WARN(cpu::simd_isa_name(isa) << "'s dot_columns does not fuse multiply-adds (a build without FMA): "
-                                                  "checked to rounding only");
+        if (!bitwise)
+            WARN(cpu::simd_isa_name(isa) << "'s dot_columns does not fuse multiply-adds (a build without FMA): "
+                                            "checked to rounding only");
         exact += bitwise;
         // K: a multiple of 16, short ones, tails of 1 to 15; columns: 16 at a
         // time and the rest one by one, streamed or not; accumulate on and off.
@@ -479,8 +482,11 @@ TEST_CASE("every dot_columns kernel adds in the one order", "[matmul][gemv][simd
                             if (accumulate) expected = 0.25f + expected;
                             INFO(cpu::simd_isa_name(isa) << " K=" << K << " columns=" << columns << " j=" << j
                                                          << " streaming=" << streaming << " accumulate=" << accumulate);
-                            if (bitwise) REQUIRE(c[j] == expected);
-                            else REQUIRE(std::abs(c[j] - expected) <= 1e-5 * std::sqrt((double)K) * (1 + std::abs(expected)));
+                            if (bitwise)
+                                REQUIRE(c[j] == expected);
+                            else
+                                REQUIRE(std::abs(c[j] - expected) <=
+                                        1e-5 * std::sqrt((double)K) * (1 + std::abs(expected)));
                         }
                     }
             }

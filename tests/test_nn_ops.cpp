@@ -99,6 +99,25 @@ TEST_CASE("fused LayerNorm and RMSNorm equal their compositions", "[nn][fused]")
     CHECK(raw::max(raw::abs(raw::add(raw::var(y, {1}, 0), -1.0))).item() < 1e-3);
 }
 
+// The forward kernel adds up the means of 8 rows side by side; a row's
+// result must not depend on that: every row of a batch of 21 (two groups of
+// 8, five rows alone) has the same bits as the row normalized by itself.
+TEST_CASE("a row's LayerNorm and RMSNorm do not depend on the rows beside it", "[nn][fused]") {
+    Generator gen(38);
+    for (DType dtype : {kFloat32, kFloat64})
+        for (int64_t C : {37, 128}) {
+            Tensor x = raw::randn({21, C}, gen, dtype), g = raw::randn({C}, gen, dtype);
+            Tensor b = raw::randn({C}, gen, dtype);
+            Tensor ln = raw::layer_norm(x, g, b, 1e-5).out, rms = raw::rms_norm(x, g, 1e-6).out;
+            for (int64_t r = 0; r < 21; ++r) {
+                INFO(dtype_name(dtype) << " C=" << C << " row " << r);
+                Tensor row = raw::narrow(x, 0, r, 1);
+                CHECK(raw::narrow(ln, 0, r, 1).to_vector() == raw::layer_norm(row, g, b, 1e-5).out.to_vector());
+                CHECK(raw::narrow(rms, 0, r, 1).to_vector() == raw::rms_norm(row, g, 1e-6).out.to_vector());
+            }
+        }
+}
+
 TEST_CASE("gradcheck: fused LayerNorm and RMSNorm with and without affine", "[nn][gradcheck]") {
     Tensor x = leaf({3, 6}, 35, 2.0, 0.5), g = leaf({6}, 36), b = leaf({6}, 37);
     check_gradcheck([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {x, g, b});

@@ -178,7 +178,8 @@ inline void dot_columns_block(int64_t K, const float* __restrict a, const float*
     int64_t k = 0;
     for (; k + 16 <= K; k += 16) {
         const __m512 ak = _mm512_loadu_ps(a + k);
-        for (int j = 0; j < COLUMNS; ++j) partial[j] = _mm512_fmadd_ps(ak, _mm512_loadu_ps(b + j * b_cs + k), partial[j]);
+        for (int j = 0; j < COLUMNS; ++j)
+            partial[j] = _mm512_fmadd_ps(ak, _mm512_loadu_ps(b + j * b_cs + k), partial[j]);
     }
     if (k < K) {
         const __mmask16 mask = (__mmask16)((1u << (K - k)) - 1);

@@ -7,6 +7,8 @@
 //
 // Shapes: packed a [kc, mr], packed b [kc, nr] -> an mr x nr block of C
 // (gemm.cpp): 8 x 16 in float, 8 x 8 in double.
+#include <cmath>
+
 #include "tensor/cpu/gemm_kernels.h"
 
 namespace nc {
@@ -31,11 +33,26 @@ void kernel_portable(int64_t kc, const T* __restrict a, const T* __restrict b, T
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
+// One multiply-add of the dot products' order: fused (one rounding), as in
+// the hand-written kernels, wherever the build has a fused multiply-add
+// instruction (FP_FAST_FMAF, from <cmath>). Written out, because whether
+// the compiler fuses `c + a * b` by itself depends on the optimization
+// level (not below -O2 with GCC). Without the instruction std::fma would
+// be a slow library call, so a multiply and an add are used instead, and
+// gemv.cpp then uses this kernel alone (dot_kernel_for_cache).
+inline float multiply_add(float a, float b, float c) {
+#ifdef FP_FAST_FMAF
+    return std::fma(a, b, c);
+#else
+    return c + a * b;
+#endif
+}
+
 // The order of gemm_kernels.h's DotColumnsFn, written out: kDotLanes
 // partial sums per column, the partials added left to right. Four columns
 // at a time (four independent chains of multiply-adds; the compiler turns
 // each 16-lane loop into vector instructions of the build's width), or
-// one when streaming.
+// one after the other when streaming (one sequential read of B).
 void dot_columns_portable(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
                           bool accumulate, bool streaming) {
     constexpr int L = kDotLanes;
@@ -48,11 +65,12 @@ void dot_columns_portable(int64_t K, const float* a, const float* b, int64_t b_c
             for (int64_t j = 0; j < count; ++j) {
                 const float* w = b + (j0 + j) * b_cs + k;
 #pragma omp simd
-                for (int i = 0; i < L; ++i) partial[j][i] += a[k + i] * w[i];
+                for (int i = 0; i < L; ++i) partial[j][i] = multiply_add(a[k + i], w[i], partial[j][i]);
             }
         for (int64_t j = 0; j < count; ++j) {
             const float* w = b + (j0 + j) * b_cs;
-            for (int64_t t = k; t < K; ++t) partial[j][t - k] += a[t] * w[t];  // the last K mod 16 terms
+            for (int64_t t = k; t < K; ++t)  // the last K mod 16 terms
+                partial[j][t - k] = multiply_add(a[t], w[t], partial[j][t - k]);
             float sum = 0;
             for (int i = 0; i < L; ++i) sum += partial[j][i];
             c[j0 + j] = accumulate ? c[j0 + j] + sum : sum;

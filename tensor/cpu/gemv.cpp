@@ -9,6 +9,7 @@
 #include "tensor/cpu/gemv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <omp.h>
@@ -30,22 +31,12 @@ namespace {
 // from about twice the default model's largest product on.
 constexpr int64_t kGemvParallelMin = 4 * kParallelMin;
 
-// The dot products of the widest instruction set this CPU has, or the
-// portable ones (the same bits either way).
-DotColumnsFn dot_columns_kernel() {
-    static const DotColumnsFn dot = [] {
-        DotColumnsFn best = micro_kernel_for(best_simd_isa()).dot_columns;
-        return best ? best : kPortableKernel.dot_columns;
-    }();
-    return dot;
-}
-
 // A B of more bytes than this is taken to come from memory, not from the
 // cache (1 MiB: the L2 cache of one core here; laptop cores have 0.5-2 MiB).
 constexpr int64_t kFromMemoryBytes = int64_t(1) << 20;
 
 // c[n] (+)= dot(a, B[:, n]) for first <= n < last, B's columns contiguous
-// (column n starts at B + n * b_cs), through the CPU's dot_columns kernel
+// (column n starts at B + n * b_cs), through a dot_columns kernel
 // (gemm_kernels.h). Which order pays depends on where B is:
 //  - in the cache (the default model's weights, a short cache of keys):
 //    the sums' latency limits, so 16 columns at a time, 16 independent
@@ -64,9 +55,9 @@ constexpr int64_t kFromMemoryBytes = int64_t(1) << 20;
 // over them), although its loop has the same instructions; we have not
 // found why. Every kernel adds each sum in the same order however many
 // columns it takes at once (gemm_kernels.h), so all ways give the same bits.
-void dot_columns(int64_t first, int64_t last, int64_t K, const float* a, const float* B, int64_t b_cs, float* c,
-                 bool accumulate, bool from_memory) {
-    const DotColumnsFn dot = from_memory ? kPortableKernel.dot_columns : dot_columns_kernel();
+void dot_products(int64_t first, int64_t last, int64_t K, const float* a, const float* B, int64_t b_cs, float* c,
+                  bool accumulate, bool from_memory) {
+    const DotColumnsFn dot = from_memory ? kPortableKernel.dot_columns : dot_kernel_for_cache();
     dot(K, a, B + first * b_cs, b_cs, last - first, c + first, accumulate, from_memory);
 }
 
@@ -113,6 +104,21 @@ void scaled_rows(int64_t first, int64_t last, int64_t K, const float* a, int64_t
 
 }  // namespace
 
+// The CPU's own dot_columns kernel where it has one; the plain C++ one where
+// it has none, or where this build has no fused multiply-add instruction
+// (FP_FAST_FMAF): the hand-written kernels always fuse, the plain one then
+// does not, and B's two paths below must give the same bits.
+DotColumnsFn dot_kernel_for_cache() {
+    static const DotColumnsFn dot = [] {
+        DotColumnsFn own = micro_kernel_for(best_simd_isa()).dot_columns;
+#ifdef FP_FAST_FMAF
+        if (own) return own;
+#endif
+        return kPortableKernel.dot_columns;
+    }();
+    return dot;
+}
+
 bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, int64_t b_rs, int64_t b_cs, float* c,
           bool accumulate, bool allow_threads) {
     const bool columns_contiguous = b_rs == 1, rows_contiguous = b_cs == 1;
@@ -128,7 +134,7 @@ bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, in
     const bool from_memory = N * K * (int64_t)sizeof(float) > kFromMemoryBytes;
     auto columns = [&](int64_t first, int64_t last) {
         if (columns_contiguous)
-            dot_columns(first, last, K, a, B, b_cs, c, accumulate, from_memory);
+            dot_products(first, last, K, a, B, b_cs, c, accumulate, from_memory);
         else
             scaled_rows(first, last, K, a, a_cs, B, b_rs, c, accumulate);
     };

@@ -24,6 +24,8 @@
 
 #include <cstdint>
 
+#include "tensor/cpu/gemm_kernels.h"
+
 namespace nc {
 namespace cpu {
 
@@ -32,6 +34,11 @@ namespace cpu {
 // the calling thread. Returns false (and writes nothing) otherwise.
 bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, int64_t b_rs, int64_t b_cs, float* c,
           bool accumulate, bool allow_threads);
+
+// The dot_columns kernel (gemm_kernels.h) gemv uses while B sits in the
+// cache: the CPU's own (sixteen columns at a time on AVX-512) or the plain
+// C++ one. From memory it always streams with the plain C++ one.
+DotColumnsFn dot_kernel_for_cache();
 
 }  // namespace cpu
 }  // namespace nc

@@ -82,7 +82,9 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
         fail(op, "q, k, v need the same number of dims (at least 2), got " + shape_str(q.shape()) + ", " +
                      shape_str(k.shape()) + ", " + shape_str(v.shape()));
     // The leading (batch) dims of q, k and v must agree.
-    auto same_lead = [&](const Tensor& t) { return std::equal(q.shape().begin(), q.shape().end() - 2, t.shape().begin()); };
+    auto same_lead = [&](const Tensor& t) {
+        return std::equal(q.shape().begin(), q.shape().end() - 2, t.shape().begin());
+    };
     if (!same_lead(k) || !same_lead(v) || q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2))
         fail(op, "shapes q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape()) +
                      " do not fit: need q [..., T, D], k [..., S, D], v [..., S, Dv]");

@@ -10,8 +10,8 @@
 // Shapes: x, y, dy, dx [rows, C] (rows = B T, every leading dim); gamma,
 // beta [C]; mean, rstd [rows].
 
+#include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include "autograd/node.h"
 #include "tensor/ops/norms.h"
@@ -103,38 +103,26 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 
 namespace cpu {
 
-// A row's statistics are sums along the row, each addition waiting for the
-// one before (a chain: about four cycles per number, in double). ROWS rows
-// at a time run ROWS independent chains, which the CPU overlaps. Each row's
-// sums still run in the same order as alone, so the results are the same to
-// the bit; only the waiting is shared. Forward of a [1024, 128] LayerNorm
-// went from 127 to 49 us, of [2048, 384] from 736 to 269 us (the
-// kernel on 2 threads, raw::layer_norm timed in a loop).
+// A row's mean is a sum along the row, each addition waiting for the one
+// before (a chain: about four cycles per number, in double). ROWS rows at a
+// time run ROWS independent chains, which the CPU overlaps; each row's sum
+// still runs in the same order as alone, and a sum of plain additions has
+// only one way to be computed, so the means are the same to the bit. The sum
+// of squared deviations is left one row at a time, exactly as before: taken
+// ROWS at a time, the compiler fused its multiply-adds in some builds and
+// not in others (float64 here), which changed bits, and made a row's result
+// depend on whether it was in a group. A [1024, 128] LayerNorm forward went
+// from 136 to 89-90 us, [2048, 384] from 738 to 482-519 us (2 threads,
+// bench/results/norm-rows-together-2026-12-05.txt); RMSNorm has no mean.
 constexpr int kRowsTogether = 8;
 
-// mu[j] = the mean of row j (0 without `with_mean`: RMSNorm), sq[j] = the sum
-// of its squared deviations from mu[j], for the ROWS rows starting at x.
+// mu[j] = the mean of row j of the ROWS rows starting at x (C numbers each).
 template <int ROWS, typename T>
-void row_statistics(const T* x, int64_t C, bool with_mean, double* mu, double* sq) {
-    for (int j = 0; j < ROWS; ++j) mu[j] = sq[j] = 0;
-    if (with_mean) {
-        for (int64_t c = 0; c < C; ++c)
-            for (int j = 0; j < ROWS; ++j) mu[j] += x[j * C + c];
-        for (int j = 0; j < ROWS; ++j) mu[j] /= (double)C;
-    }
+void row_means(const T* x, int64_t C, double* mu) {
+    for (int j = 0; j < ROWS; ++j) mu[j] = 0;
     for (int64_t c = 0; c < C; ++c)
-        for (int j = 0; j < ROWS; ++j) sq[j] += ((double)x[j * C + c] - mu[j]) * ((double)x[j * C + c] - mu[j]);
-}
-
-// f(first_row, ROWS) over all rows: groups of kRowsTogether, then the rows
-// left over one at a time; threads split the groups when there is enough work.
-template <typename F>
-void for_row_groups(int64_t rows, int64_t C, const F& f) {
-    const int64_t groups = rows / kRowsTogether, left = rows - groups * kRowsTogether;
-    parallel_for(groups + left, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t g) {
-        if (g < groups) f(g * kRowsTogether, std::integral_constant<int, kRowsTogether>());
-        else f(groups * kRowsTogether + (g - groups), std::integral_constant<int, 1>());
-    });
+        for (int j = 0; j < ROWS; ++j) mu[j] += x[j * C + c];
+    for (int j = 0; j < ROWS; ++j) mu[j] /= (double)C;
 }
 
 // One forward and one backward for both norms: `mean` is null for RMSNorm
@@ -146,17 +134,23 @@ static void norm_forward_typed(const Tensor& x_tensor, const Tensor& gamma_tenso
     int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
     const T *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor), *beta = ptr_or_null<T>(beta_tensor);
     T *y = mut_or_null<T>(out_tensor), *mean = mut_or_null<T>(mean_tensor), *rstd = mut_or_null<T>(rstd_tensor);
-    for_row_groups(rows, C, [&](int64_t r0, auto count) {
-        constexpr int ROWS = decltype(count)::value;
-        double mu[ROWS], sq[ROWS];
-        row_statistics<ROWS>(x + r0 * C, C, mean != nullptr, mu, sq);
-        for (int j = 0; j < ROWS; ++j) {
+    const int64_t groups = (rows + kRowsTogether - 1) / kRowsTogether;
+    parallel_for(groups, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t group) {
+        const int64_t r0 = group * kRowsTogether, count = std::min<int64_t>(kRowsTogether, rows - r0);
+        double mus[kRowsTogether] = {};  // 0 for RMSNorm
+        if (mean && count == kRowsTogether) row_means<kRowsTogether>(x + r0 * C, C, mus);
+        else if (mean)
+            for (int64_t j = 0; j < count; ++j) row_means<1>(x + (r0 + j) * C, C, mus + j);
+        for (int64_t j = 0; j < count; ++j) {
             const int64_t r = r0 + j;
             const T* xr = x + r * C;
-            double rs = norm_rstd(sq[j], C, eps);
-            if (mean) mean[r] = (T)mu[j];
+            const double mu = mus[j];
+            double sq = 0;
+            for (int64_t c = 0; c < C; ++c) sq += ((double)xr[c] - mu) * ((double)xr[c] - mu);
+            double rs = norm_rstd(sq, C, eps);
+            if (mean) mean[r] = (T)mu;
             rstd[r] = (T)rs;
-            for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu[j], rs), gamma, beta, c);
+            for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu, rs), gamma, beta, c);
         }
     });
 }
@@ -169,9 +163,10 @@ static void norm_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor,
     const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor);
     const T *mean = ptr_or_null<T>(mean_tensor), *rstd = ptr_or_null<T>(rstd_tensor);
     T* dx = mut_or_null<T>(dx_tensor);
-    // (Taking rows kRowsTogether at a time, as forward does, measured about
-    // 10% slower here: each element's several multiplications already keep
-    // the CPU busy while the two sums wait.)
+    // One row at a time: its two sums hold multiply-adds (the fusion problem
+    // above), and taking rows 8 at a time measured about 10% slower anyway,
+    // each number's several multiplications keeping the CPU busy while the
+    // sums wait.
     parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T *xr = x + r * C, *dyr = dy + r * C;
         double mu = mean ? (double)mean[r] : 0.0, rs = rstd[r];
