@@ -53,8 +53,9 @@ using MicroKernelUnpackedAFn = void (*)(int64_t kc, const float* a, int64_t a_rs
 // memory, so read its columns one after the other (one sequential stream);
 // otherwise several at a time. Every kernel adds each sum in the same
 // order, however many columns it takes at once, so which one runs never
-// changes a bit (wherever the multiply-adds are fused, as on every CPU
-// with FMA):
+// changes a bit (the hand-written kernels fuse every multiply-add; the
+// plain C++ one does where the build has the instruction, FP_FAST_FMAF,
+// and a build without it uses the plain kernel alone, gemv.h):
 //   - kDotLanes partial sums; partial i takes the terms k = i, i + 16,
 //     i + 32, ... in increasing k, each a fused multiply-add (a vector
 //     register of 16 floats holds all of them);
