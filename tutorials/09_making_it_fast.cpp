@@ -373,7 +373,7 @@ int main() {
         std::vector<float> y_one(N), y_four(N), y_sixteen(N);
         double t_one = microseconds([&] { portable(K, x, w, K, N, y_one.data(), false, /*streaming=*/true); });
         double t_four = microseconds([&] { portable(K, x, w, K, N, y_four.data(), false, false); });
-        expect(y_one == y_four, "both orders of the dot products to give the same bits");
+        expect(y_one == y_four, "both ways of taking the dot products to give the same bits");
         auto print_row = [](const std::string& label, double us) {
             std::printf("  %-28s %6.2f us\n", label.c_str(), us);
         };

@@ -188,8 +188,9 @@ inline void dot_columns_block(int64_t K, const float* __restrict a, const float*
             partial[j] = _mm512_fmadd_ps(ak, _mm512_maskz_loadu_ps(mask, b + j * b_cs + k), partial[j]);
     }
     if constexpr (COLUMNS == 16) {
-        // Transposed, register i holds partial i of all 16 columns, so the
-        // 16 left-to-right sums take 16 vector adds instead of 16 x 16 scalar ones.
+        // Transposed, one register holds partial i of all 16 columns (register
+        // transposed_column(i)), so the 16 left-to-right sums take 16 vector
+        // adds instead of 16 x 16 scalar ones.
         transpose16_in_registers(partial);
         __m512 sum = _mm512_setzero_ps();
         for (int i = 0; i < 16; ++i) sum = _mm512_add_ps(sum, partial[transposed_column(i)]);
@@ -205,9 +206,10 @@ inline void dot_columns_block(int64_t K, const float* __restrict a, const float*
 }
 
 // Sixteen columns at a time: 16 independent chains of multiply-adds, each
-// loaded piece of a used 16 times. On the default model's weights (3.4 MB,
-// read from the L3 cache) 16 at a time took 39 us per token where four at a
-// time with a sum per column took 58.
+// loaded piece of a used 16 times. A test program that put one row through
+// the default model's 17 weight matrices (3.4 MB, read from the L3 cache)
+// took 39 us a pass this way and 58 four columns at a time with a sum per
+// column (bench/results/generate-dot16-2026-12-05.txt).
 void dot_columns_avx512(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
                         bool accumulate, bool streaming) {
     int64_t j = 0;
