@@ -1,8 +1,62 @@
 #include "tensor/shape.h"
 
+#include <algorithm>
+
 #include "tensor/error.h"
 
 namespace nc {
+
+Shape::Shape(const int64_t* first, const int64_t* last) {
+    resize(last - first);
+    std::copy(first, last, data());
+}
+
+void Shape::resize(size_t ndim, int64_t value) {
+    if (ndim <= kMaxDims && ndim_ <= kMaxDims) {  // stays inside
+        for (size_t i = ndim_; i < ndim; ++i) inline_[i] = value;
+    } else if (ndim_ <= kMaxDims) {  // grows past kMaxDims: move the numbers to the heap
+        heap_.assign(inline_, inline_ + ndim_);
+        heap_.resize(ndim, value);
+    } else if (ndim <= kMaxDims) {  // shrinks back: move the numbers inside
+        std::copy(heap_.begin(), heap_.begin() + ndim, inline_);
+        heap_.clear();
+    } else {
+        heap_.resize(ndim, value);
+    }
+    ndim_ = ndim;
+}
+
+int64_t* Shape::insert(const int64_t* position, const int64_t* first, const int64_t* last) {
+    // Copy the inserted numbers first: they may point into this shape.
+    std::vector<int64_t> inserted(first, last);
+    size_t at = position - data(), count = inserted.size(), old_ndim = ndim_;
+    resize(old_ndim + count);
+    int64_t* numbers = data();
+    std::copy_backward(numbers + at, numbers + old_ndim, numbers + old_ndim + count);
+    std::copy(inserted.begin(), inserted.end(), numbers + at);
+    return numbers + at;
+}
+
+int64_t* Shape::insert(const int64_t* position, int64_t value) {
+    size_t at = position - data(), old_ndim = ndim_;
+    resize(old_ndim + 1);
+    int64_t* numbers = data();
+    std::copy_backward(numbers + at, numbers + old_ndim, numbers + old_ndim + 1);
+    numbers[at] = value;
+    return numbers + at;
+}
+
+int64_t* Shape::erase(const int64_t* first, const int64_t* last) {
+    size_t at = first - data(), count = last - first;
+    int64_t* numbers = data();
+    std::copy(numbers + at + count, numbers + ndim_, numbers + at);
+    resize(ndim_ - count);
+    return data() + at;
+}
+
+bool operator==(const Shape& a, const Shape& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
 
 std::string shape_str(const Shape& shape) {
     std::string s = "[";

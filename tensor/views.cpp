@@ -40,7 +40,7 @@ static Shape infer_shape(Shape shape, int64_t numel, const std::string& op, cons
 static bool view_strides(const Tensor& t, const Shape& shape, Shape& out) {
     const Shape& old_shape = t.shape();
     const Shape& old_strides = t.strides();
-    out.assign(shape.size(), 0);
+    out = Shape(shape.size(), 0);
     if (t.numel() == 0 || t.dim() == 0) { out = contiguous_strides(shape); return true; }
     int64_t new_dim = (int64_t)shape.size() - 1;
     int64_t chunk_base_stride = old_strides.empty() ? 1 : old_strides.back();

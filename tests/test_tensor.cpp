@@ -1,4 +1,6 @@
 // Tensors: creation, storage and strides, views, printing, the generator.
+#include <random>
+
 #include "helpers.h"
 
 using namespace nc;
@@ -39,6 +41,66 @@ TEST_CASE("six-dimensional tensors work end to end", "[tensor]") {
         for (int i3 = 0; i3 < 5; ++i3) expected += 120 * i1 + 6 * i3;
     CHECK(s.to_vector()[0] == expected);
     check_error([] { raw::zeros({1, 1, 1, 1, 1, 1, 1, 1, 1}); }, {"at most 8"});
+}
+
+// A Shape keeps up to kMaxDims numbers inside itself and moves them to the
+// heap past that; either way it must act as the std::vector<int64_t> it
+// replaced. Random edits, each applied to both, the two compared after each.
+TEST_CASE("a Shape acts as a std::vector<int64_t>, inside and past kMaxDims", "[tensor][shape]") {
+    std::mt19937 rng(7);
+    for (int round = 0; round < 200; ++round) {
+        Shape shape;
+        std::vector<int64_t> reference;
+        for (int step = 0; step < 40; ++step) {
+            int64_t value = (int64_t)rng() % 1000;
+            size_t at = reference.empty() ? 0 : rng() % (reference.size() + 1);
+            switch (rng() % 7) {
+                case 0: shape.push_back(value); reference.push_back(value); break;
+                case 1:
+                    if (!reference.empty()) { shape.pop_back(); reference.pop_back(); }
+                    break;
+                case 2: {
+                    size_t n = rng() % 12;
+                    shape.resize(n, value);
+                    reference.resize(n, value);
+                    break;
+                }
+                case 3:
+                    shape.insert(shape.begin() + at, value);
+                    reference.insert(reference.begin() + at, value);
+                    break;
+                case 4: {  // insert a run of the shape's own numbers
+                    size_t n = std::min<size_t>(rng() % 4, reference.size());
+                    shape.insert(shape.begin() + at, shape.begin(), shape.begin() + n);
+                    std::vector<int64_t> run(reference.begin(), reference.begin() + n);
+                    reference.insert(reference.begin() + at, run.begin(), run.end());
+                    break;
+                }
+                case 5:
+                    if (at < reference.size()) {
+                        size_t n = std::min(reference.size() - at, (size_t)(rng() % 3));
+                        shape.erase(shape.begin() + at, shape.begin() + at + n);
+                        reference.erase(reference.begin() + at, reference.begin() + at + n);
+                    }
+                    break;
+                case 6: {  // copies made and taken apart keep their own numbers
+                    Shape copy = shape;
+                    if (!copy.empty()) copy[0] += 1;
+                    shape = Shape(reference);
+                    CHECK((copy == shape) == reference.empty());
+                    break;
+                }
+            }
+            REQUIRE(shape.size() == reference.size());
+            REQUIRE(std::vector<int64_t>(shape) == reference);
+            REQUIRE(shape == Shape(reference));
+            if (!reference.empty()) REQUIRE(shape.back() == reference.back());
+        }
+    }
+    CHECK(Shape{1, 2} != Shape{1, 2, 0});
+    CHECK(Shape{1, 2} != Shape{1, 3});
+    CHECK(Shape(3) == Shape{0, 0, 0});
+    CHECK(Shape(10, 5) == Shape(std::vector<int64_t>(10, 5)));
 }
 
 TEST_CASE("views share storage and only change shape, strides and offset", "[tensor][views]") {

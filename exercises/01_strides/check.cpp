@@ -72,7 +72,7 @@ int main() {
             Shape want = reshape(arange(0, (double)count), shape).strides();
             exercise::Sizes got = exercise::contiguous_strides(shape);
             exercise::expect(got == exercise::Sizes(want.begin(), want.end()),
-                             "contiguous_strides(" + text(shape) + ") = " + text(Shape(got.begin(), got.end())) +
+                             "contiguous_strides(" + text(shape) + ") = " + text(Shape(got)) +
                                  ", a fresh tensor has " + text(want));
         }
     });
