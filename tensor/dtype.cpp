@@ -30,7 +30,7 @@ bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType
 
 bool is_16bit_float(DType dtype) { return dtype == DType::BFloat16 || dtype == DType::Float16; }
 
-void check_compute_dtype(DType dtype, const std::string& op) {
+void check_compute_dtype(DType dtype, std::string_view op) {
     if (is_16bit_float(dtype))
         fail(op, std::string("got a ") + dtype_name(dtype) + " tensor; " + dtype_name(dtype) +
                      " holds numbers, ops compute in float32 or float64: cast with to_dtype(t, kFloat32) first");
@@ -47,6 +47,6 @@ std::string Device::str() const {
     return "cuda:" + std::to_string(index);
 }
 
-void fail(const std::string& op, const std::string& message) { throw Error(op + ": " + message); }
+void fail(std::string_view op, const std::string& message) { throw Error(std::string(op) + ": " + message); }
 
 }  // namespace nc

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace nc {
 
@@ -29,7 +30,7 @@ bool is_floating(DType dtype);
 bool is_16bit_float(DType dtype);  // bfloat16, float16
 // An op that computes refuses a 16-bit tensor with one clear error naming
 // the op and how to cast (`op`: "matmul", ...).
-void check_compute_dtype(DType dtype, const std::string& op);
+void check_compute_dtype(DType dtype, std::string_view op);
 // The dtype of a matrix product of two `dtype` operands: 16-bit numbers
 // multiply into float32 (every product is exact there), the others keep theirs.
 DType product_dtype(DType dtype);

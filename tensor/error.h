@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace nc {
 
@@ -15,7 +16,9 @@ public:
     explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
-// Throws Error("<op>: <message>").
-[[noreturn]] void fail(const std::string& op, const std::string& message);
+// Throws Error("<op>: <message>"). The op's name is a string_view, as in the
+// checks that call this: a check that passes builds no std::string, and a
+// small op runs several checks (about 10 ns each for the strings before).
+[[noreturn]] void fail(std::string_view op, const std::string& message);
 
 }  // namespace nc

@@ -11,18 +11,18 @@
 namespace nc {
 namespace raw {
 
-static void check_same_device(const Tensor& a, const Tensor& b, const std::string& op) {
+static void check_same_device(const Tensor& a, const Tensor& b, std::string_view op) {
     if (a.device() != b.device())
         fail(op, "tensors are on different devices (" + a.device().str() + " and " + b.device().str() + ")");
 }
 
-static void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op) {
+static void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
     if (a.dtype() != b.dtype())
         fail(op, std::string("dtypes differ: ") + dtype_name(a.dtype()) + " " + shape_str(a.shape()) + " and " +
                      dtype_name(b.dtype()) + " " + shape_str(b.shape()) + "; convert one with to_dtype");
 }
 
-static void check_floating(const Tensor& t, const std::string& op) {
+static void check_floating(const Tensor& t, std::string_view op) {
     check_compute_dtype(t.dtype(), op);
     if (!is_floating(t.dtype()))
         fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(t.dtype()) + " " +
@@ -177,7 +177,7 @@ Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
 Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, x); }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-    const char* name = binary_op_name(op);
+    std::string_view name = binary_op_name(op);  // measured once, not per check
     check_same_device(a, b, name);
     check_same_dtype(a, b, name);
     check_compute_dtype(a.dtype(), name);

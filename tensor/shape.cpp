@@ -11,10 +11,8 @@ Shape::Shape(const int64_t* first, const int64_t* last) {
     std::copy(first, last, data());
 }
 
-void Shape::resize(size_t ndim, int64_t value) {
-    if (ndim <= kMaxDims && ndim_ <= kMaxDims) {  // stays inside
-        for (size_t i = ndim_; i < ndim; ++i) inline_[i] = value;
-    } else if (ndim_ <= kMaxDims) {  // grows past kMaxDims: move the numbers to the heap
+void Shape::resize_on_heap(size_t ndim, int64_t value) {
+    if (ndim_ <= kMaxDims) {  // grows past kMaxDims: move the numbers to the heap
         heap_.assign(inline_, inline_ + ndim_);
         heap_.resize(ndim, value);
     } else if (ndim <= kMaxDims) {  // shrinks back: move the numbers inside
@@ -84,7 +82,7 @@ Shape contiguous_strides(const Shape& shape) {
     return strides;
 }
 
-Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
     size_t ndim = std::max(a.size(), b.size());
     Shape out(ndim);
     for (size_t i = 0; i < ndim; ++i) {
@@ -99,7 +97,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
     return out;
 }
 
-int64_t normalize_dim(int64_t dim, int64_t ndim, const std::string& op) {
+int64_t normalize_dim(int64_t dim, int64_t ndim, std::string_view op) {
     int64_t d = dim < 0 ? dim + ndim : dim;
     if (d < 0 || d >= ndim)
         fail(op, "dim " + std::to_string(dim) + " is out of range for a tensor with " + std::to_string(ndim) +
@@ -107,7 +105,7 @@ int64_t normalize_dim(int64_t dim, int64_t ndim, const std::string& op) {
     return d;
 }
 
-void check_ndim(const Shape& shape, const std::string& op) {
+void check_ndim(const Shape& shape, std::string_view op) {
     if ((int)shape.size() > kMaxDims)
         fail(op, "shape " + shape_str(shape) + " has " + std::to_string(shape.size()) + " dims; at most " +
                      std::to_string(kMaxDims) + " are supported");

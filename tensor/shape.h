@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nc {
@@ -62,7 +63,11 @@ public:
     int64_t back() const { return data()[ndim_ - 1]; }
 
     // New entries are `value`; the entries kept keep their values.
-    void resize(size_t ndim, int64_t value = 0);
+    void resize(size_t ndim, int64_t value = 0) {
+        if (ndim > kMaxDims || ndim_ > kMaxDims) return resize_on_heap(ndim, value);
+        for (size_t i = ndim_; i < ndim; ++i) inline_[i] = value;
+        ndim_ = ndim;
+    }
     void clear() { resize(0); }
     void push_back(int64_t value) { resize(ndim_ + 1, value); }
     void pop_back() { resize(ndim_ - 1); }
@@ -75,6 +80,8 @@ public:
     int64_t* erase(const int64_t* first, const int64_t* last);
 
 private:
+    void resize_on_heap(size_t ndim, int64_t value);  // resize() where either size is past kMaxDims
+
     int64_t inline_[kMaxDims] = {};  // the numbers while there are at most kMaxDims
     std::vector<int64_t> heap_;      // the numbers when there are more (then inline_ is unused)
     size_t ndim_ = 0;
@@ -87,9 +94,9 @@ std::string shape_str(const Shape& shape);                       // "[2, 3]"
 int64_t shape_numel(const Shape& shape);                         // product, 1 for []; throws past 2^63 - 1
 Shape contiguous_strides(const Shape& shape);                    // row-major strides
 // NumPy broadcasting: align from the right, a size-1 dim stretches.
-Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op);
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 // Turns a possibly negative dim into 0..ndim-1, or throws naming the op.
-int64_t normalize_dim(int64_t dim, int64_t ndim, const std::string& op);
-void check_ndim(const Shape& shape, const std::string& op);     // <= kMaxDims
+int64_t normalize_dim(int64_t dim, int64_t ndim, std::string_view op);
+void check_ndim(const Shape& shape, std::string_view op);     // <= kMaxDims
 
 }  // namespace nc
