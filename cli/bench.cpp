@@ -301,6 +301,10 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
         {2048, 1536, 384, "NT", "small: x W^T, MLP down"},
         {2048, 1536, 384, "NN", "small: dy W, MLP up"},
         {1536, 2048, 384, "TN", "small: dW, MLP up"},
+        // The weight gradients of the default model (make run: C = 128,
+        // B T = 2048): few rows and a long K.
+        {128, 2048, 128, "TN", "train: dW, attn out"},
+        {128, 2048, 512, "TN", "train: dW, MLP down"},
     };
     std::vector<double> rates = gemm_gflops(shapes, (int)repeats, isa, nthreads, peak);
     out["machine"]["fma_peak_gflops"] = peak;
