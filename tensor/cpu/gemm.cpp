@@ -243,6 +243,27 @@ void pack_b_panels(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
                    int64_t first, int64_t last, T* b_packed) {
     const int nr = g.kernel.nr;
     const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
+    if (g.B.col_stride == 1 && last - first > 1) {
+        // A row-major B, several panels: row by row across all of them, so
+        // the reads run along whole rows of B, one stream. Panel by panel
+        // they step down a strip nr numbers wide, into a new 4 KiB region
+        // every few rows for a wide B, which the hardware prefetcher follows
+        // poorly (our reading): from memory, as a step's activations come,
+        // the weight gradients of train's model ran 15-20% below their warm
+        // speed, and this walk took 139-142 -> 152-157 GFLOP/s inside the
+        // step for 128 x 2048 x 512 (bench/results/pack-b-rows-2026-12-05.txt).
+        // The same numbers land in the same places.
+        for (int64_t p = 0; p < kc; ++p) {
+            const T* row = B + p * g.B.row_stride;
+            for (int64_t panel = first; panel < last; ++panel) {
+                int64_t c = panel * nr, cols = std::min<int64_t>(nr, n - c);
+                T* out = b_packed + c * kc + p * nr;
+                for (int64_t j = 0; j < cols; ++j) out[j] = row[c + j];
+                for (int64_t j = cols; j < nr; ++j) out[j] = T(0);
+            }
+        }
+        return;
+    }
     for (int64_t panel = first; panel < last; ++panel) {
         int64_t c = panel * nr;
         pack_b(B + c * g.B.col_stride, g.B.row_stride, g.B.col_stride, kc, std::min<int64_t>(nr, n - c), nr,
