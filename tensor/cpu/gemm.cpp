@@ -236,39 +236,39 @@ int64_t a_block_size(const GemmProblem<T, Kernel>& g, int64_t kc_max) {
     return ceil_div(std::min(g.blk.mc, g.M), g.kernel.mr) * a_panel_stride<T>(kc_max, g.kernel.mr);
 }
 
-// B(slice pc, columns [jc, jc + n)) of matrix bi, packed panel by panel;
-// only panels [first, last) are packed (threads can share the work).
+// Rows [p_begin, p_end) of B(slice pc, columns [jc, jc + n)) of matrix bi,
+// for a row-major B, into all the panels of the block at once: the reads run
+// along whole rows of B, one stream. Panel by panel they would step down a
+// strip nr numbers wide, into a new 4 KiB region every few rows for a wide
+// B, which the hardware prefetcher follows poorly (our reading): from
+// memory, as a step's activations come, the weight gradients of train's
+// model ran 15-20% below their warm speed, and this walk took 139-142 ->
+// 152-157 GFLOP/s inside the step for 128 x 2048 x 512
+// (bench/results/pack-b-rows-2026-12-05.txt). The numbers land where
+// pack_b puts them.
 template <typename T, typename Kernel>
-void pack_b_panels(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
-                   int64_t first, int64_t last, T* b_packed) {
+void pack_b_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
+                 int64_t p_begin, int64_t p_end, T* b_packed) {
     const int nr = g.kernel.nr;
-    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
-    if (g.B.col_stride == 1 && last - first > 1) {
-        // A row-major B, several panels: row by row across all of them, so
-        // the reads run along whole rows of B, one stream. Panel by panel
-        // they step down a strip nr numbers wide, into a new 4 KiB region
-        // every few rows for a wide B, which the hardware prefetcher follows
-        // poorly (our reading): from memory, as a step's activations come,
-        // the weight gradients of train's model ran 15-20% below their warm
-        // speed, and this walk took 139-142 -> 152-157 GFLOP/s inside the
-        // step for 128 x 2048 x 512 (bench/results/pack-b-rows-2026-12-05.txt).
-        // The same numbers land in the same places.
-        for (int64_t p = 0; p < kc; ++p) {
-            const T* row = B + p * g.B.row_stride;
-            for (int64_t panel = first; panel < last; ++panel) {
-                int64_t c = panel * nr, cols = std::min<int64_t>(nr, n - c);
-                T* out = b_packed + c * kc + p * nr;
-                for (int64_t j = 0; j < cols; ++j) out[j] = row[c + j];
-                for (int64_t j = cols; j < nr; ++j) out[j] = T(0);
-            }
+    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc;
+    for (int64_t p = p_begin; p < p_end; ++p) {
+        const T* row = B + p * g.B.row_stride;
+        for (int64_t c = 0; c < n; c += nr) {
+            int64_t cols = std::min<int64_t>(nr, n - c);
+            T* out = b_packed + c * kc + p * nr;
+            for (int64_t j = 0; j < cols; ++j) out[j] = row[c + j];
+            for (int64_t j = cols; j < nr; ++j) out[j] = T(0);
         }
-        return;
     }
-    for (int64_t panel = first; panel < last; ++panel) {
-        int64_t c = panel * nr;
-        pack_b(B + c * g.B.col_stride, g.B.row_stride, g.B.col_stride, kc, std::min<int64_t>(nr, n - c), nr,
-               b_packed + c * kc, transpose_of(g.kernel));
-    }
+}
+
+// B(slice pc, columns [jc, jc + n)) of matrix bi, packed whole.
+template <typename T, typename Kernel>
+void pack_b_block(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
+                  T* b_packed) {
+    if (g.B.col_stride == 1) return pack_b_rows(g, bi, pc, kc, jc, n, 0, kc, b_packed);
+    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
+    pack_b(B, g.B.row_stride, g.B.col_stride, kc, n, g.kernel.nr, b_packed, transpose_of(g.kernel));
 }
 
 // C(rows [row_begin, row_end), columns [jc, jc + n)) (+)= A(those rows, slice
@@ -455,7 +455,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
                 int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
                 for (int64_t s = 0; s < slices; ++s) {
                     int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
-                    pack_b_panels(g, bi, pc, kc, jc, n, 0, ceil_div(n, nr), packed.b.data());
+                    pack_b_block(g, bi, pc, kc, jc, n, packed.b.data());
                     multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, packed.b.data(), packed.a.data());
                 }
             });
@@ -497,9 +497,20 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
                 int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
                 T* b_shared = turn % 2 == 0 ? b_even.data() : b_odd.data();
                 std::vector<RowShare>& shares = turn % 2 == 0 ? shares_even : shares_odd;
+                // Shared out by rows of B where it is row-major (16 at a
+                // time: whole cache lines of the packed panels), else by panels.
+                if (g.B.col_stride == 1) {
 #pragma omp for schedule(dynamic)
-                for (int64_t panel = 0; panel < ceil_div(n, nr); ++panel)
-                    pack_b_panels(g, bi, pc, kc, jc, n, panel, panel + 1, b_shared);
+                    for (int64_t p = 0; p < kc; p += 16)
+                        pack_b_rows(g, bi, pc, kc, jc, n, p, std::min<int64_t>(kc, p + 16), b_shared);
+                } else {
+                    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
+#pragma omp for schedule(dynamic)
+                    for (int64_t panel = 0; panel < ceil_div(n, nr); ++panel)
+                        pack_b(B + panel * nr * g.B.col_stride, g.B.row_stride, g.B.col_stride, kc,
+                               std::min<int64_t>(nr, n - panel * nr), nr, b_shared + panel * nr * kc,
+                               transpose_of(g.kernel));
+                }
                 (turn % 2 == 0 ? shares_odd : shares_even)[me].reset(my_first, my_last);  // for the next slice
                 auto multiply_panels = [&](PanelRange range) {
                     multiply_rows(g, bi, pc, kc, jc, n, range.first * mr, std::min(g.M, range.last * mr), b_shared,
