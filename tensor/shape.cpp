@@ -26,7 +26,8 @@ void Shape::resize_on_heap(size_t ndim, int64_t value) {
 
 int64_t* Shape::insert(const int64_t* position, const int64_t* first, const int64_t* last) {
     // Copy the inserted numbers first: they may point into this shape.
-    std::vector<int64_t> inserted(first, last);
+    // (A Shape: no heap for up to kMaxDims of them.)
+    const Shape inserted(first, last);
     size_t at = position - data(), count = inserted.size(), old_ndim = ndim_;
     resize(old_ndim + count);
     int64_t* numbers = data();

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace nc {
@@ -25,8 +26,9 @@ constexpr int kMaxDims = 8;
 // Why not the vector: every tensor header holds two of these (shape and
 // strides), and generating one token builds a few hundred headers (views,
 // outputs of small ops). With a vector each of them is a heap allocation and
-// a free; decoding one token of the default model made about 800 of them.
-// Inside the object, copying a Shape is copying 80 bytes.
+// a free: decoding one token of the default model made 1,141 allocations
+// with vectors, 515 with this class. Inside the object, copying a Shape is
+// copying 96 bytes (and an empty vector).
 //
 // A list longer than kMaxDims still works (the numbers then live in a vector
 // on the heap), so an error about too many dims comes from check_ndim with
@@ -47,20 +49,39 @@ public:
     Shape(const std::vector<int64_t>& dims) : Shape(dims.data(), dims.data() + dims.size()) {}
     operator std::vector<int64_t>() const { return std::vector<int64_t>(begin(), end()); }
 
+    Shape(const Shape&) = default;
+    Shape& operator=(const Shape&) = default;
+    // A move leaves the source empty, as a vector's does. (The compiler's
+    // move would take the heap numbers of a long list and leave its size
+    // behind.) The fixed-size copy of inline_ is a few instructions.
+    Shape(Shape&& other) noexcept : heap_(std::move(other.heap_)), ndim_(other.ndim_) {
+        for (int i = 0; i < kMaxDims; ++i) inline_[i] = other.inline_[i];
+        other.ndim_ = 0;
+    }
+    Shape& operator=(Shape&& other) noexcept {
+        if (this == &other) return *this;
+        for (int i = 0; i < kMaxDims; ++i) inline_[i] = other.inline_[i];
+        heap_ = std::move(other.heap_);
+        ndim_ = other.ndim_;
+        other.heap_.clear();
+        other.ndim_ = 0;
+        return *this;
+    }
+
     size_t size() const { return ndim_; }
     bool empty() const { return ndim_ == 0; }
     int64_t* data() { return ndim_ <= kMaxDims ? inline_ : heap_.data(); }
     const int64_t* data() const { return ndim_ <= kMaxDims ? inline_ : heap_.data(); }
     int64_t& operator[](size_t i) { return data()[i]; }
-    int64_t operator[](size_t i) const { return data()[i]; }
+    const int64_t& operator[](size_t i) const { return data()[i]; }
     int64_t* begin() { return data(); }
     int64_t* end() { return data() + ndim_; }
     const int64_t* begin() const { return data(); }
     const int64_t* end() const { return data() + ndim_; }
     int64_t& front() { return data()[0]; }
-    int64_t front() const { return data()[0]; }
+    const int64_t& front() const { return data()[0]; }
     int64_t& back() { return data()[ndim_ - 1]; }
-    int64_t back() const { return data()[ndim_ - 1]; }
+    const int64_t& back() const { return data()[ndim_ - 1]; }
 
     // New entries are `value`; the entries kept keep their values.
     void resize(size_t ndim, int64_t value = 0) {

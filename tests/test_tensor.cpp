@@ -65,8 +65,8 @@ TEST_CASE("a Shape acts as a std::vector<int64_t>, inside and past kMaxDims", "[
                     reference.resize(n, value);
                     break;
                 }
-                case 3:
-                    shape.insert(shape.begin() + at, value);
+                case 3:  // insert returns where the new number is, as a vector's does
+                    REQUIRE(shape.insert(shape.begin() + at, value) - shape.begin() == (std::ptrdiff_t)at);
                     reference.insert(reference.begin() + at, value);
                     break;
                 case 4: {  // insert a run of the shape's own numbers
@@ -79,15 +79,21 @@ TEST_CASE("a Shape acts as a std::vector<int64_t>, inside and past kMaxDims", "[
                 case 5:
                     if (at < reference.size()) {
                         size_t n = std::min(reference.size() - at, (size_t)(rng() % 3));
-                        shape.erase(shape.begin() + at, shape.begin() + at + n);
+                        REQUIRE(shape.erase(shape.begin() + at, shape.begin() + at + n) - shape.begin() ==
+                                (std::ptrdiff_t)at);
                         reference.erase(reference.begin() + at, reference.begin() + at + n);
                     }
                     break;
-                case 6: {  // copies made and taken apart keep their own numbers
+                case 6: {  // a changed copy leaves the original alone; a move empties its source
                     Shape copy = shape;
                     if (!copy.empty()) copy[0] += 1;
-                    shape = Shape(reference);
                     CHECK((copy == shape) == reference.empty());
+                    Shape moved = std::move(shape);
+                    CHECK(shape.empty());
+                    shape.push_back(value);  // usable after the move
+                    CHECK(shape == Shape{value});
+                    shape = std::move(moved);
+                    CHECK(moved.empty());
                     break;
                 }
             }

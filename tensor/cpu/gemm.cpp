@@ -28,6 +28,7 @@
 #include "tensor/cpu/gemm.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -192,11 +193,8 @@ void pack_b(const T* B, int64_t rs, int64_t cs, int64_t kc, int64_t n, int nr, T
         for (int64_t p = 0; p < kc; ++p) {
             const T* row = B + p * rs + c * cs;
             T* out = panel + p * nr;
-            if (cs == 1) {  // row-major B: a plain copy the compiler vectorizes
-                for (int64_t j = 0; j < cols; ++j) out[j] = row[j];
-            } else {
-                for (int64_t j = 0; j < cols; ++j) out[j] = row[j * cs];
-            }
+            // (A row-major B, cs = 1, goes to pack_b_rows instead.)
+            for (int64_t j = 0; j < cols; ++j) out[j] = row[j * cs];
             for (int64_t j = cols; j < nr; ++j) out[j] = T(0);
         }
     }
@@ -237,18 +235,21 @@ int64_t a_block_size(const GemmProblem<T, Kernel>& g, int64_t kc_max) {
 }
 
 // Rows [p_begin, p_end) of B(slice pc, columns [jc, jc + n)) of matrix bi,
-// for a row-major B, into all the panels of the block at once: the reads run
-// along whole rows of B, one stream. Panel by panel they would step down a
-// strip nr numbers wide, into a new 4 KiB region every few rows for a wide
-// B, which the hardware prefetcher follows poorly (our reading): from
-// memory, as a step's activations come, the weight gradients of train's
-// model ran 15-20% below their warm speed, and this walk took 139-142 ->
-// 152-157 GFLOP/s inside the step for 128 x 2048 x 512
-// (bench/results/pack-b-rows-2026-12-05.txt). The numbers land where
-// pack_b puts them.
+// a row-major B (col_stride 1), packed as pack_b packs it: panel c (columns
+// c..c+nr-1) at b_packed + c kc, its row p at + p nr, zeros past column n.
+//
+// Row by row across all the panels, the reads run along whole rows of B,
+// one stream. Panel by panel they would step down a strip nr numbers wide,
+// into a new 4 KiB region every few rows for a wide B, which (our reading)
+// the hardware prefetcher follows poorly. It matters when B comes from
+// memory, as a step's activations do: warm operands made train's weight
+// gradients 14-18% faster than cold ones, and packing by rows took
+// 128 x 2048 x 512 from 138-142 to 152-157 GFLOP/s inside the step
+// (bench/results/pack-b-rows-2026-12-05.txt).
 template <typename T, typename Kernel>
 void pack_b_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
                  int64_t p_begin, int64_t p_end, T* b_packed) {
+    assert(g.B.col_stride == 1);
     const int nr = g.kernel.nr;
     const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc;
     for (int64_t p = p_begin; p < p_end; ++p) {
@@ -261,6 +262,11 @@ void pack_b_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_
         }
     }
 }
+
+// Where the threads pack one B block together, each piece is this many rows
+// of B across all the panels: with nr = 32 (AVX-512), 16 rows of a panel
+// are 2 KiB, so two threads never write the same cache line.
+constexpr int64_t kPackRowsPerPiece = 16;
 
 // B(slice pc, columns [jc, jc + n)) of matrix bi, packed whole.
 template <typename T, typename Kernel>
@@ -497,12 +503,11 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
                 int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
                 T* b_shared = turn % 2 == 0 ? b_even.data() : b_odd.data();
                 std::vector<RowShare>& shares = turn % 2 == 0 ? shares_even : shares_odd;
-                // Shared out by rows of B where it is row-major (16 at a
-                // time: whole cache lines of the packed panels), else by panels.
+                // Shared out by rows of B where it is row-major, else by panels.
                 if (g.B.col_stride == 1) {
 #pragma omp for schedule(dynamic)
-                    for (int64_t p = 0; p < kc; p += 16)
-                        pack_b_rows(g, bi, pc, kc, jc, n, p, std::min<int64_t>(kc, p + 16), b_shared);
+                    for (int64_t p = 0; p < kc; p += kPackRowsPerPiece)
+                        pack_b_rows(g, bi, pc, kc, jc, n, p, std::min<int64_t>(kc, p + kPackRowsPerPiece), b_shared);
                 } else {
                     const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
 #pragma omp for schedule(dynamic)
