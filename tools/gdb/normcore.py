@@ -1,10 +1,13 @@
 # normcore.py — gdb pretty printers for normcore's tensors, so that
-# `print x` in gdb shows what the tensor is instead of a shared_ptr:
+# `print x` in gdb shows what the tensor is instead of a shared_ptr, and a
+# shape as its list of sizes:
 #
 #   (gdb) print g
 #   $5 = Tensor [4, 2] float32 cpu
 #   (gdb) print y
 #   $6 = Tensor [4, 2] float32 cpu, requires grad, grad_fn TanhBackward
+#   (gdb) print y.impl_._M_ptr->shape
+#   $7 = Shape [4, 2]
 #
 # Load it with `gdb -x tools/gdb/normcore.py ...` (chapter 2). The printers
 # only read memory; they never call a function in the program, which gdb
@@ -23,6 +26,24 @@ def _int64_vector(vector):
     start = vector["_M_impl"]["_M_start"]
     finish = vector["_M_impl"]["_M_finish"]
     return [int((start + i).dereference()) for i in range(int(finish - start))]
+
+
+def _shape_numbers(shape):
+    """The sizes in an nc::Shape (tensor/shape.h): up to kMaxDims of them in
+    the array inline_, more in the vector heap_."""
+    ndim = int(shape["ndim_"])
+    inline = shape["inline_"]
+    if ndim <= inline.type.range()[1] + 1:
+        return [int(inline[i]) for i in range(ndim)]
+    return _int64_vector(shape["heap_"])
+
+
+class ShapePrinter:
+    def __init__(self, value):
+        self.value = value
+
+    def to_string(self):
+        return "Shape [" + ", ".join(str(d) for d in _shape_numbers(self.value)) + "]"
 
 
 def _string(value):
@@ -44,7 +65,7 @@ class TensorPrinter:
         if int(impl_ptr) == 0:
             return "Tensor (undefined)"
         impl = impl_ptr.dereference()
-        shape = "[" + ", ".join(str(d) for d in _int64_vector(impl["shape"])) + "]"
+        shape = "[" + ", ".join(str(d) for d in _shape_numbers(impl["shape"])) + "]"
         device = impl["device"]
         place = "cpu" if _enum_name(device["type"]) == "CPU" else "cuda:%d" % int(device["index"])
         text = "Tensor %s %s %s" % (shape, _enum_name(impl["dtype"]).lower(), place)
@@ -65,6 +86,8 @@ def _lookup(value):
         type_ = type_.target().strip_typedefs()
     if type_.unqualified().tag == "nc::Tensor":
         return TensorPrinter(value)
+    if type_.unqualified().tag == "nc::Shape":
+        return ShapePrinter(value)
     return None
 
 
