@@ -17,8 +17,8 @@ public:
 };
 
 // Throws Error("<op>: <message>"). The op's name is a string_view, as in the
-// checks that call this: a check that passes builds no std::string, and a
-// small op runs several checks (before, each built a std::string from a const char*: a strlen and a copy).
+// checks that call this, so that a check that passes builds no std::string
+// (a small op runs several; each used to cost a strlen and a copy).
 [[noreturn]] void fail(std::string_view op, const std::string& message);
 
 }  // namespace nc

@@ -268,13 +268,25 @@ void pack_b_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_
 // are 2 KiB, so two threads never write the same cache line.
 constexpr int64_t kPackRowsPerPiece = 16;
 
+// Panel `panel` of B(slice pc, columns [jc, jc + n)) of matrix bi, for a B
+// that is not row-major (x W^T's transposed weight, a strided view).
+template <typename T, typename Kernel>
+void pack_b_panel(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
+                  int64_t panel, T* b_packed) {
+    const int nr = g.kernel.nr;
+    const int64_t c = panel * nr;
+    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + (jc + c) * g.B.col_stride;
+    pack_b(B, g.B.row_stride, g.B.col_stride, kc, std::min<int64_t>(nr, n - c), nr, b_packed + c * kc,
+           transpose_of(g.kernel));
+}
+
 // B(slice pc, columns [jc, jc + n)) of matrix bi, packed whole.
 template <typename T, typename Kernel>
 void pack_b_block(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
                   T* b_packed) {
     if (g.B.col_stride == 1) return pack_b_rows(g, bi, pc, kc, jc, n, 0, kc, b_packed);
-    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
-    pack_b(B, g.B.row_stride, g.B.col_stride, kc, n, g.kernel.nr, b_packed, transpose_of(g.kernel));
+    for (int64_t panel = 0; panel < ceil_div(n, (int64_t)g.kernel.nr); ++panel)
+        pack_b_panel(g, bi, pc, kc, jc, n, panel, b_packed);
 }
 
 // C(rows [row_begin, row_end), columns [jc, jc + n)) (+)= A(those rows, slice
@@ -509,12 +521,9 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
                     for (int64_t p = 0; p < kc; p += kPackRowsPerPiece)
                         pack_b_rows(g, bi, pc, kc, jc, n, p, std::min<int64_t>(kc, p + kPackRowsPerPiece), b_shared);
                 } else {
-                    const T* B = g.B.data + g.B.batch_offsets[bi] + pc * g.B.row_stride + jc * g.B.col_stride;
 #pragma omp for schedule(dynamic)
                     for (int64_t panel = 0; panel < ceil_div(n, nr); ++panel)
-                        pack_b(B + panel * nr * g.B.col_stride, g.B.row_stride, g.B.col_stride, kc,
-                               std::min<int64_t>(nr, n - panel * nr), nr, b_shared + panel * nr * kc,
-                               transpose_of(g.kernel));
+                        pack_b_panel(g, bi, pc, kc, jc, n, panel, b_shared);
                 }
                 (turn % 2 == 0 ? shares_odd : shares_even)[me].reset(my_first, my_last);  // for the next slice
                 auto multiply_panels = [&](PanelRange range) {
