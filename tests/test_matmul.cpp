@@ -152,6 +152,39 @@ TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
     }
 }
 
+// Attention's tile products pass their thread's own packing buffers
+// (gemm.h): the products must come out the same to the bit as with buffers
+// from the allocator, whether the buffers grow (a larger product after a
+// smaller one) or are reused for smaller ones, and once grown they must
+// take nothing more from the allocator.
+TEST_CASE("gemm_single_thread with its own packing buffers: same bits, no allocation", "[matmul]") {
+    Generator gen(23);
+    cpu::PackingBuffers<float> buffers;
+    // {M, K, N}: growing, then smaller, then a K past one cache slice (256).
+    const std::vector<std::array<int64_t, 3>> shapes{{8, 16, 8}, {128, 32, 128}, {40, 100, 70}, {96, 300, 64}};
+    auto product = [&](const Tensor& a, const Tensor& bt, cpu::PackingBuffers<float>* own) {
+        const int64_t M = a.size(0), K = a.size(1), N = bt.size(0);
+        std::vector<float> c(M * N);
+        cpu::gemm_single_thread(M, N, K, a.data<float>(), K, 1, bt.data<float>(), 1, K, c.data(), N,
+                                /*accumulate=*/false, own);
+        return c;
+    };
+    for (int round = 0; round < 2; ++round)
+        for (auto [M, K, N] : shapes) {
+            INFO("round " << round << ": " << M << " x " << K << " x " << N);
+            Tensor a = raw::randn({M, K}, gen), bt = raw::randn({N, K}, gen);  // B = bt^T, as attention's K^T
+            std::vector<float> allocated = product(a, bt, nullptr);
+            const AllocatorStats before = cpu::allocator_stats();
+            std::vector<float> own = product(a, bt, &buffers);
+            const AllocatorStats after = cpu::allocator_stats();
+            CHECK(own == allocated);
+            std::vector<double> expected = reference_matmul(a, raw::transpose(bt, 0, 1));
+            for (size_t i = 0; i < own.size(); ++i) REQUIRE(std::abs(own[i] - expected[i]) < 1e-4 * std::sqrt(K));
+            // The second round's buffers are as large as any product needs.
+            if (round == 1) CHECK(after.system_allocations + after.cache_hits == before.system_allocations + before.cache_hits);
+        }
+}
+
 TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[matmul][threads]") {
     Generator gen(15);
     const int saved_threads = omp_get_max_threads();

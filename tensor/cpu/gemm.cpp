@@ -225,6 +225,7 @@ struct GemmProblem {
     const Kernel& kernel;
     Blocking blk;
     bool accumulate;
+    PackingBuffers<T>* buffers = nullptr;  // the caller's own, for a product on one thread (nullptr: allocate)
 };
 
 // The size of one thread's packed A block: at most mc rows, slices of at
@@ -459,6 +460,20 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     int64_t nc_max = strip_width;
 
     if (threads == 1 || tasks >= 2 * threads) {
+        auto multiply_strip = [&](int64_t task, T* a_packed, T* b_packed) {
+            int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
+            for (int64_t s = 0; s < slices; ++s) {
+                int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
+                pack_b_block(g, bi, pc, kc, jc, n, b_packed);
+                multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, b_packed, a_packed);
+            }
+        };
+        if (threads == 1 && g.buffers) {  // the caller's own buffers (gemm.h)
+            T* a_packed = g.buffers->a(a_block_size(g, kc_max));
+            T* b_packed = g.buffers->b(kc_max * nc_max);
+            for (int64_t task = 0; task < tasks; ++task) multiply_strip(task, a_packed, b_packed);
+            return;
+        }
         // Each thread packs into its own buffers (from the caching
         // allocator, so a training step does not go back to malloc for
         // them), sized for this product: a 64 x 64 attention tile needs
@@ -469,14 +484,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
         parallel_for_dynamic(
             tasks, threads > 1,
             [&] { return Packed{ScratchBuffer<T>(a_block_size(g, kc_max)), ScratchBuffer<T>(kc_max * nc_max)}; },
-            [&](int64_t task, Packed& packed) {
-                int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
-                for (int64_t s = 0; s < slices; ++s) {
-                    int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
-                    pack_b_block(g, bi, pc, kc, jc, n, packed.b.data());
-                    multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, packed.b.data(), packed.a.data());
-                }
-            });
+            [&](int64_t task, Packed& packed) { multiply_strip(task, packed.a.data(), packed.b.data()); });
         return;
     }
 
@@ -547,8 +555,9 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
 template <typename T, typename Kernel>
 void gemm_blocked(int64_t M, int64_t N, int64_t K, const Operand<T>& A, const Operand<T>& B, T* C,
                   const int64_t* c_offsets, int64_t batch, int64_t ldc, const Kernel& kernel, bool allow_threads,
-                  bool accumulate) {
-    GemmProblem<T, Kernel> g{M, N, K, A, B, C, c_offsets, ldc, kernel, blocking_for(kernel.mr, kernel.nr), accumulate};
+                  bool accumulate, PackingBuffers<T>* buffers = nullptr) {
+    const Blocking blk = blocking_for(kernel.mr, kernel.nr);
+    GemmProblem<T, Kernel> g{M, N, K, A, B, C, c_offsets, ldc, kernel, blk, accumulate, buffers};
     blocked_loops(g, batch, allow_threads);
 }
 
@@ -597,18 +606,20 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const
 }
 
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,
-                        int64_t b_rs, int64_t b_cs, float* C, int64_t ldc, bool accumulate) {
+                        int64_t b_rs, int64_t b_cs, float* C, int64_t ldc, bool accumulate,
+                        PackingBuffers<float>* buffers) {
     if (M == 1 && gemv(N, K, A, a_cs, B, b_rs, b_cs, C, accumulate, /*allow_threads=*/false)) return;
     const int64_t zero = 0;
     gemm_blocked<float>(M, N, K, {A, &zero, a_rs, a_cs}, {B, &zero, b_rs, b_cs}, C, &zero, 1, ldc,
-                        micro_kernel_for(best_simd_isa()), /*allow_threads=*/false, accumulate);
+                        micro_kernel_for(best_simd_isa()), /*allow_threads=*/false, accumulate, buffers);
 }
 
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const double* A, int64_t a_rs, int64_t a_cs,
-                        const double* B, int64_t b_rs, int64_t b_cs, double* C, int64_t ldc, bool accumulate) {
+                        const double* B, int64_t b_rs, int64_t b_cs, double* C, int64_t ldc, bool accumulate,
+                        PackingBuffers<double>* buffers) {
     const int64_t zero = 0;
     gemm_blocked<double>(M, N, K, {A, &zero, a_rs, a_cs}, {B, &zero, b_rs, b_cs}, C, &zero, 1, ldc, kDoubleKernel,
-                         /*allow_threads=*/false, accumulate);
+                         /*allow_threads=*/false, accumulate, buffers);
 }
 
 template <typename T>

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm_kernels.h"
 
 namespace nc {
@@ -41,13 +42,54 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const 
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
           const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate = false);
 
+// The packing buffers of one thread's products, kept from one product to the
+// next: each grows to the largest request it has served and is freed with
+// the object. A product takes its packed A and B blocks from the caching
+// allocator otherwise, and the allocator has one lock: attention's two
+// threads, each taking two blocks for every tile product (hundreds per
+// head), spent much of their time waiting for each other there. With their
+// own buffers, T = 128, D = 32 (train's model) ran forward in 0.97 ms
+// instead of 1.49 and backward in 1.43 instead of 2.81 (64 heads;
+// bench/results/attention-packing-buffers-2026-12-05.txt).
+template <typename T>
+class PackingBuffers {
+public:
+    PackingBuffers() = default;
+    ~PackingBuffers() {
+        deallocate(a_);
+        deallocate(b_);
+    }
+    PackingBuffers(const PackingBuffers&) = delete;
+    PackingBuffers& operator=(const PackingBuffers&) = delete;
+    // At least `count` values, 64-byte aligned (the micro-kernels' aligned loads).
+    T* a(size_t count) { return grown(a_, a_count_, count); }
+    T* b(size_t count) { return grown(b_, b_count_, count); }
+
+private:
+    static T* grown(T*& data, size_t& have, size_t need) {
+        if (need > have) {
+            deallocate(data);
+            data = nullptr;  // if allocate throws, the destructor must not free it twice
+            data = static_cast<T*>(allocate(need * sizeof(T)));
+            have = need;
+        }
+        return data;
+    }
+    T* a_ = nullptr;
+    T* b_ = nullptr;
+    size_t a_count_ = 0, b_count_ = 0;
+};
+
 // C = A B, or C += A B when `accumulate`, for one matrix, on the calling
 // thread only, with the fastest micro-kernel: for the small products inside
-// an already parallel loop (the tiles of attention.cpp).
+// an already parallel loop (the tiles of attention.cpp). `buffers`: the
+// calling thread's own packing buffers (nullptr: from the caching allocator).
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,
-                        int64_t b_rs, int64_t b_cs, float* C, int64_t ldc, bool accumulate);
+                        int64_t b_rs, int64_t b_cs, float* C, int64_t ldc, bool accumulate,
+                        PackingBuffers<float>* buffers = nullptr);
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const double* A, int64_t a_rs, int64_t a_cs,
-                        const double* B, int64_t b_rs, int64_t b_cs, double* C, int64_t ldc, bool accumulate);
+                        const double* B, int64_t b_rs, int64_t b_cs, double* C, int64_t ldc, bool accumulate,
+                        PackingBuffers<double>* buffers = nullptr);
 
 // The textbook triple loop, kept as the reference the fast kernel is tested
 // against (tests/test_matmul.cpp) and for reading.

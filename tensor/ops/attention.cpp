@@ -291,10 +291,10 @@ void for_each_key_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_t 
 // the scores a band's queries cannot see are left unwritten.
 template <typename T>
 void tile_scores(bool causal, const T* q, int64_t i0, int64_t br, const T* k, int64_t j0, int64_t bc, int64_t D,
-                 T* scores) {
+                 T* scores, PackingBuffers<T>& packing) {
     for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
         gemm_single_thread(rows, keys, D, q + (i0 + r0) * D, D, 1, k + j0 * D, 1, D, scores + r0 * bc, bc,
-                           /*accumulate=*/false);
+                           /*accumulate=*/false, &packing);
     });
 }
 
@@ -313,13 +313,15 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
     const int64_t q_blocks = (Tq + kBlockQ - 1) / kBlockQ;
 
     // Each thread's tiles: the scores, the output sums, and each row's
-    // running max and sum.
+    // running max and sum; and its own packing buffers for the tile
+    // products (gemm.h says why).
     struct Tiles {
         ScratchBuffer<T> scores, acc, row_max, row_sum;
+        PackingBuffers<T> packing;
     };
     auto make_tiles = [&] {
         return Tiles{ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ * Dv), ScratchBuffer<T>(kBlockQ),
-                     ScratchBuffer<T>(kBlockQ)};
+                     ScratchBuffer<T>(kBlockQ), PackingBuffers<T>()};
     };
     // One task per (head n, query block qb).
     parallel_for_dynamic(N * q_blocks, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t task, Tiles& tiles) {
@@ -337,7 +339,7 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
         std::fill(row_sum.data(), row_sum.data() + br, T(0));
         for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
             const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
-            tile_scores(causal, q, i0, br, k, j0, bc, D, scores.data());
+            tile_scores(causal, q, i0, br, k, j0, bc, D, scores.data(), tiles.packing);
             for (int64_t r = 0; r < br; ++r) {
                 const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
                 T* s = scores.data() + r * bc;  // scores, then probabilities (unnormalized)
@@ -357,7 +359,7 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
             // o += P_tile V_tile, band by band.
             for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
                 gemm_single_thread(rows, Dv, keys, scores.data() + r0 * bc, bc, 1, v + j0 * Dv, Dv, 1,
-                                   acc.data() + r0 * Dv, Dv, /*accumulate=*/true);
+                                   acc.data() + r0 * Dv, Dv, /*accumulate=*/true, &tiles.packing);
             });
         }
         for (int64_t r = 0; r < br; ++r) {
@@ -393,9 +395,11 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
     // from all its query blocks, so no two threads ever write the same row.
     struct Tiles {
         ScratchBuffer<T> p, dp, delta;
+        PackingBuffers<T> packing;
     };
     auto make_tiles = [&] {
-        return Tiles{ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ)};
+        return Tiles{ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ),
+                     PackingBuffers<T>()};
     };
     parallel_for_dynamic(N, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t n, Tiles& tiles) {
         ScratchBuffer<T>& p = tiles.p;
@@ -422,7 +426,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
                 const bool add_to_dq = j0 > 0, add_to_dk_dv = i0 > 0 && j0 < key_end(causal, i0, S);
                 // p_ij = exp(scale s_ij - L_i), 0 where masked.
-                tile_scores(causal, q, i0, br, k, j0, bc, D, p.data());
+                tile_scores(causal, q, i0, br, k, j0, bc, D, p.data(), tiles.packing);
                 for (int64_t r = 0; r < br; ++r) {
                     const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
                     T* pr = p.data() + r * bc;
@@ -432,7 +436,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 // dp = dout_tile V_tile^T, band by band (like the scores)
                 for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
                     gemm_single_thread(rows, keys, Dv, dout + (i0 + r0) * Dv, Dv, 1, v + j0 * Dv, 1, Dv,
-                                       dp.data() + r0 * bc, bc, false);
+                                       dp.data() + r0 * bc, bc, false, &tiles.packing);
                 });
                 // ds = scale p (dp - D), in place of dp (the scale of s = scale q.k folded in);
                 // 0 where masked, where dp was not computed.
@@ -448,13 +452,13 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 for_each_key_band(causal, i0, br, j0, bc, [&](int64_t c0, int64_t cols, int64_t first) {
                     const T *p_band = p.data() + first * bc + c0, *ds_band = dp.data() + first * bc + c0;
                     gemm_single_thread(cols, Dv, br - first, p_band, 1, bc, dout + (i0 + first) * Dv, Dv, 1,
-                                       dv + (j0 + c0) * Dv, Dv, add_to_dk_dv);
+                                       dv + (j0 + c0) * Dv, Dv, add_to_dk_dv, &tiles.packing);
                     gemm_single_thread(cols, D, br - first, ds_band, 1, bc, q + (i0 + first) * D, D, 1,
-                                       dk + (j0 + c0) * D, D, add_to_dk_dv);
+                                       dk + (j0 + c0) * D, D, add_to_dk_dv, &tiles.packing);
                 });
                 for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
                     gemm_single_thread(rows, D, keys, dp.data() + r0 * bc, bc, 1, k + j0 * D, D, 1, dq + (i0 + r0) * D,
-                                       D, add_to_dq);
+                                       D, add_to_dq, &tiles.packing);
                 });
             }
         }
