@@ -217,6 +217,45 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
     omp_set_num_threads(saved_threads);
 }
 
+// With few rows (gemm.cpp's kFewRows) the threads share a product's
+// columns, in strips that depend on the thread count. Each element is
+// still the same sum in the same order, so every thread count must give
+// the same bits, and the reference's values. Shapes: a 64-token prompt's
+// projection with two K slices, columns not a multiple of the kernel's
+// width, a wide output, fewer columns than one strip, and a batch.
+TEST_CASE("gemm with few rows shares its columns: the same bits for 1 2 and 3 threads", "[matmul][threads]") {
+    Generator gen(29);
+    const int saved_threads = omp_get_max_threads();
+    struct Case {
+        int64_t batch, M, K, N;
+    };
+    for (Case c : {Case{1, 64, 300, 384}, Case{1, 64, 128, 100}, Case{1, 200, 70, 2304}, Case{1, 256, 40, 33},
+                   Case{3, 50, 60, 200}}) {
+        Tensor a = raw::randn({c.batch, c.M, c.K}, gen), b = raw::randn({c.batch, c.K, c.N}, gen);
+        Tensor bt = raw::transpose(raw::contiguous(raw::transpose(b, 1, 2)), 1, 2);  // x W^T's layout
+        std::vector<double> first, first_t;
+        for (int threads : {1, 2, 3}) {
+            omp_set_num_threads(threads);
+            INFO("M=" << c.M << " K=" << c.K << " N=" << c.N << " batch " << c.batch << ", threads=" << threads);
+            // Outputs start as NaN: a column no strip covers cannot pass for
+            // a value an earlier product left in a reused block.
+            Tensor plain = raw::full({c.batch, c.M, c.N}, NAN), transposed = raw::full({c.batch, c.M, c.N}, NAN);
+            backend_for(kCPU).matmul(a, b, plain, /*accumulate=*/false);
+            backend_for(kCPU).matmul(a, bt, transposed, /*accumulate=*/false);
+            if (threads == 1) {
+                first = plain.to_vector();
+                first_t = transposed.to_vector();
+                for (int64_t bi = 0; bi < c.batch; ++bi)
+                    check_values(matrix(plain, bi), reference_matmul(matrix(a, bi), matrix(b, bi)),
+                                 2e-4 * std::sqrt((double)c.K));
+            }
+            CHECK(plain.to_vector() == first);
+            CHECK(transposed.to_vector() == first_t);
+        }
+    }
+    omp_set_num_threads(saved_threads);
+}
+
 // A weight gradient dW = dy^T x has a long K (every token) and a small
 // output, and gemm.cpp splits its K into parts whose outputs are added at
 // the end. The parts depend on the shape only, so the result must be the

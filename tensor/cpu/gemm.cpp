@@ -66,6 +66,16 @@ struct Blocking {
 };
 Blocking blocking_for(int mr, int nr) { return {256, round_up(144, mr), round_up(1024, nr)}; }
 
+// At most this many rows, the threads of a product share its columns, not
+// its rows (blocked_loops). On a 2-core AMD EPYC (Zen 5), 2 threads, warm
+// operands, against sharing the rows: 64 x 128 x 384 NT (a 64-token
+// prompt through the default model's qkv projection) from 140 to 206-223
+// GFLOP/s, where one thread alone ran 186; 64 x 768 x 2304 NT (GPT-2
+// 124M's) from 173-179 to 281-282; 128 x 1024 x 1024 NT from 255 to
+// 293-302; 256 rows gained 0-20%, and from 384 rows on the two ways ran
+// even (bench/results/gemm-few-rows-column-strips-2026-12-05.txt).
+constexpr int64_t kFewRows = 256;
+
 // Packed A micro-panels (kc x mr values each) sit one cache line further
 // apart than they need to. With kc = 256 and mr = 12, back-to-back panels
 // would start exactly 12 KiB apart, a multiple of 4 KiB: the same offset in
@@ -453,13 +463,25 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     // Columns are cut into strips of equal width (a multiple of nr), at most
     // nc: 1152 = 576 + 576 rather than 1024 + 128.
     int64_t strips = ceil_div(g.N, blk.nc), strip_width = round_up(ceil_div(g.N, strips), nr);
+    // A product with few rows (kFewRows) and too few strips for every
+    // thread to take two is cut into narrower strips instead, 2 per thread
+    // where the columns allow strips of 2 nr: each thread then packs its own
+    // strips of B and all of A (small, the rows being few), and no thread
+    // waits for another. Shared by rows, a 64-row product gives each thread
+    // 3 micro-panels and a barrier per K slice.
+    const bool few_rows = g.M <= kFewRows;
+    if (threads > 1 && few_rows && batch * strips < 2 * threads) {
+        strips = std::max(strips, std::min<int64_t>(ceil_div(2 * threads, batch), ceil_div(g.N, 2 * nr)));
+        strip_width = round_up(ceil_div(g.N, strips), nr);
+        strips = ceil_div(g.N, strip_width);
+    }
     int64_t tasks = batch * strips;
     // K is cut into slices of equal length, at most kc: 384 = 192 + 192, not
     // 256 + 128 (a short slice pays the same C traffic for half the work).
     int64_t slices = ceil_div(g.K, blk.kc), kc_max = ceil_div(g.K, slices);
     int64_t nc_max = strip_width;
 
-    if (threads == 1 || tasks >= 2 * threads) {
+    if (threads == 1 || tasks >= 2 * threads || (few_rows && tasks >= threads)) {
         auto multiply_strip = [&](int64_t task, T* a_packed, T* b_packed) {
             int64_t bi = task / strips, jc = task % strips * strip_width, n = std::min(strip_width, g.N - jc);
             for (int64_t s = 0; s < slices; ++s) {
