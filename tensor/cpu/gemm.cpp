@@ -72,8 +72,10 @@ Blocking blocking_for(int mr, int nr) { return {256, round_up(144, mr), round_up
 // prompt through the default model's qkv projection) from 140 to 206-223
 // GFLOP/s, where one thread alone ran 186; 64 x 768 x 2304 NT (GPT-2
 // 124M's) from 173-179 to 281-282; 128 x 1024 x 1024 NT from 255 to
-// 293-302; 256 rows gained 0-20%, and from 384 rows on the two ways ran
-// even (bench/results/gemm-few-rows-column-strips-2026-12-05.txt).
+// 293-302; 256 rows -3% to +21%. With the limit at 1024 rows, products of
+// 384 and 512 rows ran 4-9% slower with column strips than with shared
+// rows (one shape of 384 rows 1-5% faster), 768 and 1024 rows even
+// (bench/results/gemm-few-rows-column-strips-2026-12-05.txt).
 constexpr int64_t kFewRows = 256;
 
 // Packed A micro-panels (kc x mr values each) sit one cache line further
@@ -469,11 +471,17 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     // strips of B and all of A (small, the rows being few), and no thread
     // waits for another. Shared by rows, a 64-row product gives each thread
     // 3 micro-panels and a barrier per K slice.
+    // Kept only if every thread then has a strip: else the rows are shared
+    // as before, over the strips of at most nc (narrower ones would only
+    // add barriers).
     const bool few_rows = g.M <= kFewRows;
     if (threads > 1 && few_rows && batch * strips < 2 * threads) {
-        strips = std::max(strips, std::min<int64_t>(ceil_div(2 * threads, batch), ceil_div(g.N, 2 * nr)));
-        strip_width = round_up(ceil_div(g.N, strips), nr);
-        strips = ceil_div(g.N, strip_width);
+        const int64_t narrow = std::max(strips, std::min<int64_t>(ceil_div(2 * threads, batch), ceil_div(g.N, 2 * nr)));
+        const int64_t narrow_width = round_up(ceil_div(g.N, narrow), nr);
+        if (batch * ceil_div(g.N, narrow_width) >= threads) {
+            strip_width = narrow_width;
+            strips = ceil_div(g.N, strip_width);
+        }
     }
     int64_t tasks = batch * strips;
     // K is cut into slices of equal length, at most kc: 384 = 192 + 192, not

@@ -43,13 +43,14 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const
           const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate = false);
 
 // The packing buffers of one thread's products, kept from one product to the
-// next: each grows to the largest request it has served and is freed with
-// the object. A product takes its packed A and B blocks from the caching
-// allocator otherwise, and the allocator has one lock: attention's two
-// threads, each taking two blocks for every tile product (hundreds per
-// head), spent much of their time waiting for each other there. With their
-// own buffers, T = 128, D = 32 (train's model) ran forward in 0.97 ms
-// instead of 1.49 and backward in 1.43 instead of 2.81 (64 heads;
+// next: each grows to the largest request it has served and goes back to
+// the caching allocator with the object. A product takes its packed A and B
+// blocks from the caching allocator otherwise, and the allocator has one
+// lock: attention's two threads, each taking two blocks for every tile
+// product (hundreds per head), spent much of their time waiting for each
+// other there. With their own buffers, T = 128, D = 32 (train's model, 64
+// heads) ran forward in 0.96 ms instead of 1.40 and backward in 1.42
+// instead of 2.50 (medians of alternating runs;
 // bench/results/attention-packing-buffers-2026-12-05.txt).
 template <typename T>
 class PackingBuffers {
@@ -69,7 +70,8 @@ private:
     static T* grown(T*& data, size_t& have, size_t need) {
         if (need > have) {
             deallocate(data);
-            data = nullptr;  // if allocate throws, the destructor must not free it twice
+            data = nullptr;  // if allocate throws, the destructor must not free it twice,
+            have = 0;        // nor a later, smaller request get the null pointer
             data = static_cast<T*>(allocate(need * sizeof(T)));
             have = need;
         }
