@@ -47,10 +47,10 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const
 // the caching allocator with the object. A product takes its packed A and B
 // blocks from the caching allocator otherwise, and the allocator has one
 // lock: attention's two threads, each taking two blocks for every tile
-// product (hundreds per head), spent much of their time waiting for each
-// other there. With their own buffers, T = 128, D = 32 (train's model, 64
-// heads) ran forward in 0.96 ms instead of 1.40 and backward in 1.42
-// instead of 2.50 (medians of alternating runs;
+// product (dozens per head, hundreds at T = 1024), spent much of their time
+// waiting for each other there. With their own buffers, T = 128, D = 32
+// (train's model, 64 heads) ran forward in 0.96 ms instead of 1.40 and
+// backward in 1.42 instead of 2.50 (medians of alternating runs;
 // bench/results/attention-packing-buffers-2026-12-05.txt).
 template <typename T>
 class PackingBuffers {
