@@ -166,6 +166,11 @@ LIB_SRCS := $(wildcard tensor/*.cpp tensor/cpu/*.cpp tensor/ops/*.cpp autograd/*
 # against the CUDA emulator's cuda_runtime.h (tests/cuda_emulator/), never
 # the toolkit's, so it runs, and is the same, with or without CUDA.
 TEST_SRCS := $(wildcard tests/*.cpp tests/emulated/*.cpp tests/cuda_emulator/*.cpp)
+# EMULATED=0 leaves the emulated GPU kernels out of the test binary
+# (test-arm64: its run skips them, qemu being too slow for them anyway).
+ifeq ($(EMULATED),0)
+  TEST_SRCS := $(wildcard tests/*.cpp)
+endif
 TUTORIAL_SRCS := $(wildcard tutorials/*.cpp)
 TUTORIAL_BINS := $(patsubst tutorials/%.cpp,$(BUILD)/tutorials/%,$(TUTORIAL_SRCS))
 # Chapter 9's GEMM ladder, one program per rung (tools/gemm_ladder.sh runs them).
@@ -227,9 +232,16 @@ $(BUILD)/obj/tests/emulated/%.o $(BUILD)/obj/tests/cuda_emulator/%.o: CXXFLAGS +
 # at -O1, 20 s at -O0). The emulated GPU kernels are the exception: they do
 # real work in the test binary, so they keep -O1 (make applies the more
 # specific pattern, the one with the shorter stem, last: its -O1 follows -O0).
+# The release build does the same (with -O3 for the emulated kernels): on a
+# 2-core machine whose builds are slow, compiling the tests at -O3 took
+# minutes of CI's 30, twice (x86 and the ARM cross-build).
 ifeq ($(MODE),asan)
 $(BUILD)/obj/tests/%.o $(BUILD)/obj/exercises/%.o: CXXFLAGS += -O0
 $(BUILD)/obj/tests/emulated/%.o $(BUILD)/obj/tests/cuda_emulator/%.o: CXXFLAGS += -O1
+endif
+ifeq ($(MODE),release)
+$(BUILD)/obj/tests/%.o $(BUILD)/obj/exercises/%.o: CXXFLAGS += -O0
+$(BUILD)/obj/tests/emulated/%.o $(BUILD)/obj/tests/cuda_emulator/%.o: CXXFLAGS += -O3
 endif
 
 # The AVX micro-kernels are compiled for their instruction set whatever ARCH
@@ -336,12 +348,19 @@ test:
 	bench/generate/generate_speed.sh tests/data/reference/gpt2_pre 8 1 $(BUILD)/normcore
 	$(TEST_BIN) $(if $(TEST_FILTER),'$(TEST_FILTER)')
 
-# The same under ASan + UBSan, less the two studies' smoke runs in
-# cli_test.sh (five minutes under ASan) and the unit tests tagged [slow]
-# (long training runs and the 124M model: two more minutes, with their code
-# paths covered by the faster tests too); the release pass runs them all.
+# The suite and the command line under ASan + UBSan: the unit tests less
+# those tagged [slow] (long training runs and the 124M model, whose code
+# paths the faster tests cover too), and cli_test.sh less the two studies'
+# smoke runs (five minutes under ASan; each is ~100 ordinary `train` runs
+# that its other sections check). The release pass of `make test` runs
+# everything, the tutorials, exercises, fault and MPI trials included; on a
+# 2-core virtual machine whose system calls are slow, building and running
+# all of it a second time under ASan took 12 minutes of CI's 30.
 test-asan:
-	@NORMCORE_CLI_SKIP_STUDIES=1 $(MAKE) --no-print-directory MODE=asan BUILD=build/asan TEST_FILTER='~[slow]' test
+	@$(MAKE) --no-print-directory setup
+	@$(MAKE) --no-print-directory -j$(JOBS) MODE=asan BUILD=build/asan build/asan/normcore build/asan/tests/run_tests
+	NORMCORE_CLI_SKIP_STUDIES=1 tests/cli_test.sh build/asan
+	build/asan/tests/run_tests '~[slow]'
 
 # The chapters' output blocks rewritten from their programs' output
 # (tools/chapter_outputs.sh; `make test` checks that they agree).
@@ -425,13 +444,14 @@ setup-arm64: setup
 	@tools/install_packages.sh setup-arm64 --arch arm64 $(ARM64_PACKAGES) zlib1g-dev:arm64
 test-arm64: setup-arm64
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=release BUILD=build/arm64 CXX=$(ARM64_CXX) ARCH=-march=armv8-a \
-	  CUDA=0 MPI=0 STATIC_RUNTIME=1 build/arm64/tests/run_tests build/arm64/normcore
+	  CUDA=0 MPI=0 EMULATED=0 STATIC_RUNTIME=1 build/arm64/tests/run_tests build/arm64/normcore
 	tools/arm64_check.sh build/arm64
 
-# Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh).
+# Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh),
+# which needs only chapter 2's program.
 test-gdb:
 	@$(MAKE) --no-print-directory setup
-	@$(MAKE) --no-print-directory debug
+	@$(MAKE) --no-print-directory -j$(JOBS) MODE=debug BUILD=build/debug build/debug/tutorials/02_autograd
 	tests/gdb_session.sh
 
 # The main job: setup, build, then train the default small GPT-2 on the

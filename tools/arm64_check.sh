@@ -10,7 +10,8 @@
 #   2. The Catch2 suite under qemu, all but two groups, for time: the CUDA
 #      emulator's cases ([cuda-emulated], about 50 s of the suite's 70 s
 #      natively: fibers and long double references; they test GPU kernels,
-#      not the CPU's) and four cases tagged [slow] (two model-wide
+#      not the CPU's, and make test-arm64 leaves them out of the ARM build,
+#      EMULATED=0) and four cases tagged [slow] (two model-wide
 #      gradchecks, the 124M-parameter count, cached vs uncached generation;
 #      their parts are covered by smaller cases that do run), and the
 #      cases that run several threads at once ([threads]: the GEMM shared
