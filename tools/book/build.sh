@@ -36,22 +36,29 @@ root_of() {  # the way up from a page to the book's root
   if [ "$d" = "$1" ]; then echo ""; else echo "$d" | sed 's|[^/]*|..|g; s|$|/|'; fi
 }
 
-n=$(wc -l < "$work/sequence")
+# Each title and file name once (a process per lookup costs seconds on a
+# slow machine: 44 pages x 20 entries).
+mapfile -t sequence < "$work/sequence"
+n=${#sequence[@]}
+titles=(); htmls=()
+for p in "${sequence[@]}"; do
+  t=$(title_of "$p"); t=${t//&/"&amp;"}; titles+=("${t//</"&lt;"}")
+  htmls+=("$(html_of "$p")")
+done
 while read -r page; do
   root=$(root_of "$page")
-  # The chapter list, with this page marked.
-  nav="<ol>"
-  while read -r p; do
-    cls=""; [ "$p" = "$page" ] && cls=' class="here"'
-    nav="$nav<li><a$cls href=\"$root$(html_of "$p")\">$(title_of "$p" | sed 's/&/\&amp;/g; s/</\&lt;/g')</a></li>"
-  done < "$work/sequence"
+  # The chapter list, with this page marked; the pages before and after.
+  nav="<ol>"; prev=""; next=""
+  for ((j = 0; j < n; j++)); do
+    cls=""
+    if [ "${sequence[j]}" = "$page" ]; then
+      cls=' class="here"'
+      ((j > 0)) && prev=$root${htmls[j - 1]}
+      ((j + 1 < n)) && next=$root${htmls[j + 1]}
+    fi
+    nav="$nav<li><a$cls href=\"$root${htmls[j]}\">${titles[j]}</a></li>"
+  done
   nav="$nav</ol>"
-  i=$(grep -nxF "$page" "$work/sequence" | cut -d: -f1 || true)
-  prev=""; next=""
-  if [ -n "$i" ]; then
-    [ "$i" -gt 1 ] && prev=$root$(html_of "$(sed -n "$((i - 1))p" "$work/sequence")")
-    [ "$i" -lt "$n" ] && next=$root$(html_of "$(sed -n "$((i + 1))p" "$work/sequence")")
-  fi
   target="$out/$(html_of "$page")"
   mkdir -p "$(dirname "$target")"
   BOOK_DOC=$page BOOK_FILES=$work/files BOOK_PAGES=$work/pages BOOK_NEEDS=$work/needs \
@@ -61,37 +68,33 @@ while read -r page; do
       -o "$target" "$page"
 done < "$work/pages"
 
-# What the pages link to: pictures copied, source files and directories as pages.
-escape() { sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g'; }
-source_page() {  # repository path -> OUT/src/path.html, one anchored row per line
-  local path=$1 target="$out/src/$1.html"
-  local root; root=$(root_of "src/$path")
-  mkdir -p "$(dirname "$target")"
-  { printf '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>%s · normcore</title>' "$path"
-    printf '<link rel="stylesheet" href="%sbook.css"></head><body><main><p><a href="%sindex.html">normcore</a></p><h1>%s</h1>\n<table class="listing">\n' \
-      "$root" "$root" "$path"
-    escape < "$path" | awk '{ printf "<tr id=\"L%d\"><td class=\"n\"><a href=\"#L%d\">%d</a></td><td>%s</td></tr>\n", NR, NR, NR, $0 }'
-    printf '</table></main></body></html>\n'; } > "$target"
-}
+# What the pages link to: pictures copied, source files and directories as
+# pages. Source files are listed first and written by one process at the end.
+declare -A is_page
+while read -r p; do is_page[$p]=1; done < "$work/pages"
+: > "$work/sources"
 sort -u "$work/needs" | while read -r kind path; do
   case $kind in
     copy) mkdir -p "$out/$(dirname "$path")"; cp "$path" "$out/$path" ;;
-    src) source_page "$path" ;;
+    src) echo "$path" >> "$work/sources" ;;
     dir)
       root=$(root_of "src/$path/index.html")
       mkdir -p "$out/src/$path"
       { printf '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>%s/ · normcore</title>' "$path"
         printf '<link rel="stylesheet" href="%sbook.css"></head><body><main><h1>%s/</h1>\n<ul>\n' "$root" "$path"
-        grep "^$path/" "$work/files" | while read -r f; do
+        while read -r f; do
+          [[ $f == "$path"/* ]] || continue
           rel=${f#"$path"/}
-          if grep -qxF "$f" "$work/pages"; then link="$root$(html_of "$f")"
-          else link="$(echo "$rel" | sed 's|[^/]*$||')$(basename "$f").html"; source_page "$f"; fi
-          printf '<li><a href="%s">%s</a></li>\n' "$link" "$(echo "$rel" | escape)"
-        done
+          if [ -n "${is_page[$f]:-}" ]; then link="$root${f%.md}.html"
+          else link="$rel.html"; echo "$f" >> "$work/sources"; fi
+          rel=${rel//&/"&amp;"}; rel=${rel//</"&lt;"}
+          printf '<li><a href="%s">%s</a></li>\n' "$link" "${rel//>/"&gt;"}"
+        done < "$work/files"
         printf '</ul></main></body></html>\n'; } > "$out/src/$path/index.html"
       ;;
   esac
 done
+sort -u "$work/sources" | "$here/source_pages.pl" "$out"
 cp "$here/book.css" "$out/book.css"
 # MathJax 2 from Debian, the parts a TeX-to-HTML page loads (symlinks resolved).
 mkdir -p "$out/mathjax"

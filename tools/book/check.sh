@@ -61,26 +61,45 @@ run_browser() {  # url, then extra flags
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
     --virtual-time-budget=15000 --enable-logging=stderr --v=0 "$@" "$url"
 }
-formulas=0
-for page in $pages; do
-  url="file://$(cd "$book" && pwd)/$page"
-  run_browser "$url" --dump-dom > "$out/dom.html" 2> "$out/console.log"
-  if grep -E 'CONSOLE|ERR_FILE_NOT_FOUND|Failed to load|Uncaught' "$out/console.log" > "$out/errors.log"; then
-    fail "$page: the browser reported $(head -c 300 "$out/errors.log")"
+# One page in the browser; what fails goes to SCRATCH/failures, the number
+# of typeset formulas to SCRATCH/formulas.
+check_in_browser() {  # page, scratch directory
+  local page=$1 scratch=$2
+  local url; url="file://$(cd "$book" && pwd)/$page"
+  : > "$scratch/failures"
+  run_browser "$url" --user-data-dir="$scratch/profile" --dump-dom > "$scratch/dom.html" 2> "$scratch/console.log"
+  if grep -E 'CONSOLE|ERR_FILE_NOT_FOUND|Failed to load|Uncaught' "$scratch/console.log" > "$scratch/errors.log"; then
+    echo "$page: the browser reported $(head -c 300 "$scratch/errors.log" | tr '\n' ' ')" >> "$scratch/failures"
   fi
   # pandoc wraps each formula in <span class="math inline|display">; MathJax
   # puts one typeset MathJax_CHTML element in each.
+  local expected typeset leftover
   expected=$(grep -o 'class="math \(inline\|display\)"' "$book/$page" | wc -l)
-  typeset=$(grep -o 'class="[^"]*MathJax_CHTML"' "$out/dom.html" | wc -l)
-  formulas=$((formulas + typeset))
-  [ "$typeset" -eq "$expected" ] || fail "$page: $expected formulas, $typeset typeset by MathJax"
-  grep -q -E 'class="[^"]*(mjx-merror|MathJax_Error)|Math Processing Error' "$out/dom.html" &&
-    fail "$page: MathJax reports an error"
+  typeset=$(grep -o 'class="[^"]*MathJax_CHTML"' "$scratch/dom.html" | wc -l)
+  echo "$typeset" > "$scratch/formulas"
+  [ "$typeset" -eq "$expected" ] || echo "$page: $expected formulas, $typeset typeset by MathJax" >> "$scratch/failures"
+  grep -q -E 'class="[^"]*(mjx-merror|MathJax_Error)|Math Processing Error' "$scratch/dom.html" &&
+    echo "$page: MathJax reports an error" >> "$scratch/failures"
   # TeX left in the text: a backslash command or a $ delimiter outside code, scripts and the typeset math.
   leftover=$(perl -0777 -ne '
       s{<(script|style|pre|code)\b.*?</\1>}{}gs; s{<style\b.*?</style>}{}gs;
-      s{<[^>]*>}{ }g; print "$1\n" while /(\\\\[a-zA-Z]+\{?|\$\$?[^\s\$][^\$]{0,40}\$)/g' "$out/dom.html" | head -3)
-  [ -z "$leftover" ] || fail "$page: TeX left unrendered: $leftover"
+      s{<[^>]*>}{ }g; print "$1\n" while /(\\\\[a-zA-Z]+\{?|\$\$?[^\s\$][^\$]{0,40}\$)/g' "$scratch/dom.html" | head -3 | tr '\n' ' ')
+  [ -z "$leftover" ] || echo "$page: TeX left unrendered: $leftover" >> "$scratch/failures"
+}
+# Two browsers at a time (one page takes 2-4 s, partly waiting), each page
+# in its own scratch directory.
+i=0
+for page in $pages; do
+  i=$((i + 1))
+  mkdir -p "$out/page-$i"
+  check_in_browser "$page" "$out/page-$i" &
+  if ((i % 2 == 0)); then wait; fi
+done
+wait
+formulas=0
+for ((j = 1; j <= i; j++)); do
+  formulas=$((formulas + $(cat "$out/page-$j/formulas")))
+  while IFS= read -r failure; do fail "$failure"; done < "$out/page-$j/failures"
 done
 echo "book check: $(echo "$pages" | wc -l) pages opened in $("$browser" --version 2>/dev/null | head -1), $formulas formulas typeset"
 
