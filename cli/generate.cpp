@@ -190,7 +190,7 @@ int eval_command(int argc, char** argv) {
         throw Error("flag --split: '" + path + "' is not a corpus directory of `normcore corpus build`");
     data::TokenIds part;
     if (split_corpus) {
-        part = codec.encode(data::read_file(data::split_path(path, split)));
+        part = encode_text(codec, data::read_file(data::split_path(path, split)));
     } else {
         data::TokenIds tokens = load_corpus_tokens(path, codec);
         double fraction = flags.number("val-fraction");

@@ -17,11 +17,13 @@ TokenIds::TokenIds(std::vector<int64_t> ids) {
 
 TokenIds::TokenIds(std::shared_ptr<const void> owner, const void* data, int width, int64_t count)
     : owner_(std::move(owner)), data_(static_cast<const unsigned char*>(data)), width_(width), size_(count) {
-    if (width != 2 && width != 4 && width != 8) throw Error("token ids: width must be 2, 4 or 8 bytes, got " + std::to_string(width));
+    if (width != 1 && width != 2 && width != 4 && width != 8)
+        throw Error("token ids: width must be 1, 2, 4 or 8 bytes, got " + std::to_string(width));
 }
 
 int64_t TokenIds::operator[](int64_t i) const {
     const unsigned char* p = data_ + i * width_;
+    if (width_ == 1) return *p;
     // memcpy: a mapped file gives no alignment guarantee beyond its header.
     if (width_ == 2) {
         uint16_t v;
@@ -52,6 +54,11 @@ std::vector<int64_t> TokenIds::to_vector() const {
     std::vector<int64_t> out((size_t)size_);
     for (int64_t i = 0; i < size_; ++i) out[(size_t)i] = (*this)[i];
     return out;
+}
+
+TokenIds byte_ids(std::string text) {
+    auto owned = std::make_shared<const std::string>(std::move(text));
+    return TokenIds(owned, owned->data(), 1, (int64_t)owned->size());
 }
 
 }  // namespace data

@@ -18,6 +18,36 @@ TEST_CASE("byte tokens round-trip every byte", "[data]") {
     check_error([] { data::decode_bytes({300}); }, {"300"});
 }
 
+TEST_CASE("a text as its own byte ids: the ids of encode_bytes, one byte each", "[data]") {
+    std::string all;
+    for (int b = 0; b < 256; ++b) all.push_back((char)b);
+    all += all;  // 512 bytes
+    data::TokenIds ids = data::byte_ids(all);
+    std::vector<int64_t> expected = data::encode_bytes(all);
+    CHECK(ids.size() == 512);
+    CHECK(ids.to_vector() == expected);  // bytes past 127 are 128..255, not negative
+    CHECK(ids[255] == 255);
+    data::TokenIds tail = ids.slice(250, 262);
+    CHECK(tail.size() == 12);
+    CHECK(tail[0] == 250);
+    CHECK(tail[6] == 0);
+    // Batches read them as they read int64 ids.
+    data::LMBatches from_bytes(ids, 2, 7, true, 5), from_vector(data::TokenIds(expected), 2, 7, true, 5);
+    for (int i = 0; i < 3; ++i) CHECK(from_bytes.next().inputs.to_int_vector() == from_vector.next().inputs.to_int_vector());
+    check_error([] { data::TokenIds(nullptr, nullptr, 3, 0); }, {"width", "1, 2, 4 or 8"});
+}
+
+TEST_CASE("read_file gives every byte of a file, NULs and bytes past 127 included", "[data]") {
+    namespace fs = std::filesystem;
+    fs::path path = fs::temp_directory_path() / "normcore_test_read_file.bin";
+    std::string bytes;
+    for (int i = 0; i < 300000; ++i) bytes.push_back((char)(i * 7 % 256));  // NULs and bytes past 127 too
+    std::ofstream(path, std::ios::binary) << bytes;
+    CHECK(data::read_file(path.string()) == bytes);
+    fs::remove(path);
+    check_error([&] { data::read_file(path.string()); }, {"cannot read", "normcore_test_read_file.bin"});
+}
+
 TEST_CASE("corpus from a file or a directory, skipping fortune index files", "[data]") {
     namespace fs = std::filesystem;
     fs::path dir = fs::temp_directory_path() / "normcore_test_corpus";

@@ -152,6 +152,7 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
     }
     codec.encode = [tok](const std::string& text) { return tok->encode(text); };
     codec.token_text = [tok](int64_t t) { return tok->token(t); };
+    codec.ids_are_bytes = false;
     codec.vocab_size = tok->vocab_size();
     codec.name = "BPE " + spec + " (" + std::to_string(codec.vocab_size) + " tokens)";
     return codec;
@@ -290,7 +291,7 @@ Tensor LanguageModel::forward(const Tensor& ids, std::vector<Tensor>* stream) co
 }
 
 data::TokenIds load_corpus_tokens(const std::string& path, const TextCodec& codec) {
-    if (!data::is_token_file(path)) return codec.encode(data::read_corpus(path));
+    if (!data::is_token_file(path)) return encode_text(codec, data::read_corpus(path));
     data::TokenFileInfo info;
     data::TokenIds ids = data::map_token_file(path, &info);
     if (info.vocab_size != codec.vocab_size)
@@ -298,6 +299,11 @@ data::TokenIds load_corpus_tokens(const std::string& path, const TextCodec& code
                     std::to_string(info.vocab_size) + " tokens, the tokenizer (" + codec.name + ") has " +
                     std::to_string(codec.vocab_size) + " (give --tokenizer the one `normcore tokenize` used)");
     return ids;
+}
+
+data::TokenIds encode_text(const TextCodec& codec, std::string text) {
+    if (codec.ids_are_bytes) return data::byte_ids(std::move(text));
+    return codec.encode(text);
 }
 
 std::string corpus_text_if_any(const std::string& path) {

@@ -36,7 +36,11 @@ struct TextCodec {
     std::function<std::string(int64_t)> token_text;  // the bytes of one token
     int64_t vocab_size = 256;
     std::string name = "bytes";
+    bool ids_are_bytes = true;  // the byte tokenizer: id = byte, a text is its own ids
 };
+// A whole text's ids, as training keeps them: the byte tokenizer's are the
+// text itself (data::byte_ids), any other tokenizer's are encoded.
+data::TokenIds encode_text(const TextCodec& codec, std::string text);
 // --tokenizer: "byte"; a normcore BPE file (trained on `training_text` and
 // saved there first if it does not exist yet, with --vocab-size tokens, which
 // it says on `out`); or a directory holding GPT-2's vocab.json and merges.txt.

@@ -141,13 +141,13 @@ TextTask::TextTask(const Flags& flags, nn::TransformerConfig cfg, uint64_t seed,
     data::Split split;
     if (split_corpus) {
         // Only as much of train.txt as the run trains on is encoded.
-        split.train = limit > 0 ? encode_prefix(codec_, text, limit) : codec_.encode(text);
-        split.val = codec_.encode(data::read_file(data::split_path(data_path, eval_split)));
+        split.train = limit > 0 ? data::TokenIds(encode_prefix(codec_, text, limit)) : encode_text(codec_, std::move(text));
+        split.val = encode_text(codec_, data::read_file(data::split_path(data_path, eval_split)));
     } else {
-        split = data::split_tokens(text.empty() ? load_corpus_tokens(data_path, codec_) : codec_.encode(text),
+        split = data::split_tokens(text.empty() ? load_corpus_tokens(data_path, codec_) : encode_text(codec_, std::move(text)),
                                    flags.number("val-fraction"));
     }
-    text.clear();  // the tokens are all that is needed from here on
+    text.clear();  // the tokens are all that is needed from here on (moved into them, or encoded)
     // B is this rank's batch; GB the step's (every rank's together, chapter
     // 14), which is also the evaluation's, so that N ranks evaluate what one
     // process with batch N x B would.
