@@ -18,7 +18,7 @@ public:
     // Owns the ids (a vector converts implicitly, so tests and small corpora
     // need not care).
     TokenIds(std::vector<int64_t> ids);
-    // `count` ids of `width` bytes (1, 2 or 4, little-endian unsigned) at
+    // `count` ids of `width` bytes (1, 2, 4 or 8, little-endian unsigned) at
     // `data`, kept alive by `owner` (a memory mapping, a text).
     TokenIds(std::shared_ptr<const void> owner, const void* data, int width, int64_t count);
 
@@ -36,7 +36,7 @@ private:
 };
 
 // Each byte of `text` as one id (0-255), the ids of the byte tokenizer; the
-// text is kept as it is. A 47 MB corpus so takes 47 MB, where the same ids
+// text is kept as it is. So a 47 MB corpus takes 47 MB, where the same ids
 // as int64 took 377 MB and, on a 2-core virtual machine, a second of page
 // faults to write, every time a training run started.
 TokenIds byte_ids(std::string text);

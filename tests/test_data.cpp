@@ -44,6 +44,9 @@ TEST_CASE("read_file gives every byte of a file, NULs and bytes past 127 include
     for (int i = 0; i < 300000; ++i) bytes.push_back((char)(i * 7 % 256));  // NULs and bytes past 127 too
     std::ofstream(path, std::ios::binary) << bytes;
     CHECK(data::read_file(path.string()) == bytes);
+    std::ofstream(path, std::ios::trunc).close();
+    CHECK(data::read_file(path.string()).empty());  // an empty file
+    CHECK(data::read_file("/dev/null").empty());      // not a regular file: read through the stream
     fs::remove(path);
     check_error([&] { data::read_file(path.string()); }, {"cannot read", "normcore_test_read_file.bin"});
 }

@@ -132,6 +132,7 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
     TextCodec codec;
     if (spec == "byte") {
         codec.encode = data::encode_bytes;
+        codec.ids_are_bytes = true;
         codec.token_text = [](int64_t t) { return std::string(1, (char)t); };
         return codec;
     }

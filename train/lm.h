@@ -36,7 +36,7 @@ struct TextCodec {
     std::function<std::string(int64_t)> token_text;  // the bytes of one token
     int64_t vocab_size = 256;
     std::string name = "bytes";
-    bool ids_are_bytes = true;  // the byte tokenizer: id = byte, a text is its own ids
+    bool ids_are_bytes = false;  // the byte tokenizer: id = byte, a text is its own ids
 };
 // A whole text's ids, as training keeps them: the byte tokenizer's are the
 // text itself (data::byte_ids), any other tokenizer's are encoded.

@@ -37,7 +37,7 @@ root_of() {  # the way up from a page to the book's root
 }
 
 # Each title and file name once (a process per lookup costs seconds on a
-# slow machine: 44 pages x 20 entries).
+# slow machine: 44 pages x 18 entries).
 mapfile -t sequence < "$work/sequence"
 n=${#sequence[@]}
 titles=(); htmls=()

@@ -91,6 +91,7 @@ check_in_browser() {  # page, scratch directory
 i=0
 for page in $pages; do
   i=$((i + 1))
+  rm -rf "$out/page-$i"  # nothing left from an earlier run
   mkdir -p "$out/page-$i"
   check_in_browser "$page" "$out/page-$i" &
   if ((i % 2 == 0)); then wait; fi
@@ -98,8 +99,14 @@ done
 wait
 formulas=0
 for ((j = 1; j <= i; j++)); do
-  formulas=$((formulas + $(cat "$out/page-$j/formulas")))
+  n=$(cat "$out/page-$j/formulas" 2> /dev/null)
+  if ! [[ $n =~ ^[0-9]+$ ]] || [ ! -f "$out/page-$j/failures" ]; then
+    fail "page $j of the list: its check left no result"
+    continue
+  fi
+  formulas=$((formulas + n))
   while IFS= read -r failure; do fail "$failure"; done < "$out/page-$j/failures"
+  rm -rf "$out/page-$j/profile"  # Chromium's profile, 10+ MB a page
 done
 echo "book check: $(echo "$pages" | wc -l) pages opened in $("$browser" --version 2>/dev/null | head -1), $formulas formulas typeset"
 

@@ -27,6 +27,7 @@ while (my $path = <STDIN>) {
   my $depth = () = "src/$path" =~ m{/}g;
   my $root = "../" x $depth;
   make_path(dirname($target));
+  -f $path or die "book: $path is not a file\n";
   open(my $source, '<', $path) or die "book: cannot read $path: $!\n";
   open(my $page, '>', $target) or die "book: cannot write $target: $!\n";
   print $page "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>$path · normcore</title>";
@@ -37,6 +38,7 @@ while (my $path = <STDIN>) {
     $number++;
     print $page "<tr id=\"L$number\"><td class=\"n\"><a href=\"#L$number\">$number</a></td><td>" . escape_html($line) . "</td></tr>\n";
   }
+  close($source) or die "book: cannot read $path: $!\n";
   print $page "</table></main></body></html>\n";
   close($page) or die "book: cannot write $target: $!\n";
 }
