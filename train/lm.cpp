@@ -153,7 +153,6 @@ TextCodec make_codec(const Flags& flags, const std::string& training_text, std::
     }
     codec.encode = [tok](const std::string& text) { return tok->encode(text); };
     codec.token_text = [tok](int64_t t) { return tok->token(t); };
-    codec.ids_are_bytes = false;
     codec.vocab_size = tok->vocab_size();
     codec.name = "BPE " + spec + " (" + std::to_string(codec.vocab_size) + " tokens)";
     return codec;
