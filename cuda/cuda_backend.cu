@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cublas_library.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
 #include "tensor/cpu/allocator.h"  // size_class
@@ -69,15 +70,16 @@ cudaStream_t stream() {
 
 cublasHandle_t cublas() {
     static cublasHandle_t handle = [] {
+        const CublasLibrary& lib = cublas_library();  // opened here, at the first product
         cublasHandle_t created;
-        check_cublas(cublasCreate(&created), "cublasCreate");
-        check_cublas(cublasSetStream(created, stream()), "cublasSetStream");
+        check_cublas(lib.create(&created), "cublasCreate");
+        check_cublas(lib.set_stream(created, stream()), "cublasSetStream");
         // Exact float32 products by default. NORMCORE_TF32=1 lets cuBLAS use
         // TF32 tensor cores (Ampere and later): inputs rounded to 10 mantissa
         // bits, several times faster, results no longer equal the CPU's.
         const char* tf32 = std::getenv("NORMCORE_TF32");
         bool use_tf32 = tf32 && std::string(tf32) == "1";
-        check_cublas(cublasSetMathMode(created, use_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+        check_cublas(lib.set_math_mode(created, use_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                      "cublasSetMathMode");
         return created;
     }();

@@ -16,6 +16,10 @@ void* allocate(size_t nbytes);
 void deallocate(void* data);
 // out[...] = value (elementwise.cu), also used by attention.cu to zero dq.
 void fill(const Tensor& out, double value);
+// Opens cuBLAS now if it is not open yet (cublas_library.cu; the backend
+// opens it at its first product). Throws nc::Error naming the library file
+// when it cannot be opened or lacks a function the backend calls.
+void open_cublas();
 
 void add_elementwise(Backend& table);      // elementwise.cu: fill, unary, binary, where, random
 void add_reductions(Backend& table);       // reduce.cu: reduce_rows, sum_columns, softmax_rows

@@ -20,6 +20,7 @@
 #include <climits>
 #include <vector>
 
+#include "cuda/cublas_library.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
 #include "tensor/raw_ops.h"
@@ -65,9 +66,9 @@ cudaDataType_t cuda_type_16bit(DType dtype) { return dtype == kBFloat16 ? CUDA_R
 void gemm_call_16bit(DType dtype, cublasOperation_t op_b, cublasOperation_t op_a, int64_t N, int64_t M, int64_t K,
                      const void* b, int64_t ldb, const void* a, int64_t lda, float* c, int64_t ldc, bool accumulate) {
     const float one = 1, beta = accumulate ? 1.0f : 0.0f;
-    check_cublas(cublasGemmEx(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, b, cuda_type_16bit(dtype), (int)ldb,
-                              a, cuda_type_16bit(dtype), (int)lda, &beta, c, CUDA_R_32F, (int)ldc,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check_cublas(cublas_library().gemm_ex(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, b,
+                                          cuda_type_16bit(dtype), (int)ldb, a, cuda_type_16bit(dtype), (int)lda,
+                                          &beta, c, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
 }
 
@@ -76,13 +77,13 @@ void gemm_call(bool f32, cublasOperation_t op_b, cublasOperation_t op_a, int64_t
                const void* b, int64_t ldb, const void* a, int64_t lda, void* c, int64_t ldc, bool accumulate) {
     if (f32) {
         const float one = 1, beta = accumulate ? 1.0f : 0.0f;
-        check_cublas(cublasSgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const float*)b, (int)ldb,
-                                 (const float*)a, (int)lda, &beta, (float*)c, (int)ldc),
+        check_cublas(cublas_library().sgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const float*)b,
+                                            (int)ldb, (const float*)a, (int)lda, &beta, (float*)c, (int)ldc),
                      "cublasSgemm");
     } else {
         const double one = 1, beta = accumulate ? 1.0 : 0.0;
-        check_cublas(cublasDgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const double*)b, (int)ldb,
-                                 (const double*)a, (int)lda, &beta, (double*)c, (int)ldc),
+        check_cublas(cublas_library().dgemm(cublas(), op_b, op_a, (int)N, (int)M, (int)K, &one, (const double*)b,
+                                            (int)ldb, (const double*)a, (int)lda, &beta, (double*)c, (int)ldc),
                      "cublasDgemm");
     }
 }
@@ -126,7 +127,7 @@ static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bo
         int count = (int)oc.size();
         if (half) {
             const float one = 1, beta = accumulate ? 1.0f : 0.0f;
-            check_cublas(cublasGemmStridedBatchedEx(
+            check_cublas(cublas_library().gemm_strided_batched_ex(
                              cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one, pb + ob[0] * elem_ab,
                              cuda_type_16bit(a.dtype()), (int)lb.ld, step_b, pa + oa[0] * elem_ab,
                              cuda_type_16bit(a.dtype()), (int)la.ld, step_a, &beta, pc + oc[0] * elem, CUDA_R_32F,
@@ -134,17 +135,17 @@ static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bo
                          "cublasGemmStridedBatchedEx");
         } else if (f32) {
             const float one = 1, beta = accumulate ? 1.0f : 0.0f;
-            check_cublas(cublasSgemmStridedBatched(cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one,
-                                                   (const float*)(pb + ob[0] * elem), (int)lb.ld, step_b,
-                                                   (const float*)(pa + oa[0] * elem), (int)la.ld, step_a, &beta,
-                                                   (float*)(pc + oc[0] * elem), (int)N, step_c, count),
+            check_cublas(cublas_library().sgemm_strided_batched(
+                             cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one, (const float*)(pb + ob[0] * elem),
+                             (int)lb.ld, step_b, (const float*)(pa + oa[0] * elem), (int)la.ld, step_a, &beta,
+                             (float*)(pc + oc[0] * elem), (int)N, step_c, count),
                          "cublasSgemmStridedBatched");
         } else {
             const double one = 1, beta = accumulate ? 1.0 : 0.0;
-            check_cublas(cublasDgemmStridedBatched(cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one,
-                                                   (const double*)(pb + ob[0] * elem), (int)lb.ld, step_b,
-                                                   (const double*)(pa + oa[0] * elem), (int)la.ld, step_a, &beta,
-                                                   (double*)(pc + oc[0] * elem), (int)N, step_c, count),
+            check_cublas(cublas_library().dgemm_strided_batched(
+                             cublas(), lb.op, la.op, (int)N, (int)M, (int)K, &one, (const double*)(pb + ob[0] * elem),
+                             (int)lb.ld, step_b, (const double*)(pa + oa[0] * elem), (int)la.ld, step_a, &beta,
+                             (double*)(pc + oc[0] * elem), (int)N, step_c, count),
                          "cublasDgemmStridedBatched");
         }
         check_launch("the cuBLAS batched GEMM");

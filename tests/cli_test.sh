@@ -26,6 +26,15 @@ for model in gpt2 llama; do
   [ "$(head -1 "$work/run-$model/train_log.csv")" == "step,loss,val_loss,lr,grad_norm,time_s" ] || fail "CSV header"
 done
 
+# 1'. A run on the CPU never loads cuBLAS: a CUDA build opens it at its first product on the GPU
+#     (cuda/cublas_library.cuh; linked in, it cost every command 0.4 s and 218 MB at start-up).
+#     LD_DEBUG=libs makes the dynamic loader name every library it looks for; the trace must name
+#     the C library, or the check would pass on an empty trace.
+trace=$(LD_DEBUG=libs "$bin" train --data "$work/tiny.txt" --steps 1 --batch 2 --seq 16 --layers 1 --width 16 \
+        --heads 2 --eval-every 0 --sample-tokens 0 --run-dir "$work/run-libs" 2>&1 > /dev/null)
+grep -q "find library=libc.so" <<<"$trace" || fail "LD_DEBUG=libs gave no loader trace: $(head -5 <<<"$trace")"
+if grep -q "libcublas" <<<"$trace"; then fail "a training run on the CPU loaded cuBLAS: $(grep libcublas <<<"$trace" | head -3)"; fi
+
 # 1a. --diagnostics logs per-block gradient norms, updates, residual contributions and spikes.
 out=$("$bin" train --data "$work/tiny.txt" --steps 4 --batch 2 --seq 16 --layers 3 --width 16 --heads 2 --eval-every 0 \
       --eval-batches 1 --sample-tokens 0 --diagnostics --spike-window 2 --run-dir "$work/run-diag" 2>&1) || fail "train --diagnostics: $out"

@@ -3,6 +3,8 @@
 // same random inputs. Without a usable GPU (or without the CUDA backend in
 // this build) every case returns at once and one line says why.
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "cuda_helpers.h"
 #include "autograd/ops_nn.h"
@@ -10,6 +12,9 @@
 #include "optim/optimizer.h"
 #include "tensor/raw_nn.h"
 #include "tensor/ops/adamw.h"
+#ifdef NORMCORE_CUDA
+#include "cuda/cuda_kernels.h"
+#endif
 
 using namespace nc;
 using nc_test::check_values;
@@ -40,7 +45,31 @@ nn::TransformerConfig tiny_model_config(nn::Family family) {
     return c;
 }
 
+#ifdef NORMCORE_CUDA
+// Whether a shared library whose file name contains `name` is mapped into
+// this process (/proc/self/maps lists every mapped file).
+bool library_mapped(const std::string& name) {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line))
+        if (line.find(name) != std::string::npos) return true;
+    return false;
+}
+#endif
+
 }  // namespace
+
+// Needs no GPU: only the library. cuBLAS is not linked into the program
+// (cuda/cublas_library.cuh); the backend opens it at its first product. This
+// opens it the same way and finds every function the backend calls by name.
+TEST_CASE("cuda: cuBLAS opens on demand, with every function the backend calls", "[cuda]") {
+#ifdef NORMCORE_CUDA
+    REQUIRE_NOTHROW(cuda::open_cublas());
+    CHECK(library_mapped("libcublas.so."));
+#else
+    WARN("skipping: this build has no CUDA backend (make CUDA=1)");
+#endif
+}
 
 TEST_CASE("cuda: copies round-trip and random numbers equal the CPU's", "[cuda]") {
     if (!gpu_or_skip()) return;

@@ -74,7 +74,8 @@ say "gpu_check $( [ $dry -eq 1 ] && echo '(dry run, CPU)' ) $(date -u +%Y-%m-%dT
 # 1. The machine and the bundle's libraries.
 if [ $dry -eq 0 ]; then
   run nvidia-smi nvidia-smi
-  # cuBLAS: from PyTorch's nvidia-* wheels, or the toolkit's usual place.
+  # cuBLAS: from PyTorch's nvidia-* wheels, or the toolkit's usual place (normcore opens it with
+  # dlopen at the first product on the GPU, so ldd does not list it; a case of the [cuda] suite opens it).
   libs=$(python3 - <<'PY' 2>/dev/null
 import glob, os, site
 dirs = []
