@@ -35,6 +35,8 @@ trap 'rm -rf "$work"' EXIT
 
 failures=0
 checked=0
+in_git=no
+git rev-parse --is-inside-work-tree > /dev/null 2>&1 && in_git=yes
 for md in "${chapters[@]}"; do
   name=$(basename "$md")
   program=tutorials/$(basename "$md" .md | tr - _).cpp
@@ -110,21 +112,22 @@ for md in "${chapters[@]}"; do
   # the text files in it; files over 4 MB are skipped).
   sources=("$work/outputs.txt")
   [ -f "$program" ] && sources+=("$program")
+  paths=()
   while read -r path; do
     path=${path#../}
     path=${path%/}
     [ -n "$path" ] && [ -e "$path" ] || continue
     case "$path" in /*) continue ;; esac  # outside the repository (/usr/local/cuda)
-    # Committed files only (what a fresh clone has), where git can tell.
-    if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
-      list=(git ls-files -z -- "$path")
-    else
-      list=(find "$path" -type f -print0)
-    fi
-    while IFS= read -r -d '' f; do
-      [ -f "$f" ] && [ "$(stat -c %s "$f")" -lt 4000000 ] && grep -Iq . "$f" 2>/dev/null && sources+=("$f")
-    done < <("${list[@]}")
+    paths+=("./$path")
   done < <(sort -u "$work/cites.txt")
+  if [ ${#paths[@]} -gt 0 ]; then
+    # Their files: the committed ones (what a fresh clone has) where git can
+    # tell, under 4 MB, text (grep -I) and not empty. A few processes for
+    # all of them: one per file (stat, grep) took most of the check's 21 s.
+    if [ "$in_git" = yes ]; then list=(git ls-files -z -- "${paths[@]}"); else list=(find "${paths[@]}" -type f -print0); fi
+    while IFS= read -r -d '' f; do sources+=("$f"); done < <("${list[@]}" |
+      xargs -0 -r sh -c 'find "$@" -maxdepth 0 -type f -size -4000000c -print0' sh | xargs -0 -r grep -IlZ . 2>/dev/null)
+  fi
   # Pass 2: which prose numbers some source holds. Each prose number is
   # wanted under the key it reads as at its own precision (0.052 -> "0.052";
   # 2.7e-3 -> "0.0027"; 64% -> "64" and, as a fraction, "0.64"); every
