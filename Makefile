@@ -360,14 +360,15 @@ test:
 # those tagged [slow] (long training runs and the 124M model, whose code
 # paths the faster tests cover too), and cli_test.sh less the two studies'
 # smoke runs (five minutes under ASan; each is ~100 ordinary `train` runs
-# that its other sections check). The release pass of `make test` runs
+# that its other sections check) and bench's GEMM tables (20 s under ASan;
+# the unit suite checks the products). The release pass of `make test` runs
 # everything, the tutorials, exercises, fault and MPI trials included; on a
 # 2-core virtual machine whose system calls are slow, building and running
 # all of it a second time under ASan took 12 minutes of CI's 30.
 test-asan:
 	@$(MAKE) --no-print-directory setup
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=asan BUILD=build/asan build/asan/normcore build/asan/tests/run_tests
-	NORMCORE_CLI_SKIP_STUDIES=1 tests/cli_test.sh build/asan
+	NORMCORE_CLI_QUICK=1 tests/cli_test.sh build/asan
 	build/asan/tests/run_tests '~[slow]'
 
 # The chapters' output blocks rewritten from their programs' output

@@ -48,10 +48,13 @@ std::vector<std::string> split_list(const std::string& s) {
 
 // ---- the machine's peak ------------------------------------------------------------
 
+// The best of five samples of about 50 ms (iterations_lasting also warms
+// up the clocks and the thread pool).
 double fma_peak(cpu::SimdIsa isa, int threads) {
-    cpu::measure_fma_peak_gflops(isa, threads, 2000000);  // warm up the clocks and the thread pool
+    auto measure = [&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); };
+    int64_t iterations = cpu::iterations_lasting(0.05, measure);
     double best = 0;
-    for (int r = 0; r < 5; ++r) best = std::max(best, cpu::measure_fma_peak_gflops(isa, threads, 30000000));
+    for (int r = 0; r < 5; ++r) best = std::max(best, measure(iterations));
     return best;
 }
 
@@ -84,8 +87,10 @@ std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds
         operands.push_back({a, b});
     }
     std::vector<double> best(shapes.size(), 1e30);
+    auto measure_peak = [&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); };
+    const int64_t peak_iterations = cpu::iterations_lasting(0.008, measure_peak);  // a sample of ~8 ms a round
     for (int r = 0; r < rounds; ++r) {
-        peak = std::max(peak, cpu::measure_fma_peak_gflops(isa, threads, 5000000));
+        peak = std::max(peak, measure_peak(peak_iterations));
         for (size_t i = 0; i < shapes.size(); ++i) {
             // One untimed call first brings this shape's operands back into
             // the caches the previous shape filled (as repeated calls of one
@@ -331,8 +336,9 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
     double dot_peak = 0;
     if (cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)) {
         int threads = omp_get_max_threads();
-        cpu::measure_bf16_dot_peak_gflops(threads, 2000000);  // warm up
-        for (int r = 0; r < 5; ++r) dot_peak = std::max(dot_peak, cpu::measure_bf16_dot_peak_gflops(threads, 30000000));
+        auto measure = [&](int64_t n) { return cpu::measure_bf16_dot_peak_gflops(threads, n); };
+        int64_t iterations = cpu::iterations_lasting(0.05, measure);  // as fma_peak's samples
+        for (int r = 0; r < 5; ++r) dot_peak = std::max(dot_peak, measure(iterations));
         std::printf("\nvdpbf16ps peak (AVX512-BF16, %d threads): %.1f GFLOP/s, %.2fx the float32 FMA peak\n", threads,
                     dot_peak, dot_peak / peak);
         out["machine"]["bf16_dot_peak_gflops"] = dot_peak;

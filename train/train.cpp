@@ -30,14 +30,15 @@
 namespace nc {
 namespace app {
 
-// The CPU's float32 FMA peak, the best of three short samples after a
-// warm-up (about 50 ms; `normcore bench` takes longer and more samples).
+// The CPU's float32 FMA peak, the best of three samples of about 10 ms
+// after a warm-up (`normcore bench` takes longer and more samples).
 static double quick_fma_peak_gflops() {
     cpu::SimdIsa isa = cpu::best_simd_isa();
     int threads = omp_get_max_threads();
-    cpu::measure_fma_peak_gflops(isa, threads, 2000000);
+    auto measure = [&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); };
+    int64_t iterations = cpu::iterations_lasting(0.010, measure);
     double best = 0;
-    for (int r = 0; r < 3; ++r) best = std::max(best, cpu::measure_fma_peak_gflops(isa, threads, 5000000));
+    for (int r = 0; r < 3; ++r) best = std::max(best, measure(iterations));
     return best;
 }
 

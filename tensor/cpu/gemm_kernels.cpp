@@ -104,5 +104,13 @@ double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations) {
     return time_register_loop_gflops(fma_loop_for(isa), threads, iterations, 2.0 * 12 * lanes);
 }
 
+int64_t iterations_lasting(double seconds, const std::function<double(int64_t)>& measure) {
+    constexpr int64_t kProbe = 1000000;
+    auto start = std::chrono::steady_clock::now();
+    measure(kProbe);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::max<int64_t>(10000, (int64_t)((double)kProbe * seconds / std::max(took, 1e-9)));
+}
+
 }  // namespace cpu
 }  // namespace nc

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace nc {
@@ -98,6 +99,14 @@ extern const MicroKernel kNeonKernel;
 // The hardware's limit: GFLOP/s of a loop of independent FMAs on this many
 // threads (each thread runs `iterations` x 12 vector FMAs). 2 FLOPs per lane.
 double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations);
+// How many iterations of a peak measurement last about `seconds`:
+// `measure(n)` (measure_fma_peak_gflops or the vdpbf16ps one, for some n)
+// runs once with a million, which also wakes the clocks and the threads,
+// and the count is scaled from its time (at least 10,000). Peaks are sampled
+// for a time, not a fixed count: a debug or sanitizer build runs these
+// loops 10-25 times slower, and the 17 million iterations every training
+// run spent on its MFU's peak took 0.7 s there, where 30 ms here.
+int64_t iterations_lasting(double seconds, const std::function<double(int64_t)>& measure);
 // The timing both peak measurements share (this one and gemm_16bit.h's
 // vdpbf16ps peak): `loop(iterations)` on `threads` threads at once, as
 // GFLOP/s given the FLOPs one thread does per iteration.
