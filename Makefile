@@ -124,6 +124,8 @@ ifeq ($(CUDA),1)
   # in, it cost every command 0.4 s and 218 MB at start-up); the run path
   # is where the program looks for it.
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl
+  # ... and where it looks last (a sanitizer's dlopen skips the run path).
+  NVCCFLAGS += -DNORMCORE_CUDA_LIB_DIR='"$(CUDA_HOME)/lib64"'
 endif
 
 # Data-parallel training over MPI (train/distributed.h, chapter 14): built
@@ -271,7 +273,8 @@ $(BUILD)/obj/%.o: %.cu
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 # The library, and next to it the linker flags a program built against it
-# needs (OpenMP, zlib, and cuBLAS/CUDA runtime when the CUDA backend is in):
+# needs (OpenMP, zlib, and the CUDA runtime, libdl and the run path where
+# cuBLAS is found when the CUDA backend is in):
 # g++ ... prog.cpp build/libnormcore.a $$(cat build/link-flags), and the
 # compiler it was built with (a program against a clang-built library is
 # compiled with clang++: the two compilers use different OpenMP runtimes).

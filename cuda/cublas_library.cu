@@ -27,18 +27,20 @@ void find(void* library, const char* name, Function& function) {
                     " (a cuBLAS older than the CUDA toolkit normcore was built with?)");
 }
 
-CublasLibrary open_library() {
+// dlopen, with the loader's reason when it fails.
+void* open_file(const std::string& file, std::string& why) {
     // RTLD_NOW: every symbol resolved here, so a broken installation fails
     // now with the loader's message, not inside the first product.
-    void* library = dlopen(cublas_file().c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library) {
-        const char* why = dlerror();
-        throw Error("cuBLAS: cannot open " + cublas_file() + " (" + (why ? why : "no reason given") +
-                    "): put the CUDA toolkit's lib64 folder (where " + cublas_file() +
-                    " is) on LD_LIBRARY_PATH");
+        const char* reason = dlerror();
+        why = reason ? reason : "no reason given";
     }
-    // Never closed: the handle and the functions live until the program ends.
-    CublasLibrary f;
+    return library;
+}
+
+// Every function normcore calls, by the name the library exports.
+void find_all(void* library, CublasLibrary& f) {
     find(library, "cublasCreate_v2", f.create);
     find(library, "cublasSetStream_v2", f.set_stream);
     find(library, "cublasSetMathMode", f.set_math_mode);
@@ -48,6 +50,27 @@ CublasLibrary open_library() {
     find(library, "cublasSgemmStridedBatched", f.sgemm_strided_batched);
     find(library, "cublasDgemmStridedBatched", f.dgemm_strided_batched);
     find(library, "cublasGemmStridedBatchedEx", f.gemm_strided_batched_ex);
+}
+
+CublasLibrary open_library() {
+    std::string why, why_in_toolkit;
+    void* library = open_file(cublas_file(), why);
+#ifdef NORMCORE_CUDA_LIB_DIR
+    const std::string in_toolkit = std::string(NORMCORE_CUDA_LIB_DIR) + "/" + cublas_file();
+    if (!library) library = open_file(in_toolkit, why_in_toolkit);
+    if (!library) why += "; " + why_in_toolkit;
+#endif
+    if (!library)
+        throw Error("cuBLAS: cannot open " + cublas_file() + " (" + why + "): put the folder that holds it (the CUDA " +
+                    "toolkit's lib64, or PyTorch's nvidia/cublas/lib) on LD_LIBRARY_PATH");
+    // Kept open: the handle and the functions live until the program ends.
+    CublasLibrary f;
+    try {
+        find_all(library, f);
+    } catch (const Error&) {
+        dlclose(library);
+        throw;
+    }
     return f;
 }
 

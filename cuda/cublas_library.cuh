@@ -30,8 +30,10 @@ using GemmStridedBatchedExFunction = cublasStatus_t (*)(
     cudaDataType, int lda, long long stride_a, const void* B, cudaDataType, int ldb, long long stride_b,
     const void* beta, void* C, cudaDataType, int ldc, long long stride_c, int batch_count, cublasComputeType_t,
     cublasGemmAlgo_t);
-// Each compiles only if the header declares a function of exactly that type
-// (a cast picks an overload; inside decltype nothing is called or linked).
+// What is checked here is the cast, not the comparison (which always holds):
+// static_cast to a function pointer type picks the overload of exactly that
+// type and fails to compile when the header declares none. Inside decltype
+// nothing is called or linked.
 static_assert(std::is_same_v<decltype(static_cast<GemmExFunction>(cublasGemmEx)), GemmExFunction>);
 static_assert(std::is_same_v<decltype(static_cast<GemmStridedBatchedExFunction>(cublasGemmStridedBatchedEx)),
                              GemmStridedBatchedExFunction>);
@@ -52,9 +54,12 @@ struct CublasLibrary {
     GemmStridedBatchedExFunction gemm_strided_batched_ex;
 };
 
-// Opens libcublas.so.<the major version compiled against> on the first call
-// (the dynamic loader's search: LD_LIBRARY_PATH, then the program's run
-// path, which the Makefile sets to the toolkit's lib64). Throws nc::Error
+// Opens libcublas.so.<the major version compiled against> on the first call:
+// by name (the dynamic loader's search: LD_LIBRARY_PATH, the program's run
+// path, which the Makefile sets to the toolkit's lib64, the system's
+// library cache), then, failing that, in the toolkit's lib64 folder this
+// program was built against (NORMCORE_CUDA_LIB_DIR; under AddressSanitizer,
+// which intercepts dlopen, the run path is not searched). Throws nc::Error
 // naming the file and the loader's reason when it cannot be opened, or the
 // function it lacks.
 const CublasLibrary& cublas_library();

@@ -1,10 +1,9 @@
 // The CUDA backend against the CPU backend: every raw op, every fused op with
 // its gradient, the optimizer, and a training step of each model, on the
 // same random inputs. Without a usable GPU (or without the CUDA backend in
-// this build) every case returns at once and one line says why.
+// this build) every case returns at once and one line says why, but one:
+// opening cuBLAS needs only the library, and runs in every CUDA build.
 #include <cstdlib>
-#include <fstream>
-#include <string>
 
 #include "cuda_helpers.h"
 #include "autograd/ops_nn.h"
@@ -45,18 +44,6 @@ nn::TransformerConfig tiny_model_config(nn::Family family) {
     return c;
 }
 
-#ifdef NORMCORE_CUDA
-// Whether a shared library whose file name contains `name` is mapped into
-// this process (/proc/self/maps lists every mapped file).
-bool library_mapped(const std::string& name) {
-    std::ifstream maps("/proc/self/maps");
-    std::string line;
-    while (std::getline(maps, line))
-        if (line.find(name) != std::string::npos) return true;
-    return false;
-}
-#endif
-
 }  // namespace
 
 // Needs no GPU: only the library. cuBLAS is not linked into the program
@@ -65,7 +52,6 @@ bool library_mapped(const std::string& name) {
 TEST_CASE("cuda: cuBLAS opens on demand, with every function the backend calls", "[cuda]") {
 #ifdef NORMCORE_CUDA
     REQUIRE_NOTHROW(cuda::open_cublas());
-    CHECK(library_mapped("libcublas.so."));
 #else
     WARN("skipping: this build has no CUDA backend (make CUDA=1)");
 #endif

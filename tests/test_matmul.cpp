@@ -106,17 +106,19 @@ TEST_CASE("gemm refuses a micro-kernel the CPU lacks", "[matmul][simd][errors]")
 
 // A stand-in measurement that takes 20 ms per million iterations: the count
 // that lasts 10 ms is then half a million. Sleeping can only overshoot,
-// which makes the count smaller, so the bounds are wide below; a count
-// scaled the wrong way (2 million) or not at all (1 million) fails.
+// which makes the count smaller, so the bounds are wide below (down to the
+// floor of 250,000); a count scaled the wrong way (2 million) or not at all
+// (1 million) fails.
 TEST_CASE("peak samples are sized by time: iterations_lasting scales a timed probe", "[matmul][simd]") {
     auto measure = [](int64_t n) {
         std::this_thread::sleep_for(std::chrono::microseconds(n / 50));
         return 1.0;
     };
     int64_t n = cpu::iterations_lasting(0.010, measure);
-    CHECK(n > 100000);
+    CHECK(n >= 250000);
     CHECK(n <= 500000);
-    CHECK(cpu::iterations_lasting(0.0, measure) == 10000);  // never fewer than 10,000
+    CHECK(cpu::iterations_lasting(0.05, measure) > 1500000);  // 2.5 million: five times as long, five times as many
+    CHECK(cpu::iterations_lasting(0.0, measure) == 250000);   // never fewer than 250,000
 }
 
 TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]") {

@@ -7,8 +7,10 @@
 # when an earlier one failed (a first call must also be the only call), and
 # reports its exit status in OUT_DIR/summary.txt:
 #
-#   1. the machine: nvidia-smi, the bundle's libraries (cuBLAS found where
-#      PyTorch's wheels or /usr/local/cuda keep it);
+#   1. the machine: nvidia-smi, the bundle's libraries (ldd), and
+#      LD_LIBRARY_PATH set to where PyTorch's wheels or /usr/local/cuda keep
+#      cuBLAS (normcore opens it at its first product on the GPU; a case of
+#      step 2 opens it and finds every function the backend calls);
 #   2. the [cuda] parity tests (tests/test_cuda.cpp, tests/test_cuda_shapes.cpp);
 #   3. training on cuda against the same run on the CPU: gpt2 and llama on a
 #      text file written here, vit on a generated image folder, 200 steps,

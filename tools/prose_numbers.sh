@@ -125,8 +125,12 @@ for md in "${chapters[@]}"; do
     # tell, under 4 MB, text (grep -I) and not empty. A few processes for
     # all of them: one per file (stat, grep) took most of the check's 21 s.
     if [ "$in_git" = yes ]; then list=(git ls-files -z -- "${paths[@]}"); else list=(find "${paths[@]}" -type f -print0); fi
-    while IFS= read -r -d '' f; do sources+=("$f"); done < <("${list[@]}" |
-      xargs -0 -r sh -c 'find "$@" -maxdepth 0 -type f -size -4000000c -print0' sh | xargs -0 -r grep -IlZ . 2>/dev/null)
+    # (Each path gets one "./" in front, so that find never reads a name as
+    # an option; -L follows a symbolic link to its file; a committed file
+    # deleted here is skipped, as find's complaint about it is.)
+    while IFS= read -r -d '' f; do sources+=("$f"); done < <("${list[@]}" | sed -z 's|^\./||; s|^|./|' |
+      xargs -0 -r sh -c 'find -L "$@" -maxdepth 0 -type f -size -4000000c -print0 2>/dev/null' sh |
+      xargs -0 -r grep -IlZ . 2>/dev/null)
   fi
   # Pass 2: which prose numbers some source holds. Each prose number is
   # wanted under the key it reads as at its own precision (0.052 -> "0.052";

@@ -100,12 +100,15 @@ extern const MicroKernel kNeonKernel;
 // threads (each thread runs `iterations` x 12 vector FMAs). 2 FLOPs per lane.
 double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations);
 // How many iterations of a peak measurement last about `seconds`:
-// `measure(n)` (measure_fma_peak_gflops or the vdpbf16ps one, for some n)
-// runs once with a million, which also wakes the clocks and the threads,
-// and the count is scaled from its time (at least 10,000). Peaks are sampled
-// for a time, not a fixed count: a debug or sanitizer build runs these
-// loops 10-25 times slower, and the 17 million iterations every training
-// run spent on its MFU's peak took 0.7 s there, where 30 ms here.
+// `measure(n)` (measure_fma_peak_gflops or the vdpbf16ps one) runs once
+// untimed with 100,000 (starting the threads, waking the clocks), then
+// twice timed with a million; the count is scaled from the faster of the
+// two, and is at least 250,000 (so that a probe slowed by another process
+// cannot shrink the samples to where starting the threads is all they
+// measure). Peaks are sampled for a time, not a fixed count: a debug or
+// sanitizer build runs these loops 10-25 times slower, and the 17 million
+// iterations every training run spent on its MFU's peak took 0.7 s there,
+// where 30 ms in a release build.
 int64_t iterations_lasting(double seconds, const std::function<double(int64_t)>& measure);
 // The timing both peak measurements share (this one and gemm_16bit.h's
 // vdpbf16ps peak): `loop(iterations)` on `threads` threads at once, as
