@@ -217,7 +217,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all debug asan test test-asan test-arm64 setup-arm64 test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises book setup-book test-book
+.PHONY: all debug asan test test-asan arm64 test-arm64 setup-arm64 test-gdb docs run bench setup corpus clean fuzz fuzz-build fuzz-seeds gpu-bundle gpu-check-dry-run exercises book setup-book test-book
 .SECONDARY:  # keep object files that make would otherwise treat as intermediate
 all: $(LIB) $(APP_BIN) $(TEST_BIN) $(TUTORIAL_BINS) $(LADDER_BINS) $(BENCH_TOOLS) $(EXERCISE_BINS)
 
@@ -454,9 +454,10 @@ ARM64_CXX ?= aarch64-linux-gnu-g++
 ARM64_PACKAGES := crossbuild-essential-arm64 qemu-user
 setup-arm64: setup
 	@tools/install_packages.sh setup-arm64 --arch arm64 $(ARM64_PACKAGES) zlib1g-dev:arm64
-test-arm64: setup-arm64
+arm64: setup-arm64
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=release BUILD=build/arm64 CXX=$(ARM64_CXX) ARCH=-march=armv8-a \
 	  CUDA=0 MPI=0 EMULATED=0 STATIC_RUNTIME=1 build/arm64/tests/run_tests build/arm64/normcore
+test-arm64: arm64
 	tools/arm64_check.sh build/arm64
 
 # Replays chapter 2's gdb session on the debug build (tests/gdb_session.sh),
