@@ -414,7 +414,8 @@ fuzz-build:
 	@$(MAKE) --no-print-directory setup
 	@$(MAKE) --no-print-directory -j$(JOBS) MODE=fuzz BUILD=build/fuzz CUDA=0 $(addprefix build/fuzz/fuzz/,$(FUZZ_TARGETS))
 # $(JOBS) targets at a time (each runs on one core; one after another the
-# CI's fixed-count runs took 79 s on 2 cores), each by tests/fuzz/run_target.sh.
+# CI's fixed-count runs took 79 s on 2 cores, two at a time 49 s), each by
+# tests/fuzz/run_target.sh.
 fuzz: fuzz-build
 	@printf '%s\n' $(FUZZ_TARGETS) | FUZZ_BUDGET="$(FUZZ_BUDGET)" FUZZ_SEED="$(FUZZ_SEED)" FUZZ_PREFIX="$(FUZZ_NO_ASLR)" \
 	  FUZZ_IMAGE_BUDGET="$(if $(FUZZ_RUNS),-runs=$(FUZZ_IMAGE_RUNS),$(FUZZ_BUDGET))" \

@@ -48,14 +48,10 @@ std::vector<std::string> split_list(const std::string& s) {
 
 // ---- the machine's peak ------------------------------------------------------------
 
-// The best of five samples of about 50 ms (iterations_lasting also warms
-// up the clocks and the thread pool).
+// The best of five samples of about 50 ms (sizing them also warms up the
+// clocks and the thread pool).
 double fma_peak(cpu::SimdIsa isa, int threads) {
-    auto measure = [&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); };
-    int64_t iterations = cpu::iterations_lasting(0.05, measure);
-    double best = 0;
-    for (int r = 0; r < 5; ++r) best = std::max(best, measure(iterations));
-    return best;
+    return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); }, 5, 0.05);
 }
 
 // ---- GEMM --------------------------------------------------------------------------
@@ -336,9 +332,9 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
     double dot_peak = 0;
     if (cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)) {
         int threads = omp_get_max_threads();
-        auto measure = [&](int64_t n) { return cpu::measure_bf16_dot_peak_gflops(threads, n); };
-        int64_t iterations = cpu::iterations_lasting(0.05, measure);  // as fma_peak's samples
-        for (int r = 0; r < 5; ++r) dot_peak = std::max(dot_peak, measure(iterations));
+        // As fma_peak's samples: five of about 50 ms.
+        dot_peak = cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_bf16_dot_peak_gflops(threads, n); }, 5,
+                                         0.05);
         std::printf("\nvdpbf16ps peak (AVX512-BF16, %d threads): %.1f GFLOP/s, %.2fx the float32 FMA peak\n", threads,
                     dot_peak, dot_peak / peak);
         out["machine"]["bf16_dot_peak_gflops"] = dot_peak;

@@ -121,6 +121,20 @@ TEST_CASE("peak samples are sized by time: iterations_lasting scales a timed pro
     CHECK(cpu::iterations_lasting(0.0, measure) == 250000);   // never fewer than 250,000
 }
 
+// The highest of the samples, each of the sized count: a stand-in whose
+// rate rises by one each call (the probes of the sizing take three calls).
+TEST_CASE("best_peak_gflops keeps the highest sample", "[matmul][simd]") {
+    int calls = 0;
+    std::vector<int64_t> counts;
+    auto measure = [&](int64_t n) {
+        counts.push_back(n);
+        return (double)++calls;
+    };
+    CHECK(cpu::best_peak_gflops(measure, 4, 0.0) == 7.0);  // 3 probe calls, then 4 samples: the last is 7
+    REQUIRE(counts.size() == 7);
+    for (size_t i = 3; i < counts.size(); ++i) CHECK(counts[i] == 250000);  // the floor: 0 s asked
+}
+
 TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]") {
     Generator gen(12);
     Tensor a = raw::randn({70, 45}, gen), b = raw::randn({45, 38}, gen);

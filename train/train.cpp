@@ -35,11 +35,7 @@ namespace app {
 static double quick_fma_peak_gflops() {
     cpu::SimdIsa isa = cpu::best_simd_isa();
     int threads = omp_get_max_threads();
-    auto measure = [&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); };
-    int64_t iterations = cpu::iterations_lasting(0.010, measure);
-    double best = 0;
-    for (int r = 0; r < 3; ++r) best = std::max(best, measure(iterations));
-    return best;
+    return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); }, 3, 0.010);
 }
 
 // What a killed or failed run can leave behind: the temporaries that are

@@ -116,5 +116,12 @@ int64_t iterations_lasting(double seconds, const std::function<double(int64_t)>&
     return std::max<int64_t>(kProbe / 4, (int64_t)((double)kProbe * seconds / std::max(took, 1e-9)));
 }
 
+double best_peak_gflops(const std::function<double(int64_t)>& measure, int samples, double seconds) {
+    int64_t iterations = iterations_lasting(seconds, measure);
+    double best = 0;
+    for (int r = 0; r < samples; ++r) best = std::max(best, measure(iterations));
+    return best;
+}
+
 }  // namespace cpu
 }  // namespace nc

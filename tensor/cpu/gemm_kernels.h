@@ -110,6 +110,10 @@ double measure_fma_peak_gflops(SimdIsa isa, int threads, int64_t iterations);
 // iterations every training run spent on its MFU's peak took 0.7 s there,
 // where 30 ms in a release build.
 int64_t iterations_lasting(double seconds, const std::function<double(int64_t)>& measure);
+// The best of `samples` samples of `measure` (GFLOP/s), each of about
+// `seconds` (sized by iterations_lasting): a peak can only be underestimated
+// by a sample another process slowed, so the highest is the one to trust.
+double best_peak_gflops(const std::function<double(int64_t)>& measure, int samples, double seconds);
 // The timing both peak measurements share (this one and gemm_16bit.h's
 // vdpbf16ps peak): `loop(iterations)` on `threads` threads at once, as
 // GFLOP/s given the FLOPs one thread does per iteration.
