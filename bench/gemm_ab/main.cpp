@@ -9,6 +9,11 @@
 // median of those ratios is what to read. The best and the median rate of
 // each side are printed too.
 //
+// Warm operands flatter a product: inside a training step a weight
+// gradient reads activations written long before, from L3 or memory. With
+// GEMM_AB_EVICT_MB=N set, both cores write over an N MiB buffer between the
+// warm-up call and the timed one (8: out of L2; 256: out of L3 as well).
+//
 // Usage (through gemm_ab.sh): gemm_ab ROUNDS MxKxN:LAYOUT ...   (LAYOUT NN, NT, TN)
 #include <algorithm>
 #include <chrono>
@@ -50,6 +55,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gemm_ab: ROUNDS must be at least 1, got '%s'\n", argv[1]);
         return 2;
     }
+    const char* evict_env = std::getenv("GEMM_AB_EVICT_MB");
+    const size_t evict_floats = evict_env ? (size_t)std::atol(evict_env) * (1 << 20) / sizeof(float) : 0;
+    Buffer evict(evict_floats + 1);
+    if (evict_floats) std::printf("(operands evicted before each timed call: %zu MiB written)\n", evict_floats * 4 >> 20);
     std::printf("%-20s %-6s %24s %24s %9s\n", "M x K x N", "layout", "old GF/s best / median", "new GF/s best / median",
                 "new/old");
     for (int i = 2; i < argc; ++i) {
@@ -68,6 +77,8 @@ int main(int argc, char** argv) {
         for (long long j = 0; j < K * N; ++j) b.data[j] = normal(gen);
         auto time_one = [&](auto run) {
             run(M, N, K, at, bt, a.data, b.data, c.data);  // warm-up: caches, thread pool
+#pragma omp parallel for schedule(static)
+            for (size_t j = 0; j < evict_floats; j += 16) evict.data[j] += 1.0f;  // a write to each cache line
             double start = now();
             run(M, N, K, at, bt, a.data, b.data, c.data);
             return now() - start;
