@@ -82,11 +82,11 @@ TEST_CASE("gradcheck: activations", "[nn][gradcheck]") {
 
 
 TEST_CASE("fused LayerNorm and RMSNorm equal their compositions", "[nn][fused]") {
-    // 6 rows, and 21: the forward kernel takes rows 8 at a time, then the
-    // rest one by one.
-    for (Shape shape : {Shape{2, 3, 8}, Shape{3, 7, 8}}) {
+    // Rows of 8 numbers: one step of the row sums' 8 lanes; of 37: four
+    // steps, then 5 numbers more.
+    for (Shape shape : {Shape{2, 3, 8}, Shape{3, 7, 8}, Shape{3, 7, 37}}) {
         INFO("x " << shape_str(shape));
-        Tensor x = leaf(shape, 32, 3.0, 1.0), g = leaf({8}, 33), b = leaf({8}, 34);
+        Tensor x = leaf(shape, 32, 3.0, 1.0), g = leaf({shape[2]}, 33), b = leaf({shape[2]}, 34);
         check_same_function([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-5); },
                             [](const V& v) { return layer_norm_reference(v[0], v[1], v[2], 1e-5); }, {x, g, b},
                             1e-11);
@@ -99,21 +99,35 @@ TEST_CASE("fused LayerNorm and RMSNorm equal their compositions", "[nn][fused]")
     CHECK(raw::max(raw::abs(raw::add(raw::var(y, {1}, 0), -1.0))).item() < 1e-3);
 }
 
-// The forward kernel adds up the means of 8 rows side by side; a row's
-// result must not depend on that: every row of a batch of 21 (two groups of
-// 8, five rows alone) has the same bits as the row normalized by itself.
+// Each row's sums run in 8 lanes (tensor/ops/norms.cpp); a row's result
+// must not depend on where it sits: every row of a batch of 21 has the same
+// bits, forward and backward, as the same numbers normalized alone, copied
+// 1 to 3 numbers past the start of a fresh buffer (a vectorized loop that
+// first stepped to an aligned address would sum in another order).
 TEST_CASE("a row's LayerNorm and RMSNorm do not depend on the rows beside it", "[nn][fused]") {
     Generator gen(38);
     for (DType dtype : {kFloat32, kFloat64})
         for (int64_t C : {37, 128}) {
             Tensor x = raw::randn({21, C}, gen, dtype), g = raw::randn({C}, gen, dtype);
-            Tensor b = raw::randn({C}, gen, dtype);
-            Tensor ln = raw::layer_norm(x, g, b, 1e-5).out, rms = raw::rms_norm(x, g, 1e-6).out;
+            Tensor b = raw::randn({C}, gen, dtype), dy = raw::randn({21, C}, gen, dtype);
+            raw::NormForward ln = raw::layer_norm(x, g, b, 1e-5), rms = raw::rms_norm(x, g, 1e-6);
+            raw::NormBackward d_ln = raw::layer_norm_backward(dy, x, g, b, ln);
+            raw::NormBackward d_rms = raw::rms_norm_backward(dy, x, g, rms);
             for (int64_t r = 0; r < 21; ++r) {
                 INFO(dtype_name(dtype) << " C=" << C << " row " << r);
-                Tensor row = raw::narrow(x, 0, r, 1);
-                CHECK(raw::narrow(ln, 0, r, 1).to_vector() == raw::layer_norm(row, g, b, 1e-5).out.to_vector());
-                CHECK(raw::narrow(rms, 0, r, 1).to_vector() == raw::rms_norm(row, g, 1e-6).out.to_vector());
+                auto alone = [&](const Tensor& t) {  // row r, copied 1 + r % 3 numbers into a fresh buffer
+                    Tensor buffer = raw::zeros({C + 4}, dtype);
+                    Tensor copy = raw::view(raw::narrow(buffer, 0, 1 + r % 3, C), {1, C});
+                    raw::copy_(copy, raw::narrow(t, 0, r, 1));
+                    return copy;
+                };
+                auto row_of = [&](const Tensor& t) { return raw::narrow(t, 0, r, 1).to_vector(); };
+                Tensor xr = alone(x), dyr = alone(dy);
+                raw::NormForward ln_r = raw::layer_norm(xr, g, b, 1e-5), rms_r = raw::rms_norm(xr, g, 1e-6);
+                CHECK(row_of(ln.out) == ln_r.out.to_vector());
+                CHECK(row_of(rms.out) == rms_r.out.to_vector());
+                CHECK(row_of(d_ln.dx) == raw::layer_norm_backward(dyr, xr, g, b, ln_r).dx.to_vector());
+                CHECK(row_of(d_rms.dx) == raw::rms_norm_backward(dyr, xr, g, rms_r).dx.to_vector());
             }
         }
 }

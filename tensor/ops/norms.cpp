@@ -103,26 +103,42 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 
 namespace cpu {
 
-// A row's mean is a sum along the row, each addition waiting for the one
-// before (a chain: about four cycles per number, in double). ROWS rows at a
-// time run ROWS independent chains, which the CPU overlaps; each row's sum
-// still runs in the same order as alone, and a sum of plain additions has
-// only one way to be computed, so the means are the same to the bit. The sum
-// of squared deviations is left one row at a time, exactly as before: taken
-// ROWS at a time, the compiler fused its multiply-adds in some builds and
-// not in others (float64 here), which changed bits, and made a row's result
-// depend on whether it was in a group. A [1024, 128] LayerNorm forward went
-// from 136 to 89-90 us, [2048, 384] from 738 to 482-519 us (2 threads,
-// bench/results/norm-rows-together-2026-12-05.txt); RMSNorm has no mean.
-constexpr int kRowsTogether = 8;
+// Every sum along a row (the mean, the sum of squared deviations, the
+// backward's two sums) runs in kSumLanes running sums, the lanes of one
+// vector register (`omp simd reduction`), added up at the end. A single
+// running sum makes each addition wait for the one before, about four
+// cycles per number in double, which left the CPU idle most of the time:
+// [1024, 256] (the tiny model's LayerNorm) took 136-147 us forward and
+// 184-198 us backward on 2 threads, and 71-75 and 104-113 us in lanes
+// (bench/results/norm-sum-lanes-2026-12-06.txt).
+// The order of the additions depends on the row length alone (lane i takes
+// numbers i, i + 8, ...), so a row has the same bits wherever it sits in
+// memory and whatever rows are beside it (a test checks that). An earlier
+// version ran 8 rows side by side instead, one chain each; the compiler
+// then fused a multiply and an add into one instruction in the 8-row loop
+// but not in the one-row loop, and a row's float64 bits depended on its
+// neighbours. The loops are written with and without gamma so that each is
+// a plain loop the compiler turns into vector code (with the test inside,
+// the backward ran slower than one running sum).
+constexpr int kSumLanes = 8;
 
-// mu[j] = the mean of row j of the ROWS rows starting at x (C numbers each).
-template <int ROWS, typename T>
-void row_means(const T* x, int64_t C, double* mu) {
-    for (int j = 0; j < ROWS; ++j) mu[j] = 0;
-    for (int64_t c = 0; c < C; ++c)
-        for (int j = 0; j < ROWS; ++j) mu[j] += x[j * C + c];
-    for (int j = 0; j < ROWS; ++j) mu[j] /= (double)C;
+// The mean of a row (0 for RMSNorm: `centered` false).
+template <typename T>
+double row_mean(const T* x, int64_t C, bool centered) {
+    if (!centered) return 0.0;
+    double sum = 0;
+#pragma omp simd simdlen(kSumLanes) reduction(+ : sum)
+    for (int64_t c = 0; c < C; ++c) sum += x[c];
+    return sum / (double)C;
+}
+
+// The sum of (x_c - mu)^2 over a row.
+template <typename T>
+double row_sum_of_squares(const T* x, int64_t C, double mu) {
+    double sq = 0;
+#pragma omp simd simdlen(kSumLanes) reduction(+ : sq)
+    for (int64_t c = 0; c < C; ++c) sq += ((double)x[c] - mu) * ((double)x[c] - mu);
+    return sq;
 }
 
 // One forward and one backward for both norms: `mean` is null for RMSNorm
@@ -134,25 +150,38 @@ static void norm_forward_typed(const Tensor& x_tensor, const Tensor& gamma_tenso
     int64_t rows = x_tensor.size(0), C = x_tensor.size(1);
     const T *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor), *beta = ptr_or_null<T>(beta_tensor);
     T *y = mut_or_null<T>(out_tensor), *mean = mut_or_null<T>(mean_tensor), *rstd = mut_or_null<T>(rstd_tensor);
-    const int64_t groups = (rows + kRowsTogether - 1) / kRowsTogether;
-    parallel_for(groups, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t group) {
-        const int64_t r0 = group * kRowsTogether, count = std::min<int64_t>(kRowsTogether, rows - r0);
-        double mus[kRowsTogether] = {};  // 0 for RMSNorm
-        if (mean && count == kRowsTogether) row_means<kRowsTogether>(x + r0 * C, C, mus);
-        else if (mean)
-            for (int64_t j = 0; j < count; ++j) row_means<1>(x + (r0 + j) * C, C, mus + j);
-        for (int64_t j = 0; j < count; ++j) {
-            const int64_t r = r0 + j;
-            const T* xr = x + r * C;
-            const double mu = mus[j];
-            double sq = 0;
-            for (int64_t c = 0; c < C; ++c) sq += ((double)xr[c] - mu) * ((double)xr[c] - mu);
-            double rs = norm_rstd(sq, C, eps);
-            if (mean) mean[r] = (T)mu;
-            rstd[r] = (T)rs;
-            for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu, rs), gamma, beta, c);
-        }
+    parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
+        const T* xr = x + r * C;
+        const double mu = row_mean(xr, C, mean != nullptr);
+        const double rs = norm_rstd(row_sum_of_squares(xr, C, mu), C, eps);
+        if (mean) mean[r] = (T)mu;
+        rstd[r] = (T)rs;
+        for (int64_t c = 0; c < C; ++c) y[r * C + c] = norm_output((T)norm_xh(xr[c], mu, rs), gamma, beta, c);
     });
+}
+
+// The backward's two sums over a row: of gh, and of gh xh.
+template <typename T>
+void row_gradient_sums(const T* dy, const T* x, const T* gamma, int64_t C, double mu, double rs, double& sum_gh,
+                       double& sum_gh_xh) {
+    double a = 0, b = 0;
+    if (gamma) {
+#pragma omp simd simdlen(kSumLanes) reduction(+ : a, b)
+        for (int64_t c = 0; c < C; ++c) {
+            double gh = norm_gh(dy[c], gamma, c);
+            a += gh;
+            b += norm_gh_xh(gh, x[c], mu, rs);
+        }
+    } else {
+#pragma omp simd simdlen(kSumLanes) reduction(+ : a, b)
+        for (int64_t c = 0; c < C; ++c) {
+            double gh = norm_gh(dy[c], (const T*)nullptr, c);
+            a += gh;
+            b += norm_gh_xh(gh, x[c], mu, rs);
+        }
+    }
+    sum_gh = a;
+    sum_gh_xh = b;
 }
 
 template <typename T>
@@ -163,19 +192,11 @@ static void norm_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor,
     const T *dy = ptr_or_null<T>(dy_tensor), *x = ptr_or_null<T>(x_tensor), *gamma = ptr_or_null<T>(gamma_tensor);
     const T *mean = ptr_or_null<T>(mean_tensor), *rstd = ptr_or_null<T>(rstd_tensor);
     T* dx = mut_or_null<T>(dx_tensor);
-    // One row at a time: its two sums hold multiply-adds (the fusion problem
-    // above), and taking rows 8 at a time measured about 10% slower anyway,
-    // each number's several multiplications keeping the CPU busy while the
-    // sums wait.
     parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T *xr = x + r * C, *dyr = dy + r * C;
         double mu = mean ? (double)mean[r] : 0.0, rs = rstd[r];
         double sum_gh = 0, sum_gh_xh = 0;
-        for (int64_t c = 0; c < C; ++c) {
-            double gh = norm_gh(dyr[c], gamma, c);
-            sum_gh += gh;
-            sum_gh_xh += norm_gh_xh(gh, xr[c], mu, rs);
-        }
+        row_gradient_sums(dyr, xr, gamma, C, mu, rs, sum_gh, sum_gh_xh);
         double mean_gh = mean ? sum_gh / (double)C : 0.0, mean_gh_xh = sum_gh_xh / (double)C;
         for (int64_t c = 0; c < C; ++c)
             dx[r * C + c] = (T)norm_dx(rs, norm_gh(dyr[c], gamma, c), mean_gh, norm_xh(xr[c], mu, rs), mean_gh_xh);
