@@ -147,6 +147,30 @@ TEST_CASE("max_of and sum_of equal the plain loops", "[fast][reduce]") {
     }
 }
 
+// sum_in_double: 8 running sums in double. Accurate to a long double sum,
+// and the same bits for the same numbers at another address (the lanes
+// must not depend on alignment).
+TEST_CASE("sum_in_double is accurate and does not depend on where the numbers sit", "[fast][reduce]") {
+    Generator gen(32);
+    for (int64_t n : {0, 1, 7, 8, 9, 100, 1001}) {
+        INFO("n = " << n);
+        std::vector<double> values = raw::randn({n + 1}, gen, kFloat64).to_vector();
+        std::vector<float> x(values.begin(), values.begin() + n);
+        long double exact = 0, magnitude = 0;
+        for (float v : x) {
+            exact += v;
+            magnitude += std::abs(v);
+        }
+        const double sum = cpu::sum_in_double(x.data(), n);
+        CHECK(std::abs(sum - (double)exact) <= 1e-15 * (double)magnitude);
+        for (int shift = 1; shift < 4; ++shift) {
+            std::vector<float> moved(n + shift, 0.0f);
+            std::copy(x.begin(), x.end(), moved.begin() + shift);
+            CHECK(cpu::sum_in_double(moved.data() + shift, n) == sum);
+        }
+    }
+}
+
 TEST_CASE("exp_fast and tanh_fast agree with libm", "[fast][elementwise]") {
     double worst_exp = 0, worst_tanh = 0;
     for (int i = -200000; i <= 200000; ++i) {

@@ -1,4 +1,6 @@
 // Reductions over one or several dims, keepdim, against explicit loops.
+#include <omp.h>
+
 #include "helpers.h"
 
 using namespace nc;
@@ -61,6 +63,32 @@ TEST_CASE("float32 sums of many elements stay accurate", "[reduce]") {
     // 1e6 copies of 0.1: a naive float32 running sum drifts by about 1%.
     Tensor x = raw::full({1000000}, 0.1);
     CHECK(raw::sum(x).item() == Approx(100000.0).epsilon(1e-6));
+}
+
+// A sum over a whole tensor is cut into pieces summed on all threads
+// (tensor/cpu/reduce.cpp): against a long double reference, and with the
+// same bits whatever the number of threads. 100,003 numbers: three whole
+// pieces of 32,768 and a short one.
+TEST_CASE("a whole-tensor sum is accurate and the same with 1, 2 or 3 threads", "[reduce]") {
+    Generator gen(41);
+    for (DType dtype : {kFloat32, kFloat64}) {
+        Tensor x = raw::add(raw::randn({100003}, gen, dtype), 0.25);
+        std::vector<double> v = x.to_vector();
+        long double exact = 0;
+        for (double e : v) exact += e;
+        const int saved_threads = omp_get_max_threads();
+        std::vector<double> sums;
+        for (int threads : {1, 2, 3}) {
+            omp_set_num_threads(threads);
+            sums.push_back(raw::sum(x).item());
+        }
+        omp_set_num_threads(saved_threads);
+        INFO(dtype_name(dtype));
+        CHECK(sums[0] == sums[1]);
+        CHECK(sums[0] == sums[2]);
+        // float32: the double sum rounded once; float64: the double sum itself.
+        CHECK(std::abs(sums[0] - (double)exact) <= (dtype == kFloat32 ? 1e-7 : 1e-12) * std::abs((double)exact));
+    }
 }
 
 TEST_CASE("reductions report bad dims", "[reduce][errors]") {

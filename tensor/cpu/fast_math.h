@@ -94,5 +94,17 @@ inline T sum_of(const T* x, int64_t n) {
     return total;
 }
 
+// The same sum accumulated in double (sums of many float32 terms stay
+// accurate), in 8 running sums: lane i adds x[i], x[i + 8], ... The order
+// depends on n alone, so the same numbers give the same bits wherever they
+// sit in memory.
+template <typename T>
+inline double sum_in_double(const T* x, int64_t n) {
+    double total = 0;
+#pragma omp simd simdlen(8) reduction(+ : total)
+    for (int64_t i = 0; i < n; ++i) total += x[i];
+    return total;
+}
+
 }  // namespace cpu
 }  // namespace nc

@@ -15,6 +15,7 @@
 
 #include "autograd/node.h"
 #include "tensor/ops/norms.h"
+#include "tensor/cpu/fast_math.h"
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
 #include "tensor/raw_ops.h"
@@ -122,14 +123,11 @@ namespace cpu {
 // the backward ran slower than one running sum).
 constexpr int kSumLanes = 8;
 
-// The mean of a row (0 for RMSNorm: `centered` false).
+// The mean of a row (0 for RMSNorm: `centered` false), summed in lanes as
+// every other sum along a row (fast_math.h).
 template <typename T>
 double row_mean(const T* x, int64_t C, bool centered) {
-    if (!centered) return 0.0;
-    double sum = 0;
-#pragma omp simd simdlen(kSumLanes) reduction(+ : sum)
-    for (int64_t c = 0; c < C; ++c) sum += x[c];
-    return sum / (double)C;
+    return centered ? sum_in_double(x, C) / (double)C : 0.0;
 }
 
 // The sum of (x_c - mu)^2 over a row.
