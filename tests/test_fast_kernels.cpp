@@ -147,24 +147,29 @@ TEST_CASE("max_of and sum_of equal the plain loops", "[fast][reduce]") {
     }
 }
 
-// sum_in_double: 8 running sums in double. Accurate to a long double sum,
-// and the same bits for the same numbers at another address (the lanes
-// must not depend on alignment).
+// sum_in_double: kSumLanes running sums in double. Accurate to a long
+// double sum, and the same bits for the same numbers at another address
+// (a vectorized loop that first stepped to an aligned address would add in
+// another order). The numbers span 2^-30 to 2^30, so that the order of the
+// additions shows in the bits (sums of ordinary floats would be exact in
+// double, in any order).
 TEST_CASE("sum_in_double is accurate and does not depend on where the numbers sit", "[fast][reduce]") {
     Generator gen(32);
     for (int64_t n : {0, 1, 7, 8, 9, 100, 1001}) {
         INFO("n = " << n);
-        std::vector<double> values = raw::randn({n + 1}, gen, kFloat64).to_vector();
-        std::vector<float> x(values.begin(), values.begin() + n);
+        std::vector<double> normal = raw::randn({n + 1}, gen, kFloat64).to_vector();
+        std::vector<double> exponent = raw::rand({n + 1}, gen, kFloat64).to_vector();
+        std::vector<double> x(n);
         long double exact = 0, magnitude = 0;
-        for (float v : x) {
-            exact += v;
-            magnitude += std::abs(v);
+        for (int64_t i = 0; i < n; ++i) {
+            x[i] = std::ldexp(normal[i], (int)(60 * exponent[i]) - 30);
+            exact += x[i];
+            magnitude += std::abs(x[i]);
         }
         const double sum = cpu::sum_in_double(x.data(), n);
-        CHECK(std::abs(sum - (double)exact) <= 1e-15 * (double)magnitude);
-        for (int shift = 1; shift < 4; ++shift) {
-            std::vector<float> moved(n + shift, 0.0f);
+        CHECK(std::abs(sum - (double)exact) <= 1e-15 * (double)magnitude * std::max<int64_t>(1, n));
+        for (int shift = 1; shift < 8; ++shift) {
+            std::vector<double> moved(n + shift, 0.0);
             std::copy(x.begin(), x.end(), moved.begin() + shift);
             CHECK(cpu::sum_in_double(moved.data() + shift, n) == sum);
         }

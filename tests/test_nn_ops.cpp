@@ -3,6 +3,7 @@
 // geodesic update's invariants and degenerate cases.
 #include "autograd/ops_nn.h"
 #include "helpers.h"
+#include "tensor/ops/geodesic_update.h"
 
 using namespace nc;
 using nc_test::check_error;
@@ -367,15 +368,46 @@ TEST_CASE("fused ops do not keep their own outputs alive", "[nn][memory]") {
 TEST_CASE("the fused geodesic update equals its composition from plain ops", "[nn][geonorm][fused]") {
     // Generic case (theta away from 0): cos(theta) x + |x| sin(theta) w / |w| with
     // theta = |w| / |x|, w = alpha (u - <u,x>/<x,x> x), all differentiable ops.
-    auto [x, u] = point_and_update(3, 5, 0.9, 73);
-    Tensor alpha = raw::full({}, 0.8, kFloat64).set_requires_grad(true);
-    check_same_function([](const V& v) { return geodesic_update(v[0], v[1], v[2]); },
-                        [](const V& v) {
-                            Tensor xx = sum(v[0] * v[0], {-1}, true);
-                            Tensor w = (v[1] - sum(v[1] * v[0], {-1}, true) / xx * v[0]) * v[2];
-                            Tensor wn = sqrt(sum(w * w, {-1}, true)), xn = sqrt(xx);
-                            Tensor theta = wn / xn;
-                            return cos(theta) * v[0] + xn * sin(theta) * w / wn;
-                        },
-                        {x, u, alpha}, 1e-12);
+    // Rows of 5 numbers, fewer than the row sums' 8 lanes, and of 37: four
+    // steps of 8 and 5 more.
+    for (int64_t D : {5, 37}) {
+        INFO("D = " << D);
+        auto [x, u] = point_and_update(3, D, 0.9, 73);
+        Tensor alpha = raw::full({}, 0.8, kFloat64).set_requires_grad(true);
+        check_same_function([](const V& v) { return geodesic_update(v[0], v[1], v[2]); },
+                            [](const V& v) {
+                                Tensor xx = sum(v[0] * v[0], {-1}, true);
+                                Tensor w = (v[1] - sum(v[1] * v[0], {-1}, true) / xx * v[0]) * v[2];
+                                Tensor wn = sqrt(sum(w * w, {-1}, true)), xn = sqrt(xx);
+                                Tensor theta = wn / xn;
+                                return cos(theta) * v[0] + xn * sin(theta) * w / wn;
+                            },
+                            {x, u, alpha}, 1e-12);
+    }
+}
+
+// The geodesic update's row sums run in 8 lanes, as the norms' do: a row
+// has the same float64 bits, forward and backward, as the same numbers
+// updated alone at an unaligned place in memory (see the norms' test).
+TEST_CASE("a row's geodesic update does not depend on where it sits", "[nn][geonorm][fused]") {
+    auto [x, u] = point_and_update(11, 37, 0.9, 74);
+    Generator gen(75);
+    Tensor alpha = raw::full({}, 0.6, kFloat64), dy = raw::randn({11, 37}, gen, kFloat64);
+    Tensor y = raw::geodesic_update(x, u, alpha);
+    raw::GeodesicBackward d = raw::geodesic_update_backward(dy, x, u, alpha);
+    for (int64_t r = 0; r < 11; ++r) {
+        INFO("row " << r);
+        auto alone = [&](const Tensor& t) {  // row r, copied 1 + r % 3 numbers into a fresh buffer
+            Tensor buffer = raw::zeros({41}, kFloat64);
+            Tensor copy = raw::view(raw::narrow(buffer, 0, 1 + r % 3, 37), {1, 37});
+            raw::copy_(copy, raw::narrow(t, 0, r, 1));
+            return copy;
+        };
+        auto row_of = [&](const Tensor& t) { return raw::narrow(t, 0, r, 1).to_vector(); };
+        Tensor xr = alone(x), ur = alone(u), dyr = alone(dy);
+        CHECK(row_of(y) == raw::geodesic_update(xr, ur, alpha).to_vector());
+        raw::GeodesicBackward dr = raw::geodesic_update_backward(dyr, xr, ur, alpha);
+        CHECK(row_of(d.dx) == dr.dx.to_vector());
+        CHECK(row_of(d.du) == dr.du.to_vector());
+    }
 }

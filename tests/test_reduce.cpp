@@ -65,17 +65,29 @@ TEST_CASE("float32 sums of many elements stay accurate", "[reduce]") {
     CHECK(raw::sum(x).item() == Approx(100000.0).epsilon(1e-6));
 }
 
-// A sum over a whole tensor is cut into pieces summed on all threads
-// (tensor/cpu/reduce.cpp): against a long double reference, and with the
-// same bits whatever the number of threads. 100,003 numbers: three whole
-// pieces of 32,768 and a short one.
-TEST_CASE("a whole-tensor sum is accurate and the same with 1, 2 or 3 threads", "[reduce]") {
+// A sum along a row is cut into pieces of 32,768 numbers (tensor/cpu/
+// reduce.cpp), shared among the threads when the row is a whole tensor.
+// 100,003 numbers: three whole pieces and a short one, spanning 2^-20 to
+// 2^20 so that the order of the additions shows in the float64 bits. The
+// sum must be accurate, the same with 1, 2 or 3 threads, the same for the
+// numbers one place further on in memory, and the same for a row of a
+// [2, n] tensor (summed on one thread) as for the row alone.
+TEST_CASE("a long sum is accurate and the same with any thread count, address or neighbouring row", "[reduce]") {
     Generator gen(41);
+    const int64_t n = 100003;
     for (DType dtype : {kFloat32, kFloat64}) {
-        Tensor x = raw::add(raw::randn({100003}, gen, dtype), 0.25);
-        std::vector<double> v = x.to_vector();
-        long double exact = 0;
-        for (double e : v) exact += e;
+        INFO(dtype_name(dtype));
+        std::vector<double> normal = raw::randn({n}, gen, kFloat64).to_vector();
+        std::vector<double> exponent = raw::rand({n}, gen, kFloat64).to_vector();
+        std::vector<double> v(n);
+        for (int64_t i = 0; i < n; ++i) v[i] = std::ldexp(normal[i], (int)(40 * exponent[i]) - 20) + 0.25;
+        Tensor x = raw::to_dtype(raw::from_vector(v, {n}), dtype);
+        v = x.to_vector();  // rounded to float32 in the float32 case
+        long double exact = 0, magnitude = 0;
+        for (double e : v) {
+            exact += e;
+            magnitude += std::abs(e);
+        }
         const int saved_threads = omp_get_max_threads();
         std::vector<double> sums;
         for (int threads : {1, 2, 3}) {
@@ -83,11 +95,19 @@ TEST_CASE("a whole-tensor sum is accurate and the same with 1, 2 or 3 threads", 
             sums.push_back(raw::sum(x).item());
         }
         omp_set_num_threads(saved_threads);
-        INFO(dtype_name(dtype));
         CHECK(sums[0] == sums[1]);
         CHECK(sums[0] == sums[2]);
         // float32: the double sum rounded once; float64: the double sum itself.
-        CHECK(std::abs(sums[0] - (double)exact) <= (dtype == kFloat32 ? 1e-7 : 1e-12) * std::abs((double)exact));
+        CHECK(std::abs(sums[0] - (double)exact) <=
+              (dtype == kFloat32 ? 1e-7 * std::abs((double)exact) : 1e-13 * (double)magnitude));
+        // One place further on: the numbers at 4 (float32) or 8 bytes past where they were.
+        Tensor shifted = raw::zeros({n + 1}, dtype);
+        raw::copy_(raw::narrow(shifted, 0, 1, n), x);
+        CHECK(raw::sum(raw::narrow(shifted, 0, 1, n)).item() == sums[0]);
+        // A row of [2, n]: the same pieces, summed on one thread.
+        Tensor two = raw::zeros({2, n}, dtype);
+        raw::copy_(raw::narrow(two, 0, 1, 1), raw::view(x, {1, n}));
+        CHECK(raw::sum(two, {1}).to_vector()[1] == sums[0]);
     }
 }
 

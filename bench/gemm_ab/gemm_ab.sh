@@ -3,6 +3,7 @@
 # against the working tree's, call by call in one program (see main.cpp).
 #   bench/gemm_ab/gemm_ab.sh HEAD~1
 #   bench/gemm_ab/gemm_ab.sh 4caa28e 100 1024x1024x256:TN 1024x256x1024:NT
+#   GEMM_AB_EVICT_MB=256 bench/gemm_ab/gemm_ab.sh HEAD~1   # operands cold, as inside a training step
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rev=${1:?usage: bench/gemm_ab/gemm_ab.sh REV [ROUNDS] [SHAPES...]}

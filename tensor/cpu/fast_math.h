@@ -94,16 +94,33 @@ inline T sum_of(const T* x, int64_t n) {
     return total;
 }
 
-// The same sum accumulated in double (sums of many float32 terms stay
-// accurate), in 8 running sums: lane i adds x[i], x[i + 8], ... The order
-// depends on n alone, so the same numbers give the same bits wherever they
-// sit in memory.
+// Sums along a row in double are kept in kSumLanes running sums. With one
+// running sum each addition waits for the one before (about four cycles),
+// and the loop around it cannot become vector code. The norms', DyT's and
+// GeoNorm's loops ask for the lanes with `omp simd simdlen(kSumLanes)
+// reduction(+ : ...)`, which leaves the order of the additions to the
+// compiler: it may differ between builds (at -O0 the loop stays one running
+// sum) and between two loops. What the tests check (tests/test_nn_ops.cpp)
+// is that within a build a row's result does not depend on its address or
+// on the rows beside it. sum_in_double, below, writes the lanes out.
+constexpr int kSumLanes = 8;
+
+// The sum of x[0 .. n) accumulated in double (sums of many float32 terms
+// stay accurate), in kSumLanes running sums written out: lane j adds x[j],
+// x[j + 8], x[j + 16], ..., and the lanes are added in a fixed tree at the
+// end. Written out rather than left to `omp simd`, the order is the same in
+// every build and at every call site (through `omp simd` the same numbers
+// summed in two places of reduce.cpp once gave different float64 bits); the
+// compiler still turns the eight lanes into one vector register.
 template <typename T>
 inline double sum_in_double(const T* x, int64_t n) {
-    double total = 0;
-#pragma omp simd simdlen(8) reduction(+ : total)
-    for (int64_t i = 0; i < n; ++i) total += x[i];
-    return total;
+    static_assert(kSumLanes == 8, "the tree at the end adds 8 lanes");
+    double lane[kSumLanes] = {};
+    int64_t i = 0;
+    for (; i + kSumLanes <= n; i += kSumLanes)
+        for (int j = 0; j < kSumLanes; ++j) lane[j] += x[i + j];
+    for (int j = 0; i + j < n; ++j) lane[j] += x[i + j];  // the last n % 8 numbers, in lanes 0, 1, ...
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 }  // namespace cpu

@@ -272,8 +272,9 @@ void pack_b_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_
         // a short run the hardware prefetcher barely starts on before it
         // ends. Inside a training step, where the activations come from
         // memory, the weight gradients of the tiny model's widest layer
-        // (256 x 1024 x 1024 TN) went from 264-268 to 272-281 GFLOP/s; warm
-        // products are unchanged (bench/results/pack-b-prefetch-2026-12-06.txt).
+        // (256 x 1024 x 1024 TN) went from 262-268 to 271-281 GFLOP/s; warm
+        // products ran within a few percent of before, either way
+        // (bench/results/pack-b-prefetch-2026-12-06.txt).
         if (p + 8 < kc)
             for (int64_t j = 0; j < n; j += 64 / (int64_t)sizeof(T)) __builtin_prefetch(row + 8 * g.B.row_stride + j, 0, 2);
         for (int64_t c = 0; c < n; c += nr) {

@@ -16,19 +16,23 @@
 namespace nc {
 namespace cpu {
 
-// A sum over one long row (a whole tensor, as in the gradient norm that
-// clipping needs every step) is cut into pieces of kSumPiece numbers,
-// summed on every thread, and the pieces' sums are added in order: the
-// same bits with any number of threads. One running sum over a [1024, 256]
-// gradient took 167 us, each addition waiting for the one before
+// A sum along a row is cut into pieces of kSumPiece numbers, each summed
+// in lanes (sum_in_double), and the pieces' sums are added in order. A
+// whole tensor is one long row (the gradient norm that clipping needs every
+// step): its pieces are shared out among the threads. The pieces depend on
+// the row's length alone, never on the number of threads or of rows, so a
+// sum has the same bits with any thread count, and a row the same bits as
+// the same numbers summed alone. In one running sum, a [1024, 256] gradient
+// took 167 us, each addition waiting for the one before
 // (bench/results/sum-pieces-2026-12-06.txt).
-constexpr int64_t kSumPiece = kParallelMin;
+constexpr int64_t kSumPiece = 32768;
 
 template <typename T>
-static double sum_long_row(const T* x, int64_t n) {
+static double sum_row(const T* x, int64_t n, bool parallel) {
+    if (n <= kSumPiece) return sum_in_double(x, n);
     const int64_t pieces = (n + kSumPiece - 1) / kSumPiece;
     std::vector<double> piece_sums(pieces);
-    parallel_for(pieces, pieces > 1, [&](int64_t p) {
+    parallel_for(pieces, parallel, [&](int64_t p) {
         piece_sums[p] = sum_in_double(x + p * kSumPiece, std::min(kSumPiece, n - p * kSumPiece));
     });
     double total = 0;
@@ -41,13 +45,13 @@ static void reduce_typed(ReduceOp op, const Tensor& in, const Tensor& out) {
     int64_t rows = in.shape()[0], n = in.shape()[1];
     const T* x = static_cast<const T*>(in.raw_data());
     if (op == ReduceOp::Sum && rows == 1) {
-        static_cast<T*>(out.raw_data())[0] = (T)sum_long_row(x, n);
+        static_cast<T*>(out.raw_data())[0] = (T)sum_row(x, n, /*parallel=*/true);
         return;
     }
     parallel_for(rows, rows * n >= kParallelMin, [&](int64_t r) {
         const T* row = x + r * n;
         if (op == ReduceOp::Sum) {
-            static_cast<T*>(out.raw_data())[r] = (T)sum_in_double(row, n);
+            static_cast<T*>(out.raw_data())[r] = (T)sum_row(row, n, /*parallel=*/false);
             return;
         }
         // Max / Argmax: NaN wins (as in PyTorch), otherwise the first largest.

@@ -116,11 +116,11 @@ static void dyt_backward_typed(const Tensor& dy_tensor, const Tensor& x_tensor, 
         const T *dyr = dy + r * C, *xr = x + r * C;
         T *dxr = dx + r * C, *dy_tanh_row = dy_tanh_out + r * C;
         double dalpha_row = 0;
-        // The row's share of dalpha in 8 running sums (as cpu::sum_in_double):
+        // The row's share of dalpha in kSumLanes running sums (fast_math.h):
         // with one, each addition waited for the one before and the whole
         // loop, tanh included, ran one number at a time ([1024, 256]: 1.2 ms,
         // 0.4 ms in lanes; bench/results/row-sums-in-lanes-2026-12-06.txt).
-#pragma omp simd simdlen(8) reduction(+ : dalpha_row)
+#pragma omp simd simdlen(kSumLanes) reduction(+ : dalpha_row)
         for (int64_t i = 0; i < C; ++i) {
             T t = tanh_fast(alpha * xr[i]);
             T dz = dyt_dz(dyr[i], w[i], t);

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "autograd/node.h"
+#include "tensor/cpu/fast_math.h"
 #include "tensor/ops/geodesic_update.h"
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
@@ -75,8 +76,7 @@ Tensor geodesic_update(const Tensor& x, const Tensor& u, const Tensor& alpha) {
 namespace cpu {
 
 // Every sum along a row (s = <x, x>, <u, x>, <w, w>, and backward's) runs
-// in 8 running sums, the lanes of one vector (`omp simd reduction`), as the
-// norms' sums do (tensor/ops/norms.cpp): one running sum made each addition
+// in kSumLanes running sums (fast_math.h): one running sum made each addition
 // wait for the one before, and kept the whole loop from becoming vector
 // code (bench/results/row-sums-in-lanes-2026-12-06.txt).
 template <typename T>
@@ -90,7 +90,7 @@ static void geodesic_typed(const Tensor& x_tensor, const Tensor& u_tensor, const
         const T *xr = x + r * d, *ur = u + r * d;
         T* yr = y + r * d;
         double s = 0, ux = 0;
-#pragma omp simd simdlen(8) reduction(+ : s, ux)
+#pragma omp simd simdlen(kSumLanes) reduction(+ : s, ux)
         for (int64_t i = 0; i < d; ++i) {
             s += (double)xr[i] * xr[i];
             ux += (double)ur[i] * xr[i];
@@ -100,7 +100,7 @@ static void geodesic_typed(const Tensor& x_tensor, const Tensor& u_tensor, const
             return;
         }
         double c = ux / s, ww = 0;
-#pragma omp simd simdlen(8) reduction(+ : ww)
+#pragma omp simd simdlen(kSumLanes) reduction(+ : ww)
         for (int64_t i = 0; i < d; ++i) {
             double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
@@ -122,7 +122,7 @@ static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_ten
         const T *dyr = dy + r * d, *xr = x + r * d, *ur = u + r * d;
         T *dxr = dx + r * d, *dur = du + r * d;
         double s = 0, ux = 0;
-#pragma omp simd simdlen(8) reduction(+ : s, ux)
+#pragma omp simd simdlen(kSumLanes) reduction(+ : s, ux)
         for (int64_t i = 0; i < d; ++i) {
             s += (double)xr[i] * xr[i];
             ux += (double)ur[i] * xr[i];
@@ -135,7 +135,7 @@ static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_ten
         double c = ux / s;
         // Pass 1: ww = <w,w>, gx = <dy,x>, gw = <dy,w>.
         double ww = 0, gx = 0, gw = 0;
-#pragma omp simd simdlen(8) reduction(+ : ww, gx, gw)
+#pragma omp simd simdlen(kSumLanes) reduction(+ : ww, gx, gw)
         for (int64_t i = 0; i < d; ++i) {
             double w = alpha * geodesic_tangent(ur[i], xr[i], c);
             ww += w * w;
@@ -145,7 +145,7 @@ static void geodesic_backward_typed(const Tensor& dy_tensor, const Tensor& x_ten
         GeodesicRowGrad rg = geodesic_row_grad(alpha, s, c, ww, gx, gw);
         // Pass 2: dL/dalpha = <dw, v> and dvx = <dL/dv, x> = <alpha dw, x>.
         double dw_dot_v = 0, dvx = 0;
-#pragma omp simd simdlen(8) reduction(+ : dw_dot_v, dvx)
+#pragma omp simd simdlen(kSumLanes) reduction(+ : dw_dot_v, dvx)
         for (int64_t i = 0; i < d; ++i) {
             double v = geodesic_tangent(ur[i], xr[i], c);
             double dw = geodesic_dw(rg, dyr[i], v);

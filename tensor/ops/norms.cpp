@@ -14,8 +14,8 @@
 #include <cmath>
 
 #include "autograd/node.h"
-#include "tensor/ops/norms.h"
 #include "tensor/cpu/fast_math.h"
+#include "tensor/ops/norms.h"
 #include "tensor/ops/rows.h"
 #include "tensor/profile.h"
 #include "tensor/raw_ops.h"
@@ -105,30 +105,18 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 namespace cpu {
 
 // Every sum along a row (the mean, the sum of squared deviations, the
-// backward's two sums) runs in kSumLanes running sums, the lanes of one
-// vector register (`omp simd reduction`), added up at the end. A single
-// running sum makes each addition wait for the one before, about four
-// cycles per number in double, which left the CPU idle most of the time:
-// [1024, 256] (the tiny model's LayerNorm) took 136-147 us forward and
-// 184-198 us backward on 2 threads, and 71-75 and 104-113 us in lanes
-// (bench/results/norm-sum-lanes-2026-12-06.txt).
-// The order of the additions depends on the row length alone (lane i takes
-// numbers i, i + 8, ...), so a row has the same bits wherever it sits in
-// memory and whatever rows are beside it (a test checks that). An earlier
-// version ran 8 rows side by side instead, one chain each; the compiler
-// then fused a multiply and an add into one instruction in the 8-row loop
-// but not in the one-row loop, and a row's float64 bits depended on its
-// neighbours. The loops are written with and without gamma so that each is
-// a plain loop the compiler turns into vector code (with the test inside,
-// the backward ran slower than one running sum).
-constexpr int kSumLanes = 8;
-
-// The mean of a row (0 for RMSNorm: `centered` false), summed in lanes as
-// every other sum along a row (fast_math.h).
-template <typename T>
-double row_mean(const T* x, int64_t C, bool centered) {
-    return centered ? sum_in_double(x, C) / (double)C : 0.0;
-}
+// backward's two sums) runs in kSumLanes running sums (fast_math.h). Before,
+// the means of 8 rows ran side by side, one chain each, and the other sums
+// in one running sum, each addition waiting for the one before, which left
+// the CPU idle most of the time: [1024, 256] (the tiny model's LayerNorm)
+// took 136-147 us forward and 184-198 us backward on 2 threads, in lanes
+// 71-75 and 104-113 us (bench/results/norm-sum-lanes-2026-12-06.txt). The
+// 8 rows side by side were not taken further: the compiler fused a multiply
+// and an add into one instruction in the 8-row loop but not in the one-row
+// loop, and a row's float64 bits depended on its neighbours. The backward's
+// loop is written with and without gamma so that each is a plain loop the
+// compiler turns into vector code (with the test inside, the backward ran
+// slower than one running sum).
 
 // The sum of (x_c - mu)^2 over a row.
 template <typename T>
@@ -150,7 +138,7 @@ static void norm_forward_typed(const Tensor& x_tensor, const Tensor& gamma_tenso
     T *y = mut_or_null<T>(out_tensor), *mean = mut_or_null<T>(mean_tensor), *rstd = mut_or_null<T>(rstd_tensor);
     parallel_for(rows, rows >= kParallelRows && rows * C >= kParallelMin, [&](int64_t r) {
         const T* xr = x + r * C;
-        const double mu = row_mean(xr, C, mean != nullptr);
+        const double mu = mean ? sum_in_double(xr, C) / (double)C : 0.0;  // 0 for RMSNorm
         const double rs = norm_rstd(row_sum_of_squares(xr, C, mu), C, eps);
         if (mean) mean[r] = (T)mu;
         rstd[r] = (T)rs;
