@@ -16,8 +16,9 @@
 #      their parts are covered by smaller cases that do run), and the
 #      cases that run several threads at once ([threads]: the GEMM shared
 #      by 2 and 3 OpenMP threads, split along K, and its row shares, the
-#      one-row product's threads, parallel_for nested in two threads, the
-#      gradient averager's ranks and the study cells as threads): under
+#      one-row product's threads, parallel_for nested in two threads, a
+#      long sum on 1, 2 and 3 threads, the gradient averager's ranks and
+#      the study cells as threads): under
 #      qemu-user they did not finish in minutes (threads waiting on each
 #      other, emulated), where natively each takes under a second; not
 #      investigated further. That leaves
