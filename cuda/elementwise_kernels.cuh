@@ -40,10 +40,12 @@ template <typename T>
 __device__ T gelu_deriv(T x) { return act::gelu_deriv<T>(x, erf(act::gelu_erf_arg(x)), exp(act::gelu_exp_arg(x))); }
 
 template <typename T>
-__device__ T gelu_tanh(T x) { return act::gelu_tanh<T>(x, tanh(act::gelu_tanh_arg(x))); }
+__device__ T gelu_tanh(T x) { return act::gelu_tanh<T>(x, act::sigmoid_from_exp<T>(exp(act::gelu_tanh_exp_arg(x)))); }
 
 template <typename T>
-__device__ T gelu_tanh_deriv(T x) { return act::gelu_tanh_deriv<T>(x, tanh(act::gelu_tanh_arg(x))); }
+__device__ T gelu_tanh_deriv(T x) {
+    return act::gelu_tanh_deriv<T>(x, act::sigmoid_from_exp<T>(exp(act::gelu_tanh_exp_arg(x))));
+}
 
 template <typename T>
 __device__ T apply_unary(UnaryOp op, T x) {

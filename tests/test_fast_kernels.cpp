@@ -208,6 +208,45 @@ TEST_CASE("exp_fast and tanh_fast agree with libm", "[fast][elementwise]") {
     CHECK(cpu::tanh_fast(-INFINITY) == -1.0f);
 }
 
+// GPT-2's GELU in float32 (x sigmoid(2u), tensor/activations.h) against
+// long double, forward and backward, on [-12, 12]: within a few float32
+// roundings everywhere, the far left tail included, where 0.5 x (1 + tanh(u))
+// rounds to 0 in float32 but x sigmoid(2u) keeps the tiny negative values.
+TEST_CASE("float32 GELU (tanh form) agrees with long double", "[fast][elementwise]") {
+    const int n = 48001;
+    std::vector<float> xs(n);
+    for (int i = 0; i < n; ++i) xs[i] = -12.0f + 24.0f * (float)i / (float)(n - 1);
+    Tensor x = raw::from_vector(xs, {n});
+    Tensor ones = raw::add(raw::mul(x, 0.0), 1.0);
+    std::vector<double> y = raw::gelu(x, true).to_vector();  // float32 values, widened exactly
+    std::vector<double> dy = raw::gelu_backward(x, ones, true).to_vector();
+    double worst_y = 0, worst_dy = 0;
+    for (int i = 0; i < n; ++i) {
+        // 0.5 (1 + tanh u) = 1 / (1 + e^-2u) = s and 0.5 (1 - tanh^2 u) = 2 s (1 - s),
+        // written so that long double keeps the tail (its tanh(u) is -1 below u = -22).
+        long double v = xs[i], k = std::sqrt(2.0L / 3.14159265358979323846L);
+        long double u = k * (v + 0.044715L * v * v * v), e = std::exp(-2 * u);
+        long double s = 1 / (1 + e), one_minus_s = e / (1 + e);
+        long double ref = v * s, dref = s + 2 * v * s * one_minus_s * k * (1 + 3 * 0.044715L * v * v);
+        // u itself is rounded to float32 first, and e^-2u turns its rounding
+        // into a relative error of |2u| times as much (2u = -85 at x = -9.9):
+        // the error is measured in units of (1 + |2u|). Where s falls below
+        // FLT_MIN (x < -9.9) it is a subnormal float with fewer bits: there
+        // the error is checked against FLT_MIN instead.
+        if (s > 1.2e-38L)
+            worst_y = std::max(worst_y, (double)(std::fabs(y[i] - ref) / std::fabs(ref) / (1 + std::fabs(2 * u))));
+        else CHECK(std::fabs(y[i] - ref) <= std::fabs(v) * 1.2e-38L);
+        // The derivative crosses 0 near x = -0.75: errors relative to at least 0.1.
+        worst_dy = std::max(worst_dy, (double)(std::fabs(dy[i] - dref) / std::max(std::fabs(dref), 0.1L)));
+    }
+    INFO("worst relative error: forward " << worst_y << " (per 1 + |2u|), backward " << worst_dy);
+    CHECK(worst_y < 5e-7);
+    CHECK(worst_dy < 4e-6);
+    // x = -8: GELU is about -3e-21, which 0.5 x (1 + tanh(u)) loses entirely.
+    double left = raw::gelu(raw::from_vector(std::vector<float>{-8.0f}, {1}), true).to_vector()[0];
+    CHECK(left < 0.0);
+}
+
 // The float32 cross-entropy takes its exponentials from exp_fast (the
 // float64 one from libm): its losses, log-sum-exps and gradients must stay
 // within a few float32 roundings of the float64 computation on the same

@@ -113,9 +113,11 @@ template <typename T>
     return act::gelu_deriv(x, std::erf(act::gelu_erf_arg(x)), std::exp(act::gelu_exp_arg(x)));
 }
 template <typename T>
-[[gnu::always_inline]] inline T gelu_tanh(T x) { return act::gelu_tanh(x, tanh_fast(act::gelu_tanh_arg(x))); }
+[[gnu::always_inline]] inline T gelu_tanh(T x) { return act::gelu_tanh(x, act::sigmoid_from_exp(exp_fast(act::gelu_tanh_exp_arg(x)))); }
 template <typename T>
-[[gnu::always_inline]] inline T gelu_tanh_deriv(T x) { return act::gelu_tanh_deriv(x, tanh_fast(act::gelu_tanh_arg(x))); }
+[[gnu::always_inline]] inline T gelu_tanh_deriv(T x) {
+    return act::gelu_tanh_deriv(x, act::sigmoid_from_exp(exp_fast(act::gelu_tanh_exp_arg(x))));
+}
 
 template <typename T>
 static void unary_math(UnaryOp op, const Tensor& in, const Tensor& out) {

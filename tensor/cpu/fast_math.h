@@ -17,6 +17,7 @@
 // heuristics otherwise left a call in the loop (15x slower).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,10 +29,14 @@ namespace cpu {
 // after rounding ties); e^r from a degree-7 polynomial, 2^n by writing n straight into the float's exponent.
 [[gnu::always_inline]] inline float exp_fast(float x) {
     const float hi = 88.3762626647949f, lo = -87.3365447505531f;  // e^hi ~ FLT_MAX, e^lo ~ FLT_MIN
-    // Clamped, and a NaN replaced by 0 (its result is replaced at the end):
+    // Clamped, and a NaN replaced by lo (its result is replaced at the end):
     // a NaN's n would turn into INT_MIN below, and shifting that is undefined.
-    float xc = x > hi ? hi : (x < lo ? lo : x);
-    xc = xc != xc ? 0.0f : xc;
+    // std::max(lo, x) is (lo < x ? x : lo), false for a NaN: the very rule of
+    // the max instruction (vmaxps), so the clamp is two plain instructions.
+    // Written as x > hi ? hi : ..., plus a NaN test, GCC computed the whole
+    // polynomial under a mask of the in-range lanes, and exp_fast ran about
+    // 1.3x slower (64K values on one core: 21-23 against 17-18 us).
+    float xc = std::min(std::max(lo, x), hi);
     // Round to the nearest integer by adding and subtracting 1.5 * 2^23: the
     // float adder rounds away the fraction. (std::floor would be a library
     // call GCC does not vectorize unless -fno-trapping-math.)
