@@ -509,4 +509,9 @@ corpus: setup
 clean:
 	rm -rf build
 
+# The compiler's dependency lists. Make tries to remake every makefile it
+# includes, and without the empty rule below its built-in `%: %.o` would
+# make side_new.d from side_new.d.o, which the side_%.o rule above offers
+# to compile (with -DAB_RUN=run_new.d, an error) after any header change.
+%.d: ;
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

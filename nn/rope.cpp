@@ -17,14 +17,7 @@ RopeTables rope_tables(int64_t T, int64_t D, double theta, DType dtype, Device d
     return {raw::cos(a), raw::sin(a)};
 }
 
-Tensor apply_rope(const Tensor& x, const RopeTables& tables) {
-    int64_t T = x.size(-2), D = x.size(-1);
-    if (tables.cos.shape() != Shape{T, D})
-        fail("rope", "tables are " + shape_str(tables.cos.shape()) + " but the input is " + shape_str(x.shape()));
-    Tensor x1 = narrow(x, -1, 0, D / 2), x2 = narrow(x, -1, D / 2, D / 2);
-    Tensor rotated = cat({-x2, x1}, -1);
-    return x * tables.cos + rotated * tables.sin;
-}
+Tensor apply_rope(const Tensor& x, const RopeTables& tables) { return rope(x, tables.cos, tables.sin); }
 
 }  // namespace nn
 }  // namespace nc

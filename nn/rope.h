@@ -5,6 +5,8 @@
 //   y = x cos + rotate_half(x) sin,   rotate_half(x) = cat(-x2, x1),
 // with cos/sin tables of shape [T, D] built as cat(f, f). Applied to queries
 // and keys, it makes q_m . k_n depend on m - n only (a test checks this).
+// The rotation itself is one fused op, forward and backward
+// (tensor/ops/rope.h); here the tables are built and applied.
 #pragma once
 
 #include "autograd/ops.h"

@@ -159,6 +159,8 @@ const Backend& meta_backend() {
         do_nothing(t.adamw.update);
         do_nothing(t.scale_shift.forward);
         do_nothing(t.scale_shift.backward);
+        do_nothing(t.rope.forward);
+        do_nothing(t.rope.backward);
         require_complete(t);  // a fused op added to ops.def needs its lines here too
         return t;
     }();

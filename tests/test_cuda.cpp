@@ -8,6 +8,7 @@
 #include "cuda_helpers.h"
 #include "autograd/ops_nn.h"
 #include "nn/models.h"
+#include "nn/rope.h"
 #include "optim/optimizer.h"
 #include "tensor/raw_nn.h"
 #include "tensor/ops/adamw.h"
@@ -217,6 +218,10 @@ TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
     same_with_gradients([](const V& v) { return dyt(v[0], v[1], v[2], v[3]); }, {x, alpha, g, b});
     same_with_gradients([](const V& v) { return dyt(v[0], v[1], v[2], Tensor()); }, {x, alpha, g});
     same_with_gradients([](const V& v) { return scale_shift(v[0], v[1], v[2]); }, {x, g, b});
+    nn::RopeTables rope = nn::rope_tables(40, 16, 10000.0);  // constants: moved to the device inside
+    same_with_gradients([rope](const V& v) {
+        return nc::rope(v[0], raw::to_device(rope.cos, v[0].device()), raw::to_device(rope.sin, v[0].device()));
+    }, {randn({2, 3, 40, 16}, 18)});
     for (bool causal : {true, false}) {
         INFO("causal " << causal);
         Tensor q = randn({2, 3, 70, 16}, 15), k = randn({2, 3, 70, 16}, 16), vv = randn({2, 3, 70, 8}, 17);

@@ -8,4 +8,5 @@
 #include "tensor/ops/dyt.h"
 #include "tensor/ops/geodesic_update.h"
 #include "tensor/ops/norms.h"
+#include "tensor/ops/rope.h"
 #include "tensor/ops/scale_shift.h"

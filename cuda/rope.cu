@@ -1,0 +1,47 @@
+// rope.cu — rotary position embeddings on the GPU: the launches of
+// rope_kernels.cuh's kernels, and the op's entry of the CUDA table (add_rope).
+//
+// Shapes: x, y, dy, dx [rows, D] with rows = N T; cos, sin [T, D].
+#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_kernels.h"
+#include "cuda/rope_kernels.cuh"
+
+namespace nc {
+namespace cuda {
+
+namespace {
+
+template <typename T>
+void forward_typed(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+    int64_t rows = x.size(0), D = x.size(1);
+    rope_kernel<<<blocks_for(rows * D / 2), kThreads, 0, stream()>>>(
+        ptr_or_null<T>(x), ptr_or_null<T>(cos), ptr_or_null<T>(sin), ptr_or_null<T>(out), rows, D, cos.size(0));
+    check_launch("rope_kernel");
+}
+
+template <typename T>
+void backward_typed(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx) {
+    int64_t rows = dy.size(0), D = dy.size(1);
+    rope_backward_kernel<<<blocks_for(rows * D / 2), kThreads, 0, stream()>>>(
+        ptr_or_null<T>(dy), ptr_or_null<T>(cos), ptr_or_null<T>(sin), ptr_or_null<T>(dx), rows, D, cos.size(0));
+    check_launch("rope_backward_kernel");
+}
+
+void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+    if (x.numel() == 0) return;
+    if (x.dtype() == kFloat32) forward_typed<float>(x, cos, sin, out);
+    else forward_typed<double>(x, cos, sin, out);
+}
+
+void rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx) {
+    if (dy.numel() == 0) return;
+    if (dy.dtype() == kFloat32) backward_typed<float>(dy, cos, sin, dx);
+    else backward_typed<double>(dy, cos, sin, dx);
+}
+
+}  // namespace
+
+void add_rope(Backend& table) { table.rope = {rope, rope_backward}; }
+
+}  // namespace cuda
+}  // namespace nc

@@ -1,0 +1,133 @@
+// rope.cpp — rotary position embeddings as one fused op (declared in rope.h,
+// which has the formulas): the raw ops, the differentiable op and the CPU
+// kernels, forward beside backward. The CUDA kernels are in cuda/rope.cu.
+//
+// Shapes: x, y, dy, dx [rows, D] with rows = N T; cos, sin [T, D].
+#include "tensor/ops/rope.h"
+
+#include "autograd/node.h"
+#include "tensor/ops/rows.h"
+#include "tensor/profile.h"
+
+namespace nc {
+
+// ---- the raw ops: checks, outputs, one backend call ----------------------------
+
+namespace raw {
+
+// x (or dy) as contiguous rows, after checking it against the tables.
+static Tensor rope_rows(const Tensor& x, const Tensor& cos, const Tensor& sin, const std::string& op) {
+    if (!cos.defined() || !sin.defined()) fail(op, "needs its cos and sin tables");
+    if (x.dim() < 2) fail(op, "needs [..., T, D] (positions, then the head's channels), got " + shape_str(x.shape()));
+    const int64_t T = x.size(-2), D = x.size(-1);
+    if (D % 2 != 0) fail(op, "pairs channel i with channel i + D/2, so D must be even, got " + shape_str(x.shape()));
+    for (const Tensor* table : {&cos, &sin}) {
+        const char* name = table == &cos ? "cos" : "sin";
+        if (table->shape() != Shape{T, D})
+            fail(op, std::string("the ") + name + " table is " + shape_str(table->shape()) + " but the input " +
+                         shape_str(x.shape()) + " needs [" + std::to_string(T) + ", " + std::to_string(D) + "]");
+        if (table->dtype() != x.dtype() || table->device() != x.device())
+            fail(op, std::string("the ") + name + " table is " + dtype_name(table->dtype()) + " on " +
+                         table->device().str() + ", the input " + dtype_name(x.dtype()) + " on " + x.device().str());
+    }
+    return as_rows(x, op);
+}
+
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+    Tensor rows = rope_rows(x, cos, sin, "rope");
+    Tensor out = empty(x.shape(), x.dtype(), x.device());
+    ProfileScope scope(OpKind::Elementwise);
+    backend_for(x.device()).rope.forward(rows, contiguous(cos), contiguous(sin), view(out, rows.shape()));
+    return out;
+}
+
+Tensor rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin) {
+    Tensor rows = rope_rows(dy, cos, sin, "rope_backward");
+    Tensor dx = empty(dy.shape(), dy.dtype(), dy.device());
+    ProfileScope scope(OpKind::Elementwise);
+    backend_for(dy.device()).rope.backward(rows, contiguous(cos), contiguous(sin), view(dx, rows.shape()));
+    return dx;
+}
+
+}  // namespace raw
+
+// ---- the differentiable op: the forward, recorded with its backward ----------------
+
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+    if ((cos.defined() && cos.requires_grad()) || (sin.defined() && sin.requires_grad()))
+        fail("rope", "the cos and sin tables are constants (built from the positions); these require a gradient");
+    // Backward needs only the tables: dx = R^T dy.
+    return record("Rope", raw::rope(x, cos, sin), {x}, [cos, sin](const Tensor& g) {
+        return std::vector<Tensor>{raw::rope_backward(g, cos, sin)};
+    });
+}
+
+// ---- the CPU kernels, forward beside backward ------------------------------------
+
+namespace cpu {
+
+// One row, forward and backward, in the tensor's own dtype. `omp simd`
+// tells the compiler the output does not overlap the input: left to itself
+// GCC kept these loops scalar, and with the formulas in double (as
+// scale_shift's are) it converted every number there and back; at
+// [8192 rows, 32] (train's Llama) the forward took 101 us that way against
+// 22 us now, where an addition of the same size takes 16 us.
+template <typename T>
+inline void rope_row(const T* x, const T* c, const T* s, int64_t h, T* y) {
+#pragma omp simd
+    for (int64_t i = 0; i < h; ++i) {
+        y[i] = rope_first(x[i], x[i + h], c[i], s[i]);
+        y[i + h] = rope_second(x[i + h], x[i], c[i + h], s[i + h]);
+    }
+}
+
+template <typename T>
+inline void rope_row_backward(const T* dy, const T* c, const T* s, int64_t h, T* dx) {
+#pragma omp simd
+    for (int64_t i = 0; i < h; ++i) {
+        dx[i] = rope_first_dx(dy[i], dy[i + h], c[i], s[i + h]);
+        dx[i + h] = rope_second_dx(dy[i + h], dy[i], c[i + h], s[i]);
+    }
+}
+
+// Row r of x is position r % T, its table row; threads split the rows.
+template <typename T>
+static void rope_typed(const Tensor& x_tensor, const Tensor& cos_tensor, const Tensor& sin_tensor,
+                       const Tensor& out_tensor) {
+    const int64_t rows = x_tensor.size(0), D = x_tensor.size(1), h = D / 2;
+    const T *x = ptr_or_null<T>(x_tensor), *cos = ptr_or_null<T>(cos_tensor), *sin = ptr_or_null<T>(sin_tensor);
+    T* y = mut_or_null<T>(out_tensor);
+    const int64_t positions = cos_tensor.size(0);
+    parallel_for(rows, rows >= kParallelRows && rows * D >= kParallelMin, [&](int64_t r) {
+        const int64_t t = r % positions;
+        rope_row(x + r * D, cos + t * D, sin + t * D, h, y + r * D);
+    });
+}
+
+template <typename T>
+static void rope_backward_typed(const Tensor& dy_tensor, const Tensor& cos_tensor, const Tensor& sin_tensor,
+                                const Tensor& dx_tensor) {
+    const int64_t rows = dy_tensor.size(0), D = dy_tensor.size(1), h = D / 2;
+    const T *dy = ptr_or_null<T>(dy_tensor), *cos = ptr_or_null<T>(cos_tensor), *sin = ptr_or_null<T>(sin_tensor);
+    T* dx = mut_or_null<T>(dx_tensor);
+    const int64_t positions = cos_tensor.size(0);
+    parallel_for(rows, rows >= kParallelRows && rows * D >= kParallelMin, [&](int64_t r) {
+        const int64_t t = r % positions;
+        rope_row_backward(dy + r * D, cos + t * D, sin + t * D, h, dx + r * D);
+    });
+}
+
+static void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+    if (x.dtype() == kFloat32) rope_typed<float>(x, cos, sin, out);
+    else rope_typed<double>(x, cos, sin, out);
+}
+
+static void rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx) {
+    if (dy.dtype() == kFloat32) rope_backward_typed<float>(dy, cos, sin, dx);
+    else rope_backward_typed<double>(dy, cos, sin, dx);
+}
+
+void add_rope(Backend& table) { table.rope = {rope, rope_backward}; }
+
+}  // namespace cpu
+}  // namespace nc
