@@ -11,7 +11,8 @@
 // every call simple.
 //
 // Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
-// logsumexp [N, T], with N = B H (batch times heads).
+// logsumexp [N, T], with N = B H (batch times heads), once the views the
+// table's entries receive are made into such blocks (below).
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -20,6 +21,7 @@
 #include "cuda/attention_tiled.cuh"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
+#include "tensor/raw_ops.h"
 
 namespace nc {
 namespace cuda {
@@ -118,8 +120,48 @@ void run_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k, co
 
 }  // namespace
 
+// The operands arrive as views (tensor/ops/attention.h); these kernels read
+// [N, R, C] blocks whose matrices are contiguous (forward: the matrices
+// strides()[0] apart; backward: all contiguous). raw::attention_matrices
+// makes such a view, or a copy. An output that is a view of something
+// else is computed into a block of its own and copied into place.
+static Tensor output_block(const Tensor& out) {
+    Tensor block = raw::attention_matrices(out);
+    return block.is_contiguous() && block.raw_data() == out.raw_data() ? block
+           : empty(block.shape(), out.dtype(), out.device());
+}
+static void copy_back(const Tensor& out, const Tensor& block) {
+    if (block.raw_data() != out.raw_data()) raw::copy_(out, raw::view(block, out.shape()));
+}
+
+static void attention_blocks(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                             const Tensor& out, const Tensor& logsumexp);
+static void attention_backward_blocks(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const Tensor& out, const Tensor& logsumexp, bool causal, double scale,
+                                      const Tensor& dq, const Tensor& dk, const Tensor& dv);
+
 static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-               const Tensor& logsumexp) {
+                      const Tensor& logsumexp) {
+    Tensor out_block = output_block(out);
+    attention_blocks(raw::attention_matrices(q), raw::attention_matrices(k), raw::attention_matrices(v), causal, scale,
+                     out_block, logsumexp);
+    copy_back(out, out_block);
+}
+
+static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                               const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
+                               const Tensor& dv) {
+    auto block = [](const Tensor& t) { return raw::contiguous(raw::attention_matrices(t)); };
+    Tensor dq_block = output_block(dq), dk_block = output_block(dk), dv_block = output_block(dv);
+    attention_backward_blocks(block(dout), block(q), block(k), block(v), block(out), logsumexp, causal, scale, dq_block,
+                              dk_block, dv_block);
+    copy_back(dq, dq_block);
+    copy_back(dk, dk_block);
+    copy_back(dv, dv_block);
+}
+
+static void attention_blocks(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                             const Tensor& out, const Tensor& logsumexp) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
     if (N * Tq == 0) return;
     if (use_tiled(q, k, v)) return run_forward_tiled(q, k, v, causal, (float)scale, out, logsumexp);
@@ -138,9 +180,9 @@ static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool ca
     check_launch("attention_forward_kernel");
 }
 
-static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
-                        const Tensor& dv) {
+static void attention_backward_blocks(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const Tensor& out, const Tensor& logsumexp, bool causal, double scale,
+                                      const Tensor& dq, const Tensor& dk, const Tensor& dv) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
     if (use_tiled(q, k, v))
         return run_backward_tiled(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);

@@ -227,6 +227,10 @@ TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
         Tensor q = randn({2, 3, 70, 16}, 15), k = randn({2, 3, 70, 16}, 16), vv = randn({2, 3, 70, 8}, 17);
         same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
                             {q, k, vv});
+        // Views in and out (GPT-2's packed q, k, v): the CUDA backend copies
+        // them into blocks and its outputs back (cuda/attention.cu).
+        same_with_gradients([causal](const V& v) { return packed_qkv_attention(v[0], 3, causal); },
+                            {randn({2, 70, 3 * 48}, 19)});
     }
 }
 

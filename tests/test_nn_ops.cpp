@@ -298,6 +298,50 @@ TEST_CASE("fused attention equals the unfused composition and passes gradcheck",
                     {qq, kk, vv});
 }
 
+// The kernels take views (tensor/ops/attention.h): q, k and v as the heads
+// of one [B, T, 3C] tensor, the output written into a [B, T, C] tensor's
+// heads, the gradients into one [B, T, 3C]. The same numbers, to the last
+// bit, as with every operand copied into contiguous [B, H, T, D] tensors,
+// over several tiles of queries and keys (T = 150 > 128), causal or not.
+TEST_CASE("attention on views equals attention on contiguous copies, to the bit", "[nn][attention]") {
+    const int64_t B = 2, T = 150, H = 3, D = 16, C = H * D;
+    for (DType dtype : {kFloat32, kFloat64})
+        for (bool causal : {true, false}) {
+            INFO(dtype_name(dtype) << ", causal " << causal);
+            Generator gen(71);
+            Tensor qkv = raw::to_dtype(raw::randn({B, T, 3 * C}, gen), dtype);
+            Tensor dy = raw::to_dtype(raw::randn({B, T, C}, gen), dtype);
+            auto heads = [&](const Tensor& t, int64_t which) {
+                return raw::transpose(raw::view(raw::narrow(t, 2, which * C, C), {B, T, H, D}), 1, 2);
+            };
+            Tensor q = heads(qkv, 0), k = heads(qkv, 1), v = heads(qkv, 2);
+            Tensor y = raw::zeros({B, T, C}, dtype), y_heads = raw::transpose(raw::view(y, {B, T, H, D}), 1, 2);
+            raw::AttentionForward viewed = raw::attention(q, k, v, causal, 0.25, y_heads);
+            raw::AttentionForward copied =
+                raw::attention(raw::contiguous(q), raw::contiguous(k), raw::contiguous(v), causal, 0.25);
+            CHECK(raw::contiguous(y_heads).to_vector() == copied.out.to_vector());
+            CHECK(viewed.logsumexp.to_vector() == copied.logsumexp.to_vector());
+            Tensor dout = raw::transpose(raw::view(dy, {B, T, H, D}), 1, 2);
+            Tensor dqkv = raw::full({B, T, 3 * C}, 7.0, dtype);  // every number must be written
+            raw::attention_backward(dout, q, k, v, {y_heads, viewed.logsumexp}, causal, 0.25,
+                                    {heads(dqkv, 0), heads(dqkv, 1), heads(dqkv, 2)});
+            raw::AttentionBackward g = raw::attention_backward(raw::contiguous(dout), raw::contiguous(q),
+                                                               raw::contiguous(k), raw::contiguous(v), copied,
+                                                               causal, 0.25);
+            CHECK(raw::contiguous(heads(dqkv, 0)).to_vector() == g.dq.to_vector());
+            CHECK(raw::contiguous(heads(dqkv, 1)).to_vector() == g.dk.to_vector());
+            CHECK(raw::contiguous(heads(dqkv, 2)).to_vector() == g.dv.to_vector());
+        }
+    Tensor q = raw::zeros({1, 4, 8}, kFloat64);
+    raw::AttentionForward f = raw::attention(q, q, q, true, 0.5);
+    check_error([&] { raw::attention(q, q, q, true, 0.5, raw::zeros({1, 4, 7}, kFloat64)); },
+                {"attention", "output to write into", "[1, 4, 7]", "[1, 4, 8]"});
+    check_error([&] { raw::attention(q, q, q, true, 0.5, raw::transpose(raw::zeros({1, 8, 4}, kFloat64), 1, 2)); },
+                {"attention", "contiguous rows"});
+    check_error([&] { raw::attention_backward(q, q, q, q, f, true, 0.5, {raw::zeros({1, 4, 8}, kFloat64), Tensor(), Tensor()}); },
+                {"attention_backward", "all three"});
+}
+
 // q, k, v side by side in one [B, T, 3C] tensor (GPT-2's one projection):
 // the same as taking them apart with narrow() and calling the op above,
 // forward and gradient to the last bit (float32 and float64), and against

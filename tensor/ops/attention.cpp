@@ -59,24 +59,36 @@ namespace nc {
 
 namespace raw {
 
-// Leading dims of an attention operand flattened: [..., R, C] -> contiguous [N, R, C].
-static Tensor as_batch(const Tensor& t) {
-    return reshape(contiguous(t), {t.numel() == 0 ? 0 : t.numel() / (t.size(-2) * t.size(-1)), t.size(-2), t.size(-1)});
+// An operand as the kernels take it (attention.h): [..., R, C] with unit
+// steps along each row, the rows and the matrices any distance apart. A
+// view is passed as it is: the heads of GPT-2's [B, T, 3C] projection
+// seen as [B, H, T, D], or the first S positions of the key/value cache
+// [B, H, capacity, D]. Only a tensor whose rows are not contiguous (a
+// transposed one) is copied.
+static Tensor rows_contiguous(const Tensor& t) {
+    return t.size(-1) <= 1 || t.strides()[t.dim() - 1] == 1 ? t : contiguous(t);
 }
 
-// The same for forward, a view whenever it can be: [N, R, C] with every
-// [R, C] matrix contiguous, the matrices any distance apart. Generating a
-// token attends one query over the first S positions of the key/value
-// cache [B, H, capacity, D]; a contiguous copy of those keys and values
-// for every token and layer cost about a tenth of the token's time.
-static Tensor as_batch_of_matrices(const Tensor& t) {
-    int64_t R = t.size(-2), C = t.size(-1);
+// An output the caller passed in must have exactly the expected shape, the
+// dtype and device of the inputs, and contiguous rows.
+static void check_output(const Tensor& t, const Shape& shape, const Tensor& q, const char* name, const std::string& op) {
+    if (t.shape() != shape || t.dtype() != q.dtype() || t.device() != q.device())
+        fail(op, std::string("the ") + name + " to write into is " + shape_str(t.shape()) + " " + dtype_name(t.dtype()) +
+                     " on " + t.device().str() + ", it must be " + shape_str(shape) + " " + dtype_name(q.dtype()) +
+                     " on " + q.device().str());
+    if (t.size(-1) > 1 && t.strides()[t.dim() - 1] != 1)
+        fail(op, std::string("the ") + name + " to write into needs contiguous rows (unit stride in its last dim)");
+}
+
+Tensor attention_matrices(const Tensor& t) {
+    const int64_t R = t.size(-2), C = t.size(-1);
     Tensor b = reshape(t, {t.numel() == 0 ? 0 : t.numel() / (R * C), R, C});  // a view when the leading dims merge
-    bool matrices_contiguous = (R <= 1 || b.strides()[1] == C) && (C <= 1 || b.strides()[2] == 1);
+    const bool matrices_contiguous = (R <= 1 || b.strides()[1] == C) && (C <= 1 || b.strides()[2] == 1);
     return matrices_contiguous ? b : contiguous(b);
 }
 
-AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                           const Tensor& out_into) {
     const std::string op = "attention";
     if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim())
         fail(op, "q, k, v need the same number of dims (at least 2), got " + shape_str(q.shape()) + ", " +
@@ -99,20 +111,23 @@ AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bo
     // out and logsumexp are float32, as a 16-bit matmul's product is. What
     // the 16 bits save is what the differentiable op keeps for backward.
     if (is_16bit_float(q.dtype()))
-        return attention(to_dtype(q, kFloat32), to_dtype(k, kFloat32), to_dtype(v, kFloat32), causal, scale);
-    Tensor qb = as_batch_of_matrices(q), kb = as_batch_of_matrices(k), vb = as_batch_of_matrices(v);
-    int64_t N = qb.size(0), T = qb.size(1);
-    Tensor out = empty({N, T, vb.size(2)}, q.dtype(), q.device());
-    Tensor logsumexp = empty({N, T}, q.dtype(), q.device());
-    ProfileScope scope(OpKind::Attention);
-    backend_for(q.device()).attention.forward(qb, kb, vb, causal, scale, out, logsumexp);
+        return attention(to_dtype(q, kFloat32), to_dtype(k, kFloat32), to_dtype(v, kFloat32), causal, scale, out_into);
     Shape out_shape = q.shape();  // [..., T, Dv]
-    out_shape.back() = vb.size(2);
-    return {view(out, std::move(out_shape)), logsumexp};
+    out_shape.back() = v.size(-1);
+    if (out_into.defined()) check_output(out_into, out_shape, q, "output", op);
+    Tensor out = out_into.defined() ? out_into : empty(out_shape, q.dtype(), q.device());
+    int64_t N = 1;  // the matrices: the leading dims' product
+    for (int64_t d = 0; d + 2 < q.dim(); ++d) N *= q.size(d);
+    Tensor logsumexp = empty({N, q.size(-2)}, q.dtype(), q.device());
+    ProfileScope scope(OpKind::Attention);
+    backend_for(q.device()).attention.forward(rows_contiguous(q), rows_contiguous(k), rows_contiguous(v), causal, scale,
+                                              out, logsumexp);
+    return {out, logsumexp};
 }
 
 AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionForward& saved, bool causal, double scale) {
+                                     const AttentionForward& saved, bool causal, double scale,
+                                     const AttentionBackward& into) {
     if (dout.shape() != saved.out.shape())
         fail("attention_backward", "gradient " + shape_str(dout.shape()) + " does not match the output " +
                                        shape_str(saved.out.shape()));
@@ -124,14 +139,25 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
     auto widened = [](const Tensor& t) { return is_16bit_float(t.dtype()) ? to_dtype(t, kFloat32) : t; };
     if (is_16bit_float(q.dtype()) || is_16bit_float(saved.out.dtype()))
         return attention_backward(dout, widened(q), widened(k), widened(v), {widened(saved.out), saved.logsumexp},
-                                  causal, scale);
-    Tensor qb = as_batch(q), kb = as_batch(k), vb = as_batch(v);
-    AttentionBackward grads{empty(qb.shape(), q.dtype(), q.device()), empty(kb.shape(), q.dtype(), q.device()),
-                        empty(vb.shape(), q.dtype(), q.device())};
+                                  causal, scale, into);
+    // The gradients: the caller's views (all three or none), else new tensors.
+    const bool given = into.dq.defined() || into.dk.defined() || into.dv.defined();
+    if (given) {
+        if (!into.dq.defined() || !into.dk.defined() || !into.dv.defined())
+            fail("attention_backward", "writes dq, dk and dv into given tensors only when all three are given");
+        check_output(into.dq, q.shape(), q, "dq", "attention_backward");
+        check_output(into.dk, k.shape(), q, "dk", "attention_backward");
+        check_output(into.dv, v.shape(), q, "dv", "attention_backward");
+    }
+    AttentionBackward grads = given ? into
+                                    : AttentionBackward{empty(q.shape(), q.dtype(), q.device()),
+                                                        empty(k.shape(), q.dtype(), q.device()),
+                                                        empty(v.shape(), q.dtype(), q.device())};
     ProfileScope scope(OpKind::Attention);
-    backend_for(q.device()).attention.backward(as_batch(dout), qb, kb, vb, as_batch(saved.out), saved.logsumexp,
-                                               causal, scale, grads.dq, grads.dk, grads.dv);
-    return {view(grads.dq, q.shape()), view(grads.dk, k.shape()), view(grads.dv, v.shape())};
+    backend_for(q.device()).attention.backward(rows_contiguous(dout), rows_contiguous(q), rows_contiguous(k),
+                                               rows_contiguous(v), rows_contiguous(saved.out), saved.logsumexp, causal,
+                                               scale, grads.dq, grads.dk, grads.dv);
+    return grads;
 }
 
 }  // namespace raw
@@ -188,8 +214,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // third, two additions) to assemble one gradient. Here the three gradients
 // are written into one d(qkv): train's default model took about 5% less
 // time per step (bench/results/packed-qkv-2026-12-04.txt). The numbers are
-// the same to the last bit (adding a zero changes nothing); the kernels are
+// the same to the last bit (adding a zero is exact); the kernels are
 // those above.
+//
+// Nor is anything copied to split or merge the heads: the kernels take
+// views (attention.h), so q, k and v are read where the projection wrote
+// them, the output is written straight into the [B, T, C] layout the next
+// projection reads, and backward reads the gradient in that layout and
+// writes d(qkv) in place. Copying q, k, v, the output, its gradient and
+// the three gradients cost eight passes over a [B, T, C] tensor per layer
+// (bench/results/attention-views-2026-12-06.txt).
 Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal) {
     if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
         fail("attention", "packed q, k, v need [B, T, 3 H D] with " + std::to_string(heads) + " heads, got " +
@@ -200,18 +234,20 @@ Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal) {
     auto heads_view = [=](const Tensor& t, int64_t which) {
         return raw::transpose(raw::view(raw::narrow(t, 2, which * C, C), {B, T, heads, D}), 1, 2);
     };
-    Tensor q = raw::contiguous(heads_view(qkv, 0)), k = raw::contiguous(heads_view(qkv, 1)),
-           v = raw::contiguous(heads_view(qkv, 2));
-    raw::AttentionForward f = raw::attention(q, k, v, causal, scale);  // out [B, H, T, D]
-    Tensor y = raw::reshape(raw::contiguous(raw::transpose(f.out, 1, 2)), {B, T, C});
-    raw::AttentionForward saved{f.out.detach(), f.logsumexp};  // y may share out's memory (one head)
-    return record("PackedQKVAttention", y, {qkv}, [q, k, v, saved, causal, scale, heads_view, B, T, heads, D](const Tensor& g) {
-        Tensor dout = raw::contiguous(raw::transpose(raw::view(g, {B, T, heads, D}), 1, 2));
-        raw::AttentionBackward d = raw::attention_backward(dout, q, k, v, saved, causal, scale);
-        Tensor dqkv = empty({B, T, 3 * heads * D}, d.dq.dtype(), d.dq.device());
-        raw::copy_(heads_view(dqkv, 0), d.dq);
-        raw::copy_(heads_view(dqkv, 1), d.dk);
-        raw::copy_(heads_view(dqkv, 2), d.dv);
+    Tensor y = empty({B, T, C}, qkv.dtype(), qkv.device());
+    Tensor y_heads = raw::transpose(raw::view(y, {B, T, heads, D}), 1, 2);  // [B, H, T, D], a view of y
+    raw::AttentionForward f = raw::attention(heads_view(qkv, 0), heads_view(qkv, 1), heads_view(qkv, 2), causal,
+                                             scale, y_heads);
+    // Saved for backward: qkv itself (no graph: detached) and the output as
+    // a detached view of y (capturing y would make it own its own node).
+    // Both stay as they were written: nothing in the library changes them in place.
+    Tensor inputs = qkv.detach();
+    raw::AttentionForward saved{y_heads.detach(), f.logsumexp};
+    return record("PackedQKVAttention", y, {qkv}, [inputs, saved, causal, scale, heads_view, B, T, heads, D](const Tensor& g) {
+        Tensor dout = raw::transpose(raw::reshape(g, {B, T, heads, D}), 1, 2);  // a view when g is contiguous
+        Tensor dqkv = empty({B, T, 3 * heads * D}, g.dtype(), g.device());
+        raw::attention_backward(dout, heads_view(inputs, 0), heads_view(inputs, 1), heads_view(inputs, 2), saved,
+                                causal, scale, {heads_view(dqkv, 0), heads_view(dqkv, 1), heads_view(dqkv, 2)});
         return Grads{dqkv};
     });
 }
@@ -290,25 +326,37 @@ void for_each_key_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_t 
 // with K^T read through strides (B(d, c) = k[(j0 + c) D + d]), band by band:
 // the scores a band's queries cannot see are left unwritten.
 template <typename T>
-void tile_scores(bool causal, const T* q, int64_t i0, int64_t br, const T* k, int64_t j0, int64_t bc, int64_t D,
-                 T* scores, PackingBuffers<T>& packing) {
+void tile_scores(bool causal, const T* q, int64_t q_rs, int64_t i0, int64_t br, const T* k, int64_t k_rs, int64_t j0,
+                 int64_t bc, int64_t D, T* scores, PackingBuffers<T>& packing) {
     for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-        gemm_single_thread(rows, keys, D, q + (i0 + r0) * D, D, 1, k + j0 * D, 1, D, scores + r0 * bc, bc,
+        gemm_single_thread(rows, keys, D, q + (i0 + r0) * q_rs, q_rs, 1, k + j0 * k_rs, 1, k_rs, scores + r0 * bc, bc,
                            /*accumulate=*/false, &packing);
     });
+}
+
+// The matrices of an operand (attention.h): matrix n starts at
+// data + offsets[n], its rows row_stride apart.
+template <typename T>
+struct Matrices {
+    T* data;
+    std::vector<int64_t> offsets;
+    int64_t row_stride;
+    T* matrix(int64_t n) const { return data + offsets[n]; }
+};
+template <typename T>
+Matrices<T> matrices_of(const Tensor& t) {
+    return {static_cast<T*>(t.raw_data()), matrix_batch_offsets(t), t.strides()[t.dim() - 2]};
 }
 
 template <typename T>
 void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tensor& v_tensor, bool causal,
                      double scale_d, const Tensor& out_tensor, const Tensor& lse_tensor) {
-    const int64_t N = q_tensor.size(0), Tq = q_tensor.size(1), S = k_tensor.size(1), D = q_tensor.size(2),
-                  Dv = v_tensor.size(2);
-    const T* q_all = static_cast<const T*>(q_tensor.raw_data());
-    const T* k_all = static_cast<const T*>(k_tensor.raw_data());
-    const T* v_all = static_cast<const T*>(v_tensor.raw_data());
-    T* out_all = static_cast<T*>(out_tensor.raw_data());
+    const Matrices<const T> qm = matrices_of<const T>(q_tensor), km = matrices_of<const T>(k_tensor),
+                            vm = matrices_of<const T>(v_tensor);
+    const Matrices<T> outm = matrices_of<T>(out_tensor);
+    const int64_t N = (int64_t)qm.offsets.size(), Tq = q_tensor.size(-2), S = k_tensor.size(-2), D = q_tensor.size(-1),
+                  Dv = v_tensor.size(-1);
     T* lse_all = static_cast<T*>(lse_tensor.raw_data());
-    const int64_t q_batch = q_tensor.strides()[0], k_batch = k_tensor.strides()[0], v_batch = v_tensor.strides()[0];
     const T scale = (T)scale_d;
     const int64_t q_blocks = (Tq + kBlockQ - 1) / kBlockQ;
 
@@ -330,16 +378,15 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
         ScratchBuffer<T>& acc = tiles.acc;
         ScratchBuffer<T>& row_max = tiles.row_max;
         ScratchBuffer<T>& row_sum = tiles.row_sum;
-        const T* q = q_all + n * q_batch;  // the matrices may lie apart (attention.h)
-        const T* k = k_all + n * k_batch;
-        const T* v = v_all + n * v_batch;
+        const T *q = qm.matrix(n), *k = km.matrix(n), *v = vm.matrix(n);  // views (attention.h)
+        const int64_t q_rs = qm.row_stride, k_rs = km.row_stride, v_rs = vm.row_stride;
         const int64_t i0 = qb * kBlockQ, i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
         std::fill(acc.data(), acc.data() + br * Dv, T(0));
         std::fill(row_max.data(), row_max.data() + br, -INFINITY);
         std::fill(row_sum.data(), row_sum.data() + br, T(0));
         for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
             const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
-            tile_scores(causal, q, i0, br, k, j0, bc, D, scores.data(), tiles.packing);
+            tile_scores(causal, q, q_rs, i0, br, k, k_rs, j0, bc, D, scores.data(), tiles.packing);
             for (int64_t r = 0; r < br; ++r) {
                 const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
                 T* s = scores.data() + r * bc;  // scores, then probabilities (unnormalized)
@@ -358,12 +405,12 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
             }
             // o += P_tile V_tile, band by band.
             for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-                gemm_single_thread(rows, Dv, keys, scores.data() + r0 * bc, bc, 1, v + j0 * Dv, Dv, 1,
+                gemm_single_thread(rows, Dv, keys, scores.data() + r0 * bc, bc, 1, v + j0 * v_rs, v_rs, 1,
                                    acc.data() + r0 * Dv, Dv, /*accumulate=*/true, &tiles.packing);
             });
         }
         for (int64_t r = 0; r < br; ++r) {
-            T* o = out_all + (n * Tq + i0 + r) * Dv;
+            T* o = outm.matrix(n) + (i0 + r) * outm.row_stride;
             const T* a = acc.data() + r * Dv;
             // l = 0 only when a row sees no key at all (S = 0): out = 0.
             T inv = row_sum[r] > 0 ? T(1) / row_sum[r] : T(0);
@@ -378,17 +425,13 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                               const Tensor& v_tensor, const Tensor& out_tensor, const Tensor& lse_tensor, bool causal,
                               double scale_d, const Tensor& dq_tensor, const Tensor& dk_tensor,
                               const Tensor& dv_tensor) {
-    const int64_t N = q_tensor.size(0), Tq = q_tensor.size(1), S = k_tensor.size(1), D = q_tensor.size(2),
-                  Dv = v_tensor.size(2);
-    const T* dout_all = static_cast<const T*>(dout_tensor.raw_data());
-    const T* q_all = static_cast<const T*>(q_tensor.raw_data());
-    const T* k_all = static_cast<const T*>(k_tensor.raw_data());
-    const T* v_all = static_cast<const T*>(v_tensor.raw_data());
-    const T* out_all = static_cast<const T*>(out_tensor.raw_data());
+    const Matrices<const T> doutm = matrices_of<const T>(dout_tensor), qm = matrices_of<const T>(q_tensor),
+                            km = matrices_of<const T>(k_tensor), vm = matrices_of<const T>(v_tensor),
+                            outm = matrices_of<const T>(out_tensor);
+    const Matrices<T> dqm = matrices_of<T>(dq_tensor), dkm = matrices_of<T>(dk_tensor), dvm = matrices_of<T>(dv_tensor);
+    const int64_t N = (int64_t)qm.offsets.size(), Tq = q_tensor.size(-2), S = k_tensor.size(-2), D = q_tensor.size(-1),
+                  Dv = v_tensor.size(-1);
     const T* lse_all = static_cast<const T*>(lse_tensor.raw_data());
-    T* dq_all = static_cast<T*>(dq_tensor.raw_data());
-    T* dk_all = static_cast<T*>(dk_tensor.raw_data());
-    T* dv_all = static_cast<T*>(dv_tensor.raw_data());
     const T scale = (T)scale_d;
 
     // One thread per (batch, head): dk and dv of a head collect contributions
@@ -405,9 +448,15 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
         ScratchBuffer<T>& p = tiles.p;
         ScratchBuffer<T>& dp = tiles.dp;
         ScratchBuffer<T>& delta = tiles.delta;
-        const T *q = q_all + n * Tq * D, *k = k_all + n * S * D, *v = v_all + n * S * Dv;
-        const T *dout = dout_all + n * Tq * Dv, *out = out_all + n * Tq * Dv, *lse = lse_all + n * Tq;
-        T *dq = dq_all + n * Tq * D, *dk = dk_all + n * S * D, *dv = dv_all + n * S * Dv;
+        // Each matrix where it lies (attention.h), and the distance between its rows.
+        const T *q = qm.matrix(n), *k = km.matrix(n), *v = vm.matrix(n), *dout = doutm.matrix(n), *out = outm.matrix(n);
+        const T* lse = lse_all + n * Tq;
+        T *dq = dqm.matrix(n), *dk = dkm.matrix(n), *dv = dvm.matrix(n);
+        const int64_t q_rs = qm.row_stride, k_rs = km.row_stride, v_rs = vm.row_stride, dout_rs = doutm.row_stride,
+                      out_rs = outm.row_stride, dq_rs = dqm.row_stride, dk_rs = dkm.row_stride, dv_rs = dvm.row_stride;
+        auto zero_rows = [](T* m, int64_t rs, int64_t first, int64_t last, int64_t width) {
+            for (int64_t r = first; r < last; ++r) std::fill(m + r * rs, m + r * rs + width, T(0));
+        };
         // No gradient is zeroed first: the first product into a tile writes
         // it and the later ones add to it (zeroing dq, dk and dv took about
         // 5% of backward's time at T = 128, D = 32). The first into dq's
@@ -418,15 +467,15 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
             const int64_t i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
             for (int64_t r = 0; r < br; ++r) {
                 T d = 0;
-                for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * Dv + e] * out[(i0 + r) * Dv + e];
+                for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * dout_rs + e] * out[(i0 + r) * out_rs + e];
                 delta[r] = d;
             }
-            if (key_end(causal, i1, S) == 0) std::fill(dq + i0 * D, dq + i1 * D, T(0));  // no keys (S = 0): dq = 0
+            if (key_end(causal, i1, S) == 0) zero_rows(dq, dq_rs, i0, i1, D);  // no keys (S = 0): dq = 0
             for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
                 const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
                 const bool add_to_dq = j0 > 0, add_to_dk_dv = i0 > 0 && j0 < key_end(causal, i0, S);
                 // p_ij = exp(scale s_ij - L_i), 0 where masked.
-                tile_scores(causal, q, i0, br, k, j0, bc, D, p.data(), tiles.packing);
+                tile_scores(causal, q, q_rs, i0, br, k, k_rs, j0, bc, D, p.data(), tiles.packing);
                 for (int64_t r = 0; r < br; ++r) {
                     const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
                     T* pr = p.data() + r * bc;
@@ -435,7 +484,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 }
                 // dp = dout_tile V_tile^T, band by band (like the scores)
                 for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-                    gemm_single_thread(rows, keys, Dv, dout + (i0 + r0) * Dv, Dv, 1, v + j0 * Dv, 1, Dv,
+                    gemm_single_thread(rows, keys, Dv, dout + (i0 + r0) * dout_rs, dout_rs, 1, v + j0 * v_rs, 1, v_rs,
                                        dp.data() + r0 * bc, bc, false, &tiles.packing);
                 });
                 // ds = scale p (dp - D), in place of dp (the scale of s = scale q.k folded in);
@@ -451,21 +500,21 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 // dq_tile += dS k_tile, by bands of queries.
                 for_each_key_band(causal, i0, br, j0, bc, [&](int64_t c0, int64_t cols, int64_t first) {
                     const T *p_band = p.data() + first * bc + c0, *ds_band = dp.data() + first * bc + c0;
-                    gemm_single_thread(cols, Dv, br - first, p_band, 1, bc, dout + (i0 + first) * Dv, Dv, 1,
-                                       dv + (j0 + c0) * Dv, Dv, add_to_dk_dv, &tiles.packing);
-                    gemm_single_thread(cols, D, br - first, ds_band, 1, bc, q + (i0 + first) * D, D, 1,
-                                       dk + (j0 + c0) * D, D, add_to_dk_dv, &tiles.packing);
+                    gemm_single_thread(cols, Dv, br - first, p_band, 1, bc, dout + (i0 + first) * dout_rs, dout_rs, 1,
+                                       dv + (j0 + c0) * dv_rs, dv_rs, add_to_dk_dv, &tiles.packing);
+                    gemm_single_thread(cols, D, br - first, ds_band, 1, bc, q + (i0 + first) * q_rs, q_rs, 1,
+                                       dk + (j0 + c0) * dk_rs, dk_rs, add_to_dk_dv, &tiles.packing);
                 });
                 for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-                    gemm_single_thread(rows, D, keys, dp.data() + r0 * bc, bc, 1, k + j0 * D, D, 1, dq + (i0 + r0) * D,
-                                       D, add_to_dq, &tiles.packing);
+                    gemm_single_thread(rows, D, keys, dp.data() + r0 * bc, bc, 1, k + j0 * k_rs, k_rs, 1,
+                                       dq + (i0 + r0) * dq_rs, dq_rs, add_to_dq, &tiles.packing);
                 });
             }
         }
         // Keys no query block reached (causal with S > T, or T = 0) get no gradient.
         const int64_t reached = Tq == 0 ? 0 : std::min(S, (key_end(causal, Tq, S) + kBlockK - 1) / kBlockK * kBlockK);
-        std::fill(dk + reached * D, dk + S * D, T(0));
-        std::fill(dv + reached * Dv, dv + S * Dv, T(0));
+        zero_rows(dk, dk_rs, reached, S, D);
+        zero_rows(dv, dv_rs, reached, S, Dv);
     });
 }
 

@@ -13,14 +13,20 @@
 
 namespace nc {
 
-// q: [N, T, D], k: [N, S, D], v: [N, S, Dv], of one float dtype (never
-// 16-bit: the raw op widens those) -> out [N, T, Dv], and logsumexp [N, T]
-// = log of each softmax row's denominator (in units of the scaled scores),
-// all backward needs to rebuild the probabilities tile by tile.
-// Forward's q, k, v: each [T, D] or [S, D] matrix contiguous, the matrices
-// strides()[0] apart (any distance: the keys of a key/value cache's first
-// S positions are read in place). Backward's operands, and every out,
-// logsumexp and gradient: contiguous.
+// q: [..., T, D], k: [..., S, D], v: [..., S, Dv] with the same leading
+// dims (N matrices in all), of one float dtype (never 16-bit: the raw op
+// widens those) -> out [..., T, Dv], and logsumexp [N, T] = log of each
+// softmax row's denominator (in units of the scaled scores), all backward
+// needs to rebuild the probabilities tile by tile.
+// Every operand and output except logsumexp (contiguous) may be a view:
+// unit steps along each row (its last dim), the rows strides()[-2] apart,
+// and the matrices anywhere (matrix_batch_offsets, tensor/backend.h). So
+// attention reads GPT-2's q, k and v where its one projection put them
+// ([B, T, 3C] seen as [B, H, T, D]), writes out where the merged heads go
+// ([B, T, C] seen as [B, H, T, D]) and its gradients into one d(qkv), and
+// reads the first S positions of a key/value cache in place. The CUDA
+// kernels read [N, R, C] blocks: its backend copies views into those
+// (attention_matrices below) and copies its outputs back.
 struct AttentionKernels {
     void (*forward)(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
                     const Tensor& logsumexp);
@@ -34,12 +40,23 @@ namespace raw {
 struct AttentionForward {
     Tensor out, logsumexp;
 };
-AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale);
+// `out_into`, if given, is the [..., T, Dv] tensor (a view with contiguous
+// rows) to write the output into; otherwise a new one is made.
+AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                           const Tensor& out_into = Tensor());
 struct AttentionBackward {
     Tensor dq, dk, dv;
 };
+// `into`, if given (all three), holds the tensors to write the gradients
+// into, shaped as q, k and v (views with contiguous rows).
 AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const AttentionForward& saved, bool causal, double scale);
+                                     const AttentionForward& saved, bool causal, double scale,
+                                     const AttentionBackward& into = AttentionBackward());
+
+// [..., R, C] -> [N, R, C]: a view when the leading dims merge and each
+// matrix is contiguous, else a contiguous copy. For backends whose kernels
+// read whole contiguous matrices (CUDA).
+Tensor attention_matrices(const Tensor& t);
 
 }  // namespace raw
 
