@@ -120,46 +120,6 @@ void run_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k, co
 
 }  // namespace
 
-// The operands arrive as views (tensor/ops/attention.h); these kernels read
-// [N, R, C] blocks whose matrices are contiguous (forward: the matrices
-// strides()[0] apart; backward: all contiguous). raw::attention_matrices
-// makes such a view, or a copy. An output that is a view of something
-// else is computed into a block of its own and copied into place.
-static Tensor output_block(const Tensor& out) {
-    Tensor block = raw::attention_matrices(out);
-    return block.is_contiguous() && block.raw_data() == out.raw_data() ? block
-           : empty(block.shape(), out.dtype(), out.device());
-}
-static void copy_back(const Tensor& out, const Tensor& block) {
-    if (block.raw_data() != out.raw_data()) raw::copy_(out, raw::view(block, out.shape()));
-}
-
-static void attention_blocks(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
-                             const Tensor& out, const Tensor& logsumexp);
-static void attention_backward_blocks(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                      const Tensor& out, const Tensor& logsumexp, bool causal, double scale,
-                                      const Tensor& dq, const Tensor& dk, const Tensor& dv);
-
-static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
-                      const Tensor& logsumexp) {
-    Tensor out_block = output_block(out);
-    attention_blocks(raw::attention_matrices(q), raw::attention_matrices(k), raw::attention_matrices(v), causal, scale,
-                     out_block, logsumexp);
-    copy_back(out, out_block);
-}
-
-static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                               const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
-                               const Tensor& dv) {
-    auto block = [](const Tensor& t) { return raw::contiguous(raw::attention_matrices(t)); };
-    Tensor dq_block = output_block(dq), dk_block = output_block(dk), dv_block = output_block(dv);
-    attention_backward_blocks(block(dout), block(q), block(k), block(v), block(out), logsumexp, causal, scale, dq_block,
-                              dk_block, dv_block);
-    copy_back(dq, dq_block);
-    copy_back(dk, dk_block);
-    copy_back(dv, dv_block);
-}
-
 static void attention_blocks(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                              const Tensor& out, const Tensor& logsumexp) {
     int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
@@ -206,6 +166,46 @@ static void attention_backward_blocks(const Tensor& dout, const Tensor& q, const
             static_cast<double*>(dq.raw_data()), static_cast<double*>(dk.raw_data()),
             static_cast<double*>(dv.raw_data()), N, Tq, S, D, Dv, causal, scale);
     check_launch("attention_backward_kernel");
+}
+
+// The table's entries. The operands arrive as views (tensor/ops/attention.h);
+// the kernels above read [N, R, C] blocks whose matrices are contiguous
+// (forward: the matrices strides()[0] apart; backward: all contiguous), so
+// raw::attention_matrices makes such a view, or a copy, and an output that
+// is a view of something else is computed into a block of its own and
+// copied into place. For GPT-2's packed q, k, v that is a copy of each
+// operand and output: four forward, as before the CPU kernels learned to
+// read views, but eight backward instead of four, since q, k, v and the
+// output are copied again there. Row strides in the kernels themselves
+// would save them all; that needs a GPU to measure.
+static Tensor output_block(const Tensor& out) {
+    int64_t N = 1;
+    for (int64_t d = 0; d + 2 < out.dim(); ++d) N *= out.size(d);
+    Shape shape{N, out.size(-2), out.size(-1)};
+    return out.is_contiguous() ? raw::view(out, shape) : empty(shape, out.dtype(), out.device());
+}
+static void copy_back(const Tensor& out, const Tensor& block) {
+    if (block.raw_data() != out.raw_data()) raw::copy_(out, raw::view(block, out.shape()));
+}
+
+static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
+                      const Tensor& logsumexp) {
+    Tensor out_block = output_block(out);
+    attention_blocks(raw::attention_matrices(q), raw::attention_matrices(k), raw::attention_matrices(v), causal, scale,
+                     out_block, logsumexp);
+    copy_back(out, out_block);
+}
+
+static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                               const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
+                               const Tensor& dv) {
+    auto block = [](const Tensor& t) { return raw::contiguous(raw::attention_matrices(t)); };
+    Tensor dq_block = output_block(dq), dk_block = output_block(dk), dv_block = output_block(dv);
+    attention_backward_blocks(block(dout), block(q), block(k), block(v), block(out), logsumexp, causal, scale, dq_block,
+                              dk_block, dv_block);
+    copy_back(dq, dq_block);
+    copy_back(dk, dk_block);
+    copy_back(dv, dv_block);
 }
 
 // The table entries of this file (cuda/cuda_backend.cu).

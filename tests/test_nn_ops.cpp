@@ -338,6 +338,8 @@ TEST_CASE("attention on views equals attention on contiguous copies, to the bit"
                 {"attention", "output to write into", "[1, 4, 7]", "[1, 4, 8]"});
     check_error([&] { raw::attention(q, q, q, true, 0.5, raw::transpose(raw::zeros({1, 8, 4}, kFloat64), 1, 2)); },
                 {"attention", "contiguous rows"});
+    check_error([&] { raw::attention(q, q, q, true, 0.5, raw::expand(raw::zeros({1, 1, 8}, kFloat64), {1, 4, 8})); },
+                {"attention", "do not overlap"});
     check_error([&] { raw::attention_backward(q, q, q, q, f, true, 0.5, {raw::zeros({1, 4, 8}, kFloat64), Tensor(), Tensor()}); },
                 {"attention_backward", "all three"});
 }

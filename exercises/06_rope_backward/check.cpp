@@ -1,6 +1,6 @@
 // The check of exercise 6b: RoPE's dx against central finite differences
 // of L = sum(dy * y) in float64 (y from the rotation written here), and
-// against autograd's backward of the library's apply_rope (nn/rope.h).
+// against the library's backward of apply_rope (the fused op of tensor/ops/rope.h, run by autograd).
 #include <cmath>
 #include <functional>
 #include <string>
@@ -40,6 +40,6 @@ int main() {
         nn::RopeTables tables = nn::rope_tables(T, D, theta, kFloat64);
         backward(sum(mul(nn::apply_rope(xt, tables), raw::from_vector(dy, {T, D}))));
         exercise::expect(exercise::largest_difference(dx, xt.grad().to_vector()) < 1e-12,
-                         "dx differs from autograd's backward of apply_rope");
+                         "dx differs from the library's backward of apply_rope");
     });
 }

@@ -13,7 +13,7 @@
 // without building any matrix.
 //
 // The check compares your dx with float64 finite differences of the
-// forward above and with autograd's backward of the library's apply_rope.
+// forward above and with the library's backward of apply_rope (tensor/ops/rope.h).
 #pragma once
 
 #include <cstdint>

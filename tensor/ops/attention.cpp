@@ -38,8 +38,9 @@
 // (generating a token), the unpacked one-row product of gemv.h. Threads split
 // the (batch x head, query block) pairs forward and the batch x heads backward.
 //
-// Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
-// logsumexp [N, T], with N = B H (batch times heads).
+// Shapes: q [..., T, D], k [..., S, D], v [..., S, Dv], out [..., T, Dv]
+// with the same leading dims, N matrices each (N = B H, batch times
+// heads), any of them a view (attention.h); logsumexp [N, T].
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -65,19 +66,20 @@ namespace raw {
 // seen as [B, H, T, D], or the first S positions of the key/value cache
 // [B, H, capacity, D]. Only a tensor whose rows are not contiguous (a
 // transposed one) is copied.
-static Tensor rows_contiguous(const Tensor& t) {
-    return t.size(-1) <= 1 || t.strides()[t.dim() - 1] == 1 ? t : contiguous(t);
-}
+static bool has_contiguous_rows(const Tensor& t) { return t.size(-1) <= 1 || t.strides()[t.dim() - 1] == 1; }
+static Tensor rows_contiguous(const Tensor& t) { return has_contiguous_rows(t) ? t : contiguous(t); }
 
 // An output the caller passed in must have exactly the expected shape, the
-// dtype and device of the inputs, and contiguous rows.
+// dtype and device of the inputs, and contiguous rows that do not overlap
+// (threads write different rows at once).
 static void check_output(const Tensor& t, const Shape& shape, const Tensor& q, const char* name, const std::string& op) {
     if (t.shape() != shape || t.dtype() != q.dtype() || t.device() != q.device())
         fail(op, std::string("the ") + name + " to write into is " + shape_str(t.shape()) + " " + dtype_name(t.dtype()) +
                      " on " + t.device().str() + ", it must be " + shape_str(shape) + " " + dtype_name(q.dtype()) +
                      " on " + q.device().str());
-    if (t.size(-1) > 1 && t.strides()[t.dim() - 1] != 1)
-        fail(op, std::string("the ") + name + " to write into needs contiguous rows (unit stride in its last dim)");
+    if (!has_contiguous_rows(t) || (t.size(-2) > 1 && t.strides()[t.dim() - 2] < t.size(-1)))
+        fail(op, std::string("the ") + name + " to write into needs contiguous rows that do not overlap, got strides " +
+                     shape_str(t.strides()));
 }
 
 Tensor attention_matrices(const Tensor& t) {
@@ -175,7 +177,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     raw::AttentionForward saved{f.out.detach(), f.logsumexp};
     // dV = P^T dO; dZ = P (dP - rowsum(dP P)) with dP = dO V^T; dQ = s dZ K; dK = s dZ^T Q.
     return record("Attention", f.out, {q, k, v}, [q, k, v, saved, causal, scale](const Tensor& g) {
-        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q, k, v, saved, causal, scale);
+        raw::AttentionBackward d = raw::attention_backward(g, q, k, v, saved, causal, scale);
         return Grads{d.dq, d.dk, d.dv};
     });
 }
@@ -201,7 +203,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     raw::AttentionForward f = raw::attention(q16, k16, v16, causal, scale);
     raw::AttentionForward saved{raw::to_dtype(f.out, operand_dtype), f.logsumexp};
     return record("Attention", f.out, {q, k, v}, [q16, k16, v16, saved, causal, scale](const Tensor& g) {
-        raw::AttentionBackward d = raw::attention_backward(raw::contiguous(g), q16, k16, v16, saved, causal, scale);
+        raw::AttentionBackward d = raw::attention_backward(g, q16, k16, v16, saved, causal, scale);
         return Grads{d.dq, d.dk, d.dv};
     });
 }
@@ -217,11 +219,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // the same to the last bit (adding a zero is exact); the kernels are
 // those above.
 //
-// Nor is anything copied to split or merge the heads: the kernels take
-// views (attention.h), so q, k and v are read where the projection wrote
-// them, the output is written straight into the [B, T, C] layout the next
-// projection reads, and backward reads the gradient in that layout and
-// writes d(qkv) in place. Copying q, k, v, the output, its gradient and
+// Nor does the CPU copy anything to split or merge the heads: its kernels
+// take views (attention.h), so q, k and v are read where the projection
+// wrote them, the output is written straight into the [B, T, C] layout the
+// next projection reads, and backward reads the gradient in that layout
+// and writes d(qkv) in place (the CUDA backend still copies: cuda/attention.cu). Copying q, k, v, the output, its gradient and
 // the three gradients cost eight passes over a [B, T, C] tensor per layer
 // (bench/results/attention-views-2026-12-06.txt).
 Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal) {
@@ -234,7 +236,7 @@ Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal) {
     auto heads_view = [=](const Tensor& t, int64_t which) {
         return raw::transpose(raw::view(raw::narrow(t, 2, which * C, C), {B, T, heads, D}), 1, 2);
     };
-    Tensor y = empty({B, T, C}, qkv.dtype(), qkv.device());
+    Tensor y = empty({B, T, C}, product_dtype(qkv.dtype()), qkv.device());  // 16-bit q, k, v give float32 (raw::attention)
     Tensor y_heads = raw::transpose(raw::view(y, {B, T, heads, D}), 1, 2);  // [B, H, T, D], a view of y
     raw::AttentionForward f = raw::attention(heads_view(qkv, 0), heads_view(qkv, 1), heads_view(qkv, 2), causal,
                                              scale, y_heads);
@@ -323,7 +325,7 @@ void for_each_key_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_t 
 }
 
 // scores[r][c] = <q_{i0+r}, k_{j0+c}> for a br x bc tile (unscaled): Q_tile K_tile^T,
-// with K^T read through strides (B(d, c) = k[(j0 + c) D + d]), band by band:
+// with K^T read through strides (B(d, c) = k[(j0 + c) k_rs + d]), band by band:
 // the scores a band's queries cannot see are left unwritten.
 template <typename T>
 void tile_scores(bool causal, const T* q, int64_t q_rs, int64_t i0, int64_t br, const T* k, int64_t k_rs, int64_t j0,

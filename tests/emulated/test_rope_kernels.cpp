@@ -64,7 +64,8 @@ void check_rope(int64_t rows, int64_t D, int64_t positions, unsigned grid, Sched
 TEST_CASE("emulated GPU: rope kernels equal the rotation and its differences", "[cuda-emulated][rope]") {
     for (Schedule s : {Schedule::FirstThreadFirst, Schedule::LastThreadFirst}) {
         check_rope<float>(12, 16, 4, blocks_for(12 * 8), s);
-        check_rope<float>(5, 6, 5, 1, s);  // one block: every thread strides through several pairs
+        check_rope<float>(5, 6, 5, 1, s);
+        check_rope<float>(70, 16, 7, 1, s);  // one block of 256 threads for 560 pairs: each strides on
         check_rope<double>(9, 10, 3, 2, s);
     }
 }
