@@ -90,30 +90,31 @@ inline void rope_row_backward(const T* dy, const T* c, const T* s, int64_t h, T*
     }
 }
 
-// Row r of x is position r % T, its table row; threads split the rows.
-template <typename T>
-static void rope_typed(const Tensor& x_tensor, const Tensor& cos_tensor, const Tensor& sin_tensor,
-                       const Tensor& out_tensor) {
-    const int64_t rows = x_tensor.size(0), D = x_tensor.size(1), h = D / 2;
-    const T *x = ptr_or_null<T>(x_tensor), *cos = ptr_or_null<T>(cos_tensor), *sin = ptr_or_null<T>(sin_tensor);
-    T* y = mut_or_null<T>(out_tensor);
-    const int64_t positions = cos_tensor.size(0);
+// Row r of `in` (x forward, dy backward) is position r % T, its table row;
+// threads split the rows. `row` is rope_row or rope_row_backward.
+template <typename T, typename Row>
+static void for_each_row(const Tensor& in_tensor, const Tensor& cos_tensor, const Tensor& sin_tensor,
+                         const Tensor& out_tensor, const Row& row) {
+    const int64_t rows = in_tensor.size(0), D = in_tensor.size(1), positions = cos_tensor.size(0);
+    const T *in = ptr_or_null<T>(in_tensor), *cos = ptr_or_null<T>(cos_tensor), *sin = ptr_or_null<T>(sin_tensor);
+    T* out = mut_or_null<T>(out_tensor);
     parallel_for(rows, rows >= kParallelRows && rows * D >= kParallelMin, [&](int64_t r) {
         const int64_t t = r % positions;
-        rope_row(x + r * D, cos + t * D, sin + t * D, h, y + r * D);
+        row(in + r * D, cos + t * D, sin + t * D, D / 2, out + r * D);
     });
 }
 
 template <typename T>
-static void rope_backward_typed(const Tensor& dy_tensor, const Tensor& cos_tensor, const Tensor& sin_tensor,
-                                const Tensor& dx_tensor) {
-    const int64_t rows = dy_tensor.size(0), D = dy_tensor.size(1), h = D / 2;
-    const T *dy = ptr_or_null<T>(dy_tensor), *cos = ptr_or_null<T>(cos_tensor), *sin = ptr_or_null<T>(sin_tensor);
-    T* dx = mut_or_null<T>(dx_tensor);
-    const int64_t positions = cos_tensor.size(0);
-    parallel_for(rows, rows >= kParallelRows && rows * D >= kParallelMin, [&](int64_t r) {
-        const int64_t t = r % positions;
-        rope_row_backward(dy + r * D, cos + t * D, sin + t * D, h, dx + r * D);
+static void rope_typed(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+    for_each_row<T>(x, cos, sin, out, [](const T* x_row, const T* c, const T* s, int64_t h, T* y_row) {
+        rope_row(x_row, c, s, h, y_row);
+    });
+}
+
+template <typename T>
+static void rope_backward_typed(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx) {
+    for_each_row<T>(dy, cos, sin, dx, [](const T* dy_row, const T* c, const T* s, int64_t h, T* dx_row) {
+        rope_row_backward(dy_row, c, s, h, dx_row);
     });
 }
 
