@@ -127,20 +127,23 @@ TEST_CASE("tiled attention keeps memory linear in T", "[attention][fast][memory]
     CHECK(f.out.shape() == Shape{1, 2048, 8});
 }
 
-TEST_CASE("max_of and sum_of equal the plain loops", "[fast][reduce]") {
+TEST_CASE("max_of, sum_of and dot_of equal the plain loops", "[fast][reduce]") {
     Generator gen(31);
-    for (int64_t n : {0, 1, 15, 16, 17, 100, 1000}) {
+    for (int64_t n : {0, 1, 15, 16, 17, 31, 32, 47, 100, 1000}) {
         INFO("n = " << n);
         std::vector<double> values = raw::randn({n + 1}, gen, kFloat64).to_vector();
-        std::vector<float> x(values.begin(), values.begin() + n);
-        double plain_sum = 0;
+        std::vector<double> others = raw::randn({n + 1}, gen, kFloat64).to_vector();
+        std::vector<float> x(values.begin(), values.begin() + n), y(others.begin(), others.begin() + n);
+        double plain_sum = 0, plain_dot = 0;
         float plain_max = -3.0f;  // the start value, also the answer when every x is below it
-        for (float v : x) {
-            plain_sum += v;
-            plain_max = std::max(plain_max, v);
+        for (int64_t i = 0; i < n; ++i) {
+            plain_sum += x[i];
+            plain_dot += (double)x[i] * y[i];
+            plain_max = std::max(plain_max, x[i]);
         }
         CHECK(cpu::max_of(x.data(), n, -3.0f) == plain_max);
         CHECK(std::abs((double)cpu::sum_of(x.data(), n) - plain_sum) <= 1e-5 * (1 + std::sqrt((double)n)));
+        CHECK(std::abs((double)cpu::dot_of(x.data(), y.data(), n) - plain_dot) <= 1e-5 * (1 + std::sqrt((double)n)));
         std::vector<double> xd(values.begin(), values.begin() + n);
         const double lowest = -(double)INFINITY;
         CHECK(cpu::max_of(xd.data(), n, lowest) == (n ? *std::max_element(xd.begin(), xd.end()) : lowest));

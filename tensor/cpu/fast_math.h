@@ -77,14 +77,18 @@ inline double exp_fast(double x) { return std::exp(x); }
 }
 inline double tanh_fast(double x) { return std::tanh(x); }
 
-// The maximum and the sum of x[0 .. n). The plain loops `m = max(m, x[i])`
-// and `total += x[i]` stay scalar: GCC may not reorder float operations, so
-// each waits for the one before (4 cycles for an add). `omp simd
-// reduction` allows the reordering for this one loop: 16 running values in
-// one vector register, combined at the end (so a sum is rounded in a
-// different order than the plain loop: the results differ in the last
-// bits). In attention's softmax these two loops were 60% of the forward's
-// non-GEMM time.
+// The maximum and the sum of x[0 .. n), and the dot product of x and y.
+// The plain loops `m = max(m, x[i])` and `total += x[i]` stay scalar: GCC
+// may not reorder float operations, so each step waits for the one before
+// (4 cycles for an add). The maximum asks for the reordering with `omp simd
+// reduction`: 16 running maxima in one vector register, combined at the end
+// (a maximum is the same in any order). The sums keep 16 running sums
+// written out, lane j adding terms j, j + 16, j + 32, ..., and add the lanes
+// in a fixed tree at the end (add_lanes). Through `omp simd reduction` GCC
+// added the 16 lanes one after another from memory: a row of 128 floats
+// took 9 ns instead of 5, and attention's softmax sums such rows. A sum is
+// rounded in a different order than the plain loop's, so the results differ
+// in the last bits.
 template <typename T>
 inline T max_of(const T* x, int64_t n, T start) {
     T m = start;
@@ -92,12 +96,31 @@ inline T max_of(const T* x, int64_t n, T start) {
     for (int64_t i = 0; i < n; ++i) m = m > x[i] ? m : x[i];
     return m;
 }
+constexpr int kFloatLanes = 16;
+template <typename T>
+inline T add_lanes(T* lane) {
+    static_assert(kFloatLanes == 16, "the tree adds 16 lanes");
+    for (int j = 0; j < 8; ++j) lane[j] += lane[j + 8];
+    for (int j = 0; j < 4; ++j) lane[j] += lane[j + 4];
+    return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
 template <typename T>
 inline T sum_of(const T* x, int64_t n) {
-    T total = 0;
-#pragma omp simd reduction(+ : total)
-    for (int64_t i = 0; i < n; ++i) total += x[i];
-    return total;
+    T lane[kFloatLanes] = {};
+    int64_t i = 0;
+    for (; i + kFloatLanes <= n; i += kFloatLanes)
+        for (int j = 0; j < kFloatLanes; ++j) lane[j] += x[i + j];
+    for (int j = 0; i + j < n; ++j) lane[j] += x[i + j];  // the last n % 16 terms, in lanes 0, 1, ...
+    return add_lanes(lane);
+}
+template <typename T>
+inline T dot_of(const T* x, const T* y, int64_t n) {
+    T lane[kFloatLanes] = {};
+    int64_t i = 0;
+    for (; i + kFloatLanes <= n; i += kFloatLanes)
+        for (int j = 0; j < kFloatLanes; ++j) lane[j] += x[i + j] * y[i + j];
+    for (int j = 0; i + j < n; ++j) lane[j] += x[i + j] * y[i + j];
+    return add_lanes(lane);
 }
 
 // Sums along a row in double are kept in kSumLanes running sums. With one

@@ -270,6 +270,12 @@ namespace {
 constexpr int64_t kBlockQ = kAttentionTileQueries;  // Br: queries per tile (cpu_kernels.h)
 constexpr int64_t kBlockK = kAttentionTileKeys;     // Bc: keys per tile
 
+// The length a row's softmax loops run over: its `visible` keys rounded up
+// to a multiple of 16 (a whole AVX-512 vector of floats, two AVX2 or four
+// NEON ones), at most the tile's `keys`. A loop whose length is not a
+// multiple of the vector ends in a remainder loop, one key at a time.
+inline int64_t vector_width(int64_t visible, int64_t keys) { return std::min(keys, (visible + 15) / 16 * 16); }
+
 // The keys a query block [i0, i1) can see end before this index.
 inline int64_t key_end(bool causal, int64_t i1, int64_t S) { return causal ? std::min(S, i1) : S; }
 // Within a tile, query i sees keys j <= i when causal.
@@ -359,27 +365,35 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
     const int64_t N = (int64_t)qm.offsets.size(), Tq = q_tensor.size(-2), S = k_tensor.size(-2), D = q_tensor.size(-1),
                   Dv = v_tensor.size(-1);
     T* lse_all = static_cast<T*>(lse_tensor.raw_data());
-    const T scale = (T)scale_d;
+    const T scale_t = (T)scale_d;
     const int64_t q_blocks = (Tq + kBlockQ - 1) / kBlockQ;
 
     // Each thread's tiles: the scores, the output sums, and each row's
     // running max and sum; and its own packing buffers for the tile
     // products (gemm.h says why).
     struct Tiles {
-        ScratchBuffer<T> scores, acc, row_max, row_sum;
+        ScratchBuffer<T> scores, acc, row_max, row_sum, new_max;
+        ScratchBuffer<int64_t> width;
         PackingBuffers<T> packing;
     };
     auto make_tiles = [&] {
         return Tiles{ScratchBuffer<T>(kBlockQ * kBlockK), ScratchBuffer<T>(kBlockQ * Dv), ScratchBuffer<T>(kBlockQ),
-                     ScratchBuffer<T>(kBlockQ), PackingBuffers<T>()};
+                     ScratchBuffer<T>(kBlockQ), ScratchBuffer<T>(kBlockQ), ScratchBuffer<int64_t>(kBlockQ),
+                     PackingBuffers<T>()};
     };
     // One task per (head n, query block qb).
     parallel_for_dynamic(N * q_blocks, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t task, Tiles& tiles) {
         const int64_t n = task / q_blocks, qb = task % q_blocks;
+        // A copy in the task's own frame: `scale` captured by reference is a
+        // load through a pointer that the stores into the scores might alias,
+        // and GCC redid it for every key (the forward took 12% longer).
+        const T scale = scale_t;
         ScratchBuffer<T>& scores = tiles.scores;
         ScratchBuffer<T>& acc = tiles.acc;
         ScratchBuffer<T>& row_max = tiles.row_max;
         ScratchBuffer<T>& row_sum = tiles.row_sum;
+        ScratchBuffer<T>& new_max = tiles.new_max;
+        ScratchBuffer<int64_t>& width = tiles.width;
         const T *q = qm.matrix(n), *k = km.matrix(n), *v = vm.matrix(n);  // views (attention.h)
         const int64_t q_rs = qm.row_stride, k_rs = km.row_stride, v_rs = vm.row_stride;
         const int64_t i0 = qb * kBlockQ, i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
@@ -389,19 +403,33 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
         for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
             const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
             tile_scores(causal, q, q_rs, i0, br, k, k_rs, j0, bc, D, scores.data(), tiles.packing);
+            // The softmax step, in three passes over the tile's rows: each
+            // pass's rows are independent of one another, so the CPU works on
+            // several at once (row by row, each step waited for the one
+            // before it). Row r is processed over its visible keys rounded up
+            // to whole vectors (vector_width), the keys it cannot see in that
+            // width set to -inf, whose exponential is 0.
+            // Pass 1: the scaled scores, and each row's new running maximum.
             for (int64_t r = 0; r < br; ++r) {
-                const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
+                const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1), w = vector_width(visible, bc);
                 T* s = scores.data() + r * bc;  // scores, then probabilities (unnormalized)
-                std::fill(s + visible, s + bc, T(0));
-                if (visible == 0) continue;  // every key of this tile is in this query's future
-                for (int64_t c = 0; c < visible; ++c) s[c] *= scale;
-                T m_new = max_of(s, visible, row_max[r]);
-                T rescale = exp_fast(row_max[r] - m_new);  // exp(-inf) = 0 on the first tile
-                // Separate loops: a running float sum or max would keep GCC from
-                // vectorizing the exponentials (it may not reorder float operations).
-                for (int64_t c = 0; c < visible; ++c) s[c] = exp_fast(s[c] - m_new);
-                row_sum[r] = rescale * row_sum[r] + sum_of(s, visible);
-                row_max[r] = m_new;
+                for (int64_t c = 0; c < w; ++c) s[c] = c < visible ? scale * s[c] : T(-INFINITY);
+                std::fill(s + w, s + bc, T(0));  // p = 0 for the keys beyond the width
+                width[r] = w;
+                new_max[r] = max_of(s, w, row_max[r]);
+            }
+            // Pass 2: p_ij = exp(s_ij - m_i').
+            for (int64_t r = 0; r < br; ++r) {
+                T* s = scores.data() + r * bc;
+                const T m = new_max[r];
+                for (int64_t c = 0; c < width[r]; ++c) s[c] = exp_fast(s[c] - m);
+            }
+            // Pass 3: the running sums l_i' and the rescaled o_i.
+            for (int64_t r = 0; r < br; ++r) {
+                if (width[r] == 0) continue;  // every key of this tile is in this query's future
+                T rescale = exp_fast(row_max[r] - new_max[r]);  // exp(-inf) = 0 on the first tile
+                row_sum[r] = rescale * row_sum[r] + sum_of(scores.data() + r * bc, width[r]);
+                row_max[r] = new_max[r];
                 T* o = acc.data() + r * Dv;
                 for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
             }
@@ -434,7 +462,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
     const int64_t N = (int64_t)qm.offsets.size(), Tq = q_tensor.size(-2), S = k_tensor.size(-2), D = q_tensor.size(-1),
                   Dv = v_tensor.size(-1);
     const T* lse_all = static_cast<const T*>(lse_tensor.raw_data());
-    const T scale = (T)scale_d;
+    const T scale_t = (T)scale_d;
 
     // One thread per (batch, head): dk and dv of a head collect contributions
     // from all its query blocks, so no two threads ever write the same row.
@@ -447,6 +475,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                      PackingBuffers<T>()};
     };
     parallel_for_dynamic(N, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t n, Tiles& tiles) {
+        const T scale = scale_t;  // a copy, as in forward
         ScratchBuffer<T>& p = tiles.p;
         ScratchBuffer<T>& dp = tiles.dp;
         ScratchBuffer<T>& delta = tiles.delta;
@@ -467,11 +496,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
         // S) grows with i1).
         for (int64_t i0 = 0; i0 < Tq; i0 += kBlockQ) {
             const int64_t i1 = std::min(Tq, i0 + kBlockQ), br = i1 - i0;
-            for (int64_t r = 0; r < br; ++r) {
-                T d = 0;
-                for (int64_t e = 0; e < Dv; ++e) d += dout[(i0 + r) * dout_rs + e] * out[(i0 + r) * out_rs + e];
-                delta[r] = d;
-            }
+            for (int64_t r = 0; r < br; ++r) delta[r] = dot_of(dout + (i0 + r) * dout_rs, out + (i0 + r) * out_rs, Dv);
             if (key_end(causal, i1, S) == 0) zero_rows(dq, dq_rs, i0, i1, D);  // no keys (S = 0): dq = 0
             for (int64_t j0 = 0; j0 < key_end(causal, i1, S); j0 += kBlockK) {
                 const int64_t j1 = std::min(S, j0 + kBlockK), bc = j1 - j0;
@@ -481,7 +506,8 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 for (int64_t r = 0; r < br; ++r) {
                     const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
                     T* pr = p.data() + r * bc;
-                    for (int64_t c = 0; c < visible; ++c) pr[c] = exp_fast(scale * pr[c] - lse[i0 + r]);
+                    const T shift = lse[i0 + r];
+                    for (int64_t c = 0; c < visible; ++c) pr[c] = exp_fast(scale * pr[c] - shift);
                     std::fill(pr + visible, pr + bc, T(0));
                 }
                 // dp = dout_tile V_tile^T, band by band (like the scores)
@@ -495,7 +521,8 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                     const int64_t visible = visible_in_tile(causal, i0 + r, j0, j1);
                     const T* pr = p.data() + r * bc;
                     T* dsr = dp.data() + r * bc;
-                    for (int64_t c = 0; c < visible; ++c) dsr[c] = scale * pr[c] * (dsr[c] - delta[r]);
+                    const T d = delta[r];
+                    for (int64_t c = 0; c < visible; ++c) dsr[c] = scale * pr[c] * (dsr[c] - d);
                     std::fill(dsr + visible, dsr + bc, T(0));
                 }
                 // dv_tile += P^T dout_tile and dk_tile += dS^T q_tile, by bands of keys;
