@@ -10,9 +10,11 @@
 // tiled ones with. NORMCORE_ATTENTION=simple in the environment makes
 // every call simple.
 //
-// Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
-// logsumexp [N, T], with N = B H (batch times heads), once the views the
-// table's entries receive are made into such blocks (below).
+// Shapes: q [..., T, D], k [..., S, D], v [..., S, Dv], out [..., T, Dv]
+// with the same leading dims, logsumexp [N, T] (N: the leading dims'
+// product, batch times heads). The operands are views (tensor/ops/attention.h),
+// and the kernels read and write them where they lie, each described by
+// a MatrixLayout (cuda/attention_strides.cuh).
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -35,14 +37,14 @@ namespace {
 bool use_tiled(const Tensor& q, const Tensor& k, const Tensor& v) {
     const char* choice = std::getenv("NORMCORE_ATTENTION");
     if (choice && std::string(choice) == "simple") return false;
-    int64_t D = q.size(2), Dv = v.size(2);
+    int64_t D = q.size(-1), Dv = v.size(-1);
     bool widths = (D == 16 || D == 32 || D == 64 || D == 128) && (Dv == D || (Dv == 2 * D && Dv <= 128));
-    return q.dtype() == kFloat32 && k.size(2) == D && widths;
+    return q.dtype() == kFloat32 && k.size(-1) == D && widths;
 }
 
-// Forward reads matrix n of q, k, v at n times their first stride (tensor/ops/attention.h).
-MatrixStrides batch_strides(const Tensor& q, const Tensor& k, const Tensor& v) {
-    return {q.strides()[0], k.strides()[0], v.strides()[0]};
+// Where a [batch, heads, R, C] operand's matrices and rows are (as_grid below makes one).
+MatrixLayout layout_of(const Tensor& t) {
+    return {std::max<int64_t>(1, t.size(1)), t.strides()[0], t.strides()[1], t.strides()[2]};
 }
 
 // A grid beyond CUDA's limits would be cut, silently, by the casts.
@@ -57,12 +59,13 @@ dim3 checked(const TiledGrid& grid, const char* kernel) {
 template <int D, int Dv>
 void launch_forward_tiled(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale, const Tensor& out,
                    const Tensor& logsumexp) {
-    int64_t N = q.size(0), Tq = q.size(1), S = k.size(1);
+    int64_t N = logsumexp.size(0), Tq = q.size(2), S = k.size(2);
     dim3 grid = checked(forward_grid<D, Dv>(N, Tq), "attention_forward_tiled");
     attention_forward_tiled<D, Dv><<<grid, AttentionTiles<D, Dv>::forward_threads, 0, stream()>>>(
         static_cast<const float*>(q.raw_data()), static_cast<const float*>(k.raw_data()),
         static_cast<const float*>(v.raw_data()), static_cast<float*>(out.raw_data()),
-        static_cast<float*>(logsumexp.raw_data()), Tq, S, causal, scale, batch_strides(q, k, v));
+        static_cast<float*>(logsumexp.raw_data()), Tq, S, causal, scale,
+        ForwardLayouts{layout_of(q), layout_of(k), layout_of(v), layout_of(out)});
     check_launch("attention_forward_tiled");
 }
 
@@ -70,21 +73,26 @@ template <int D, int Dv>
 void launch_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                     const Tensor& logsumexp, bool causal, float scale, const Tensor& dq, const Tensor& dk,
                     const Tensor& dv) {
-    int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), rows = N * Tq;
+    int64_t N = logsumexp.size(0), Tq = q.size(2), S = k.size(2), rows = N * Tq;
     fill(dq, 0.0);
     if (N * S == 0) return;  // nothing to do (and no empty grid to launch)
     dim3 grid = checked(backward_grid<D, Dv>(N, S), "attention_backward_tiled");
     // D_i for every row, in a scratch buffer. Freeing it right after the
     // launches is safe: any later use of the block is queued behind them.
-    float* dots = static_cast<float*>(allocate((size_t)rows * sizeof(float)));
-    attention_row_dots<Dv><<<blocks_for(rows), kThreads, 0, stream()>>>(
-        static_cast<const float*>(dout.raw_data()), static_cast<const float*>(out.raw_data()), dots, rows);
-    check_launch("attention_row_dots");
+    float* dots = static_cast<float*>(allocate((size_t)std::max<int64_t>(1, rows) * sizeof(float)));
+    if (rows > 0) {
+        attention_row_dots<Dv><<<blocks_for(rows), kThreads, 0, stream()>>>(
+            static_cast<const float*>(dout.raw_data()), static_cast<const float*>(out.raw_data()), dots, rows, Tq,
+            layout_of(dout), layout_of(out));
+        check_launch("attention_row_dots");
+    }
     attention_backward_tiled<D, Dv><<<grid, AttentionTiles<D, Dv>::backward_threads, 0, stream()>>>(
         static_cast<const float*>(dout.raw_data()), static_cast<const float*>(q.raw_data()),
         static_cast<const float*>(k.raw_data()), static_cast<const float*>(v.raw_data()),
         static_cast<const float*>(logsumexp.raw_data()), dots, static_cast<float*>(dq.raw_data()),
-        static_cast<float*>(dk.raw_data()), static_cast<float*>(dv.raw_data()), Tq, S, causal, scale);
+        static_cast<float*>(dk.raw_data()), static_cast<float*>(dv.raw_data()), Tq, S, causal, scale,
+        BackwardLayouts{layout_of(dout), layout_of(q), layout_of(k), layout_of(v), layout_of(dq), layout_of(dk),
+                        layout_of(dv)});
     deallocate(dots);
     check_launch("attention_backward_tiled");
 }
@@ -93,7 +101,7 @@ void launch_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k,
 // and Dv = 2 D (differential attention's sub-heads).
 void run_forward_tiled(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale, const Tensor& out,
                      const Tensor& lse) {
-    int64_t D = q.size(2), Dv = v.size(2);
+    int64_t D = q.size(-1), Dv = v.size(-1);
     if (D == 16 && Dv == 16) return launch_forward_tiled<16, 16>(q, k, v, causal, scale, out, lse);
     if (D == 32 && Dv == 32) return launch_forward_tiled<32, 32>(q, k, v, causal, scale, out, lse);
     if (D == 64 && Dv == 64) return launch_forward_tiled<64, 64>(q, k, v, causal, scale, out, lse);
@@ -107,7 +115,7 @@ void run_forward_tiled(const Tensor& q, const Tensor& k, const Tensor& v, bool c
 void run_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse, bool causal, float scale, const Tensor& dq, const Tensor& dk,
                               const Tensor& dv) {
-    int64_t D = q.size(2), Dv = v.size(2);
+    int64_t D = q.size(-1), Dv = v.size(-1);
     if (D == 16 && Dv == 16) return launch_backward_tiled<16, 16>(dout, q, k, v, out, lse, causal, scale, dq, dk, dv);
     if (D == 32 && Dv == 32) return launch_backward_tiled<32, 32>(dout, q, k, v, out, lse, causal, scale, dq, dk, dv);
     if (D == 64 && Dv == 64) return launch_backward_tiled<64, 64>(dout, q, k, v, out, lse, causal, scale, dq, dk, dv);
@@ -120,30 +128,32 @@ void run_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k, co
 
 }  // namespace
 
-static void attention_blocks(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
-                             const Tensor& out, const Tensor& logsumexp) {
-    int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
+// The forward and backward on operands already [batch, heads, R, C] (as_grid below).
+static void attention_grid(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                           const Tensor& out, const Tensor& logsumexp) {
+    int64_t N = logsumexp.size(0), Tq = q.size(2), S = k.size(2), D = q.size(3), Dv = v.size(3);
     if (N * Tq == 0) return;
     if (use_tiled(q, k, v)) return run_forward_tiled(q, k, v, causal, (float)scale, out, logsumexp);
     int blocks = (int)std::min<int64_t>(N * Tq, 65535);
     size_t shared = (size_t)Dv * sizeof(double);
+    ForwardLayouts at{layout_of(q), layout_of(k), layout_of(v), layout_of(out)};
     if (q.dtype() == kFloat32)
         attention_forward_kernel<<<blocks, kSimpleTile, shared, stream()>>>(
             static_cast<const float*>(q.raw_data()), static_cast<const float*>(k.raw_data()),
             static_cast<const float*>(v.raw_data()), static_cast<float*>(out.raw_data()),
-            static_cast<float*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale, batch_strides(q, k, v));
+            static_cast<float*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale, at);
     else
         attention_forward_kernel<<<blocks, kSimpleTile, shared, stream()>>>(
             static_cast<const double*>(q.raw_data()), static_cast<const double*>(k.raw_data()),
             static_cast<const double*>(v.raw_data()), static_cast<double*>(out.raw_data()),
-            static_cast<double*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale, batch_strides(q, k, v));
+            static_cast<double*>(logsumexp.raw_data()), N, Tq, S, D, Dv, causal, scale, at);
     check_launch("attention_forward_kernel");
 }
 
-static void attention_backward_blocks(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                      const Tensor& out, const Tensor& logsumexp, bool causal, double scale,
-                                      const Tensor& dq, const Tensor& dk, const Tensor& dv) {
-    int64_t N = q.size(0), Tq = q.size(1), S = k.size(1), D = q.size(2), Dv = v.size(2);
+static void attention_backward_grid(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& out, const Tensor& logsumexp, bool causal, double scale,
+                                    const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+    int64_t N = logsumexp.size(0), Tq = q.size(2), S = k.size(2), D = q.size(3), Dv = v.size(3);
     if (use_tiled(q, k, v))
         return run_backward_tiled(dout, q, k, v, out, logsumexp, causal, (float)scale, dq, dk, dv);
     fill(dq, 0.0);
@@ -151,61 +161,66 @@ static void attention_backward_blocks(const Tensor& dout, const Tensor& q, const
     fill(dv, 0.0);
     if (N * Tq == 0) return;
     int blocks = (int)std::min<int64_t>(N * Tq, 65535);
+    BackwardLayouts at{layout_of(dout), layout_of(q), layout_of(k), layout_of(v),
+                       layout_of(dq),   layout_of(dk), layout_of(dv)};
     if (q.dtype() == kFloat32)
         attention_backward_kernel<<<blocks, kSimpleTile, 0, stream()>>>(
             static_cast<const float*>(dout.raw_data()), static_cast<const float*>(q.raw_data()),
             static_cast<const float*>(k.raw_data()), static_cast<const float*>(v.raw_data()),
             static_cast<const float*>(out.raw_data()), static_cast<const float*>(logsumexp.raw_data()),
             static_cast<float*>(dq.raw_data()), static_cast<float*>(dk.raw_data()), static_cast<float*>(dv.raw_data()),
-            N, Tq, S, D, Dv, causal, scale);
+            N, Tq, S, D, Dv, causal, scale, at, layout_of(out));
     else
         attention_backward_kernel<<<blocks, kSimpleTile, 0, stream()>>>(
             static_cast<const double*>(dout.raw_data()), static_cast<const double*>(q.raw_data()),
             static_cast<const double*>(k.raw_data()), static_cast<const double*>(v.raw_data()),
             static_cast<const double*>(out.raw_data()), static_cast<const double*>(logsumexp.raw_data()),
             static_cast<double*>(dq.raw_data()), static_cast<double*>(dk.raw_data()),
-            static_cast<double*>(dv.raw_data()), N, Tq, S, D, Dv, causal, scale);
+            static_cast<double*>(dv.raw_data()), N, Tq, S, D, Dv, causal, scale, at, layout_of(out));
     check_launch("attention_backward_kernel");
 }
 
-// The table's entries. The operands arrive as views (tensor/ops/attention.h);
-// the kernels above read [N, R, C] blocks whose matrices are contiguous
-// (forward: the matrices strides()[0] apart; backward: all contiguous), so
-// raw::attention_matrices makes such a view, or a copy, and an output that
-// is a view of something else is computed into a block of its own and
-// copied into place. For GPT-2's packed q, k, v that is a copy of each
-// operand and output: four forward, as before the CPU kernels learned to
-// read views, but eight backward instead of four, since q, k, v and the
-// output are copied again there. Row strides in the kernels themselves
-// would save them all; that needs a GPU to measure.
-static Tensor output_block(const Tensor& out) {
-    int64_t N = 1;
-    for (int64_t d = 0; d + 2 < out.dim(); ++d) N *= out.size(d);
-    Shape shape{N, out.size(-2), out.size(-1)};
-    return out.is_contiguous() ? raw::view(out, shape) : empty(shape, out.dtype(), out.device());
+// The table's entries receive views [..., R, C] (tensor/ops/attention.h).
+// With two leading dims or fewer (every model's [B, H, T, D]), as_grid
+// views an operand as [batch, heads, R, C] and the kernels read and write
+// it in place: GPT-2's packed q, k and v, its output inside the merged
+// [B, T, C] and the gradients inside d(qkv) cost no copy. With more
+// leading dims that do not merge into two (no model here makes such a
+// view), as_grid copies an input, and an output is computed into a block
+// of its own and copied into place.
+static Tensor as_grid(const Tensor& t) {
+    if (t.dim() == 4) return t;
+    if (t.dim() == 3) return raw::unsqueeze(t, 0);                    // [1, N, R, C]: heads N
+    if (t.dim() == 2) return raw::unsqueeze(raw::unsqueeze(t, 0), 0);  // [1, 1, R, C]
+    int64_t outer = 1;
+    for (int64_t d = 0; d + 3 < t.dim(); ++d) outer *= t.size(d);
+    return raw::reshape(t, {outer, t.size(-3), t.size(-2), t.size(-1)});  // a view when the dims merge
 }
-static void copy_back(const Tensor& out, const Tensor& block) {
-    if (block.raw_data() != out.raw_data()) raw::copy_(out, raw::view(block, out.shape()));
+// An output as a grid, or a block of its own when as_grid had to copy it.
+static Tensor output_grid(const Tensor& out) {
+    Tensor grid = as_grid(out);
+    return grid.raw_data() == out.raw_data() || out.numel() == 0 ? grid : empty(grid.shape(), out.dtype(), out.device());
+}
+static void copy_back(const Tensor& out, const Tensor& grid) {
+    if (grid.raw_data() != out.raw_data() && out.numel() > 0) raw::copy_(out, raw::view(grid, out.shape()));
 }
 
 static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
                       const Tensor& logsumexp) {
-    Tensor out_block = output_block(out);
-    attention_blocks(raw::attention_matrices(q), raw::attention_matrices(k), raw::attention_matrices(v), causal, scale,
-                     out_block, logsumexp);
-    copy_back(out, out_block);
+    Tensor out_grid = output_grid(out);
+    attention_grid(as_grid(q), as_grid(k), as_grid(v), causal, scale, out_grid, logsumexp);
+    copy_back(out, out_grid);
 }
 
 static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
                                const Tensor& dv) {
-    auto block = [](const Tensor& t) { return raw::contiguous(raw::attention_matrices(t)); };
-    Tensor dq_block = output_block(dq), dk_block = output_block(dk), dv_block = output_block(dv);
-    attention_backward_blocks(block(dout), block(q), block(k), block(v), block(out), logsumexp, causal, scale, dq_block,
-                              dk_block, dv_block);
-    copy_back(dq, dq_block);
-    copy_back(dk, dk_block);
-    copy_back(dv, dv_block);
+    Tensor dq_grid = output_grid(dq), dk_grid = output_grid(dk), dv_grid = output_grid(dv);
+    attention_backward_grid(as_grid(dout), as_grid(q), as_grid(k), as_grid(v), as_grid(out), logsumexp, causal, scale,
+                            dq_grid, dk_grid, dv_grid);
+    copy_back(dq, dq_grid);
+    copy_back(dk, dk_grid);
+    copy_back(dv, dv_grid);
 }
 
 // The table entries of this file (cuda/cuda_backend.cu).

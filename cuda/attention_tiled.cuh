@@ -7,6 +7,8 @@
 // Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
 // logsumexp [N, T], with N = B H (batch times heads). D is 16, 32, 64 or
 // 128, and Dv is D or 2 D (differential attention's sub-heads) up to 128.
+// The operands are views, each found through its MatrixLayout
+// (attention_strides.cuh); logsumexp and the row dots are contiguous.
 //
 // Splitting a row across a group of threads. One thread per query (or per
 // key) would hold a whole row of q and out (or of dk and dv) in registers:
@@ -73,7 +75,7 @@ __device__ inline float group_sum(float x) {
 template <int D, int Dv>
 __global__ void __launch_bounds__(AttentionTiles<D, Dv>::forward_threads)
 attention_forward_tiled(const float* q_all, const float* k_all, const float* v_all, float* out_all, float* lse_all,
-                        int64_t Tq, int64_t S, bool causal, float scale, MatrixStrides batch) {
+                        int64_t Tq, int64_t S, bool causal, float scale, ForwardLayouts at) {
     using Tiles = AttentionTiles<D, Dv>;
     constexpr int G = Tiles::group, KEYS = Tiles::forward_keys;
     __shared__ float k_tile[KEYS][D];
@@ -81,11 +83,12 @@ attention_forward_tiled(const float* q_all, const float* k_all, const float* v_a
     const int tid = threadIdx.x, g = tid % G;
     const int64_t n = blockIdx.x, i0 = (int64_t)blockIdx.y * Tiles::forward_queries, i = i0 + tid / G;
     const bool active = i < Tq;
-    const float* k = k_all + n * batch.k;
-    const float* v = v_all + n * batch.v;
+    const float* q_rows = q_all + at.q.matrix(n);
+    const float* k = k_all + at.k.matrix(n);
+    const float* v = v_all + at.v.matrix(n);
     float q[Tiles::qk_part], o[Tiles::v_part];
 #pragma unroll
-    for (int u = 0; u < Tiles::qk_part; ++u) q[u] = active ? q_all[n * batch.q + i * D + g + G * u] * scale : 0.0f;
+    for (int u = 0; u < Tiles::qk_part; ++u) q[u] = active ? q_rows[i * at.q.row_stride + g + G * u] * scale : 0.0f;
 #pragma unroll
     for (int u = 0; u < Tiles::v_part; ++u) o[u] = 0.0f;
     float m = -INFINITY, l = 0.0f;
@@ -95,8 +98,9 @@ attention_forward_tiled(const float* q_all, const float* k_all, const float* v_a
     int64_t my_keys = causal ? smaller(i + 1, S) : S;
     for (int64_t j0 = 0; j0 < block_keys; j0 += KEYS) {
         int count = (int)smaller(block_keys - j0, KEYS);
-        for (int e = tid; e < count * D; e += blockDim.x) k_tile[e / D][e % D] = k[j0 * D + e];
-        for (int e = tid; e < count * Dv; e += blockDim.x) v_tile[e / Dv][e % Dv] = v[j0 * Dv + e];
+        for (int e = tid; e < count * D; e += blockDim.x) k_tile[e / D][e % D] = k[(j0 + e / D) * at.k.row_stride + e % D];
+        for (int e = tid; e < count * Dv; e += blockDim.x)
+            v_tile[e / Dv][e % Dv] = v[(j0 + e / Dv) * at.v.row_stride + e % Dv];
         __syncthreads();
         for (int t = 0; t < count; ++t) {
             float s = 0.0f;
@@ -120,17 +124,22 @@ attention_forward_tiled(const float* q_all, const float* k_all, const float* v_a
     }
     if (!active) return;
 #pragma unroll
-    for (int u = 0; u < Tiles::v_part; ++u) out_all[(n * Tq + i) * Dv + g + G * u] = l > 0.0f ? o[u] / l : 0.0f;
+    for (int u = 0; u < Tiles::v_part; ++u)
+        out_all[at.out.matrix(n) + i * at.out.row_stride + g + G * u] = l > 0.0f ? o[u] / l : 0.0f;
     if (g == 0) lse_all[n * Tq + i] = m + logf(l);
 }
 
-// D_i = dout_i . out_i for every row (the softmax backward's correction).
+// D_i = dout_i . out_i for every row r = n Tq + i (the softmax backward's
+// correction), into a contiguous [N, Tq].
 template <int Dv>
-__global__ void attention_row_dots(const float* dout, const float* out, float* dots, int64_t rows) {
+__global__ void attention_row_dots(const float* dout_all, const float* out_all, float* dots, int64_t rows, int64_t Tq,
+                                   MatrixLayout dout_at, MatrixLayout out_at) {
     for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows; r += (int64_t)gridDim.x * blockDim.x) {
+        const float* dout = dout_all + dout_at.matrix(r / Tq) + r % Tq * dout_at.row_stride;
+        const float* out = out_all + out_at.matrix(r / Tq) + r % Tq * out_at.row_stride;
         float total = 0.0f;
 #pragma unroll
-        for (int e = 0; e < Dv; ++e) total += dout[r * Dv + e] * out[r * Dv + e];
+        for (int e = 0; e < Dv; ++e) total += dout[e] * out[e];
         dots[r] = total;
     }
 }
@@ -149,7 +158,7 @@ template <int D, int Dv>
 __global__ void __launch_bounds__(AttentionTiles<D, Dv>::backward_threads)
 attention_backward_tiled(const float* dout_all, const float* q_all, const float* k_all, const float* v_all,
                          const float* lse_all, const float* dots_all, float* dq_all, float* dk_all, float* dv_all,
-                         int64_t Tq, int64_t S, bool causal, float scale) {
+                         int64_t Tq, int64_t S, bool causal, float scale, BackwardLayouts at) {
     using Tiles = AttentionTiles<D, Dv>;
     constexpr int G = Tiles::group, KEYS = Tiles::backward_keys, ROWS = Tiles::backward_rows;
     __shared__ float k_tile[KEYS][D];  // the block's keys, for dq
@@ -161,11 +170,16 @@ attention_backward_tiled(const float* dout_all, const float* q_all, const float*
     const int64_t n = blockIdx.x, j0 = (int64_t)blockIdx.y * KEYS, j = j0 + key;
     const bool active = j < S;
     const int key_count = (int)smaller(S - j0, KEYS);
-    for (int e = tid; e < key_count * D; e += blockDim.x) k_tile[e / D][e % D] = k_all[(n * S + j0) * D + e];
+    // This head's matrices (attention_strides.cuh).
+    const float *dout_rows = dout_all + at.dout.matrix(n), *q_rows = q_all + at.q.matrix(n);
+    const float *k_rows = k_all + at.k.matrix(n), *v_rows = v_all + at.v.matrix(n);
+    float* dq_rows = dq_all + at.dq.matrix(n);
+    for (int e = tid; e < key_count * D; e += blockDim.x)
+        k_tile[e / D][e % D] = k_rows[(j0 + e / D) * at.k.row_stride + e % D];
     float k[Tiles::qk_part], v[Tiles::v_part], dk[Tiles::qk_part], dv[Tiles::v_part];
 #pragma unroll
     for (int u = 0; u < Tiles::v_part; ++u) {
-        v[u] = active ? v_all[(n * S + j) * Dv + g + G * u] : 0.0f;
+        v[u] = active ? v_rows[j * at.v.row_stride + g + G * u] : 0.0f;
         dv[u] = 0.0f;
     }
     __syncthreads();
@@ -180,8 +194,10 @@ attention_backward_tiled(const float* dout_all, const float* q_all, const float*
         // No barrier needed before overwriting the previous tile's q and
         // dout: every thread passed the one before the dq loop, so all are
         // done reading them, and the dq loop reads only k_tile and ds_tile.
-        for (int e = tid; e < rows * D; e += blockDim.x) q_tile[e / D][e % D] = q_all[(n * Tq + i0) * D + e];
-        for (int e = tid; e < rows * Dv; e += blockDim.x) dout_tile[e / Dv][e % Dv] = dout_all[(n * Tq + i0) * Dv + e];
+        for (int e = tid; e < rows * D; e += blockDim.x)
+            q_tile[e / D][e % D] = q_rows[(i0 + e / D) * at.q.row_stride + e % D];
+        for (int e = tid; e < rows * Dv; e += blockDim.x)
+            dout_tile[e / Dv][e % Dv] = dout_rows[(i0 + e / Dv) * at.dout.row_stride + e % Dv];
         for (int r = tid; r < rows; r += blockDim.x) {
             lse_tile[r] = lse_all[n * Tq + i0 + r];
             dots_tile[r] = dots_all[n * Tq + i0 + r];
@@ -210,14 +226,14 @@ attention_backward_tiled(const float* dout_all, const float* q_all, const float*
             int r = e / D, d = e % D;
             float total = 0.0f;
             for (int t = 0; t < key_count; ++t) total += ds_tile[r][t] * k_tile[t][d];
-            atomicAdd(&dq_all[(n * Tq + i0 + r) * D + d], scale * total);
+            atomicAdd(&dq_rows[(i0 + r) * at.dq.row_stride + d], scale * total);
         }
     }
     if (!active) return;
 #pragma unroll
-    for (int u = 0; u < Tiles::qk_part; ++u) dk_all[(n * S + j) * D + g + G * u] = scale * dk[u];
+    for (int u = 0; u < Tiles::qk_part; ++u) dk_all[at.dk.matrix(n) + j * at.dk.row_stride + g + G * u] = scale * dk[u];
 #pragma unroll
-    for (int u = 0; u < Tiles::v_part; ++u) dv_all[(n * S + j) * Dv + g + G * u] = dv[u];
+    for (int u = 0; u < Tiles::v_part; ++u) dv_all[at.dv.matrix(n) + j * at.dv.row_stride + g + G * u] = dv[u];
 }
 
 // The tiled kernels' grids: one column per (batch x head), one row per tile

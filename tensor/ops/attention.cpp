@@ -82,13 +82,6 @@ static void check_output(const Tensor& t, const Shape& shape, const Tensor& q, c
                      shape_str(t.strides()));
 }
 
-Tensor attention_matrices(const Tensor& t) {
-    const int64_t R = t.size(-2), C = t.size(-1);
-    Tensor b = reshape(t, {t.numel() == 0 ? 0 : t.numel() / (R * C), R, C});  // a view when the leading dims merge
-    const bool matrices_contiguous = (R <= 1 || b.strides()[1] == C) && (C <= 1 || b.strides()[2] == 1);
-    return matrices_contiguous ? b : contiguous(b);
-}
-
 AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                            const Tensor& out_into) {
     const std::string op = "attention";
@@ -219,12 +212,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // the same to the last bit (adding a zero is exact); the kernels are
 // those above.
 //
-// Nor does the CPU copy anything to split or merge the heads: its kernels
-// take views (attention.h), so q, k and v are read where the projection
-// wrote them, the output is written straight into the [B, T, C] layout the
-// next projection reads, and backward reads the gradient in that layout
-// and writes d(qkv) in place (the CUDA backend still copies: cuda/attention.cu). Copying q, k, v, the output, its gradient and
-// the three gradients cost eight passes over a [B, T, C] tensor per layer
+// Nor is anything copied to split or merge the heads: the kernels, CPU
+// and CUDA, take views (attention.h), so q, k and v are read where the
+// projection wrote them, the output is written straight into the
+// [B, T, C] layout the next projection reads, and backward reads the
+// gradient in that layout and writes d(qkv) in place. On the CPU, copying
+// q, k, v, the output, its gradient and the three gradients cost eight
+// passes over a [B, T, C] tensor per layer
 // (bench/results/attention-views-2026-12-06.txt).
 Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal) {
     if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)

@@ -25,8 +25,8 @@ namespace nc {
 // ([B, T, 3C] seen as [B, H, T, D]), writes out where the merged heads go
 // ([B, T, C] seen as [B, H, T, D]) and its gradients into one d(qkv), and
 // reads the first S positions of a key/value cache in place. The CUDA
-// kernels read [N, R, C] blocks: its backend copies views into those
-// (attention_matrices below) and copies its outputs back.
+// kernels do the same for views with up to two leading dims (every model's
+// [B, H, T, D]; cuda/attention_strides.cuh).
 struct AttentionKernels {
     void (*forward)(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
                     const Tensor& logsumexp);
@@ -52,11 +52,6 @@ struct AttentionBackward {
 AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                      const AttentionForward& saved, bool causal, double scale,
                                      const AttentionBackward& into = AttentionBackward());
-
-// [..., R, C] -> [N, R, C]: a view when the leading dims merge and each
-// matrix is contiguous, else a contiguous copy. For backends whose kernels
-// read whole contiguous matrices (CUDA).
-Tensor attention_matrices(const Tensor& t);
 
 }  // namespace raw
 

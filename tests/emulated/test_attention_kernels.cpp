@@ -100,16 +100,44 @@ void check_close(const char* what, const std::vector<T>& got, const std::vector<
     nc_test::check_within(what, got, want, tol);
 }
 
-// The matrices of a [N, rows, width] batch copied `gap` elements apart, the
-// gaps NaN: how forward finds the first S positions of a key/value cache
-// (its matrices strides()[0] apart, not rows * width). A kernel that
-// ignored the distance would read NaN or the wrong matrix.
+// Views (cuda/attention_strides.cuh). `place` puts a [N, rows, width]
+// batch at a layout in a buffer whose gaps are NaN, `take` reads it back.
+// side_by_side: the matrices' rows interleaved, as the heads of GPT-2's
+// [B, T, 3C] projection (plus a gap after every row piece and every row);
+// apart: whole matrices apart, their rows apart, as the first S positions
+// of a key/value cache. A kernel that ignored a stride would read NaN or
+// the wrong numbers, or write into a gap.
+using nc::cuda::MatrixLayout;
+MatrixLayout side_by_side(int64_t N, int64_t width) { return {std::max<int64_t>(1, N), 0, width + 1, N * (width + 1) + 3}; }
+MatrixLayout apart(int64_t rows, int64_t width) { return {1, rows * (width + 2) + 5, 0, width + 2}; }
+
+int64_t buffer_size(int64_t N, int64_t rows, int64_t width, const MatrixLayout& at) {
+    int64_t size = 0;
+    for (int64_t n = 0; n < N && rows > 0; ++n) size = std::max(size, at.matrix(n) + (rows - 1) * at.row_stride + width);
+    return size;
+}
 template <typename T>
-std::vector<T> spread(const std::vector<T>& batch, int64_t N, int64_t matrix, int64_t gap) {
-    std::vector<T> out(N * (matrix + gap), (T)NAN);
+std::vector<T> place(const std::vector<T>& batch, int64_t N, int64_t rows, int64_t width, const MatrixLayout& at) {
+    std::vector<T> out(buffer_size(N, rows, width, at), (T)NAN);
     for (int64_t n = 0; n < N; ++n)
-        std::copy(batch.begin() + n * matrix, batch.begin() + (n + 1) * matrix, out.begin() + n * (matrix + gap));
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < width; ++c) out[at.matrix(n) + r * at.row_stride + c] = batch[(n * rows + r) * width + c];
     return out;
+}
+template <typename T>
+std::vector<T> take(const std::vector<T>& placed, int64_t N, int64_t rows, int64_t width, const MatrixLayout& at) {
+    std::vector<T> out(N * rows * width);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < width; ++c) out[(n * rows + r) * width + c] = placed[at.matrix(n) + r * at.row_stride + c];
+    return out;
+}
+// The gaps of a placed output are still NaN: nothing was written there.
+template <typename T>
+int64_t written_gaps(const std::vector<T>& placed, int64_t N, int64_t rows, int64_t width) {
+    int64_t numbers = 0;
+    for (T x : placed) numbers += !std::isnan(x);
+    return numbers - N * rows * width;
 }
 
 template <int D, int Dv>
@@ -124,35 +152,62 @@ void check_widths(const Shape& c, Schedule schedule) {
     std::vector<float> dout = nc_test::normal<float>(c.N * c.T * Dv, 4);
     Reference r = attention_the_slow_way(c, D, Dv, q, k, v, dout, scale);
 
+    const ForwardLayouts blocks{contiguous_layout(c.T, D), contiguous_layout(c.S, D), contiguous_layout(c.S, Dv),
+                                contiguous_layout(c.T, Dv)};
     std::vector<float> out(c.N * c.T * Dv, NAN), lse(c.N * c.T, NAN);
     cuda_emulator::launch(forward_grid<D, Dv>(c.N, c.T).dims(), Tiles::forward_threads, schedule,
                           attention_forward_tiled<D, Dv>, q.data(), k.data(), v.data(), out.data(), lse.data(), c.T,
-                          c.S, c.causal, scale, MatrixStrides{c.T * D, c.S * D, c.S * Dv});
+                          c.S, c.causal, scale, blocks);
     check_close("out", out, r.out, r.out_size);
     std::vector<long double> lse_size(r.lse.size());
     for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
     check_close("logsumexp", lse, r.lse, lse_size);
-    // The same batch with the matrices apart: the same numbers, bit for bit.
-    std::vector<float> q_apart = spread(q, c.N, c.T * D, 5), k_apart = spread(k, c.N, c.S * D, 3 * D),
-                       v_apart = spread(v, c.N, c.S * Dv, 7), out_apart(out.size(), NAN), lse_apart(lse.size(), NAN);
+    // The same batch as views: the same numbers, bit for bit.
+    const ForwardLayouts views{side_by_side(c.N, D), apart(c.S, D), apart(c.S, Dv), side_by_side(c.N, Dv)};
+    std::vector<float> q_view = place(q, c.N, c.T, D, views.q), k_view = place(k, c.N, c.S, D, views.k),
+                       v_view = place(v, c.N, c.S, Dv, views.v), out_view(buffer_size(c.N, c.T, Dv, views.out), NAN),
+                       lse_view(lse.size(), NAN);
     cuda_emulator::launch(forward_grid<D, Dv>(c.N, c.T).dims(), Tiles::forward_threads, schedule,
-                          attention_forward_tiled<D, Dv>, q_apart.data(), k_apart.data(), v_apart.data(),
-                          out_apart.data(), lse_apart.data(), c.T, c.S, c.causal, scale,
-                          MatrixStrides{c.T * D + 5, c.S * D + 3 * D, c.S * Dv + 7});
-    CHECK(out_apart == out);
-    CHECK(lse_apart == lse);
+                          attention_forward_tiled<D, Dv>, q_view.data(), k_view.data(), v_view.data(), out_view.data(),
+                          lse_view.data(), c.T, c.S, c.causal, scale, views);
+    CHECK(take(out_view, c.N, c.T, Dv, views.out) == out);
+    CHECK(written_gaps(out_view, c.N, c.T, Dv) == 0);
+    CHECK(lse_view == lse);
 
     // dq starts at 0 (the kernel adds to it); dk and dv start as NaN, so a
     // row the kernel forgets to write shows.
+    const BackwardLayouts grads{contiguous_layout(c.T, Dv), blocks.q, blocks.k, blocks.v,
+                                contiguous_layout(c.T, D),  blocks.k, blocks.v};
     std::vector<float> dots(c.N * c.T), dq(c.N * c.T * D, 0.0f), dk(c.N * c.S * D, NAN), dv(c.N * c.S * Dv, NAN);
     cuda_emulator::launch(dim3(2), dim3(64), schedule, attention_row_dots<Dv>, dout.data(), out.data(), dots.data(),
-                          c.N * c.T);
+                          c.N * c.T, c.T, grads.dout, blocks.out);
     cuda_emulator::launch(backward_grid<D, Dv>(c.N, c.S).dims(), Tiles::backward_threads, schedule,
                           attention_backward_tiled<D, Dv>, dout.data(), q.data(), k.data(), v.data(), lse.data(),
-                          dots.data(), dq.data(), dk.data(), dv.data(), c.T, c.S, c.causal, scale);
+                          dots.data(), dq.data(), dk.data(), dv.data(), c.T, c.S, c.causal, scale, grads);
     check_close("dq", dq, r.dq, r.dq_size);
     check_close("dk", dk, r.dk, r.dk_size);
     check_close("dv", dv, r.dv, r.dv_size);
+    // Backward on views, one schedule (the emulator's time): the same bits.
+    if (schedule != Schedule::FirstThreadFirst) return;
+    const BackwardLayouts grad_views{side_by_side(c.N, Dv), views.q, views.k, views.v,
+                                     side_by_side(c.N, D),  apart(c.S, D), apart(c.S, Dv)};
+    std::vector<float> dout_view = place(dout, c.N, c.T, Dv, grad_views.dout), dots_view(dots.size(), NAN);
+    std::vector<float> dq_view = place(std::vector<float>(dq.size(), 0.0f), c.N, c.T, D, grad_views.dq);
+    std::vector<float> dk_view(buffer_size(c.N, c.S, D, grad_views.dk), NAN),
+        dv_view(buffer_size(c.N, c.S, Dv, grad_views.dv), NAN);
+    cuda_emulator::launch(dim3(2), dim3(64), schedule, attention_row_dots<Dv>, dout_view.data(), out_view.data(),
+                          dots_view.data(), c.N * c.T, c.T, grad_views.dout, views.out);
+    CHECK(dots_view == dots);
+    cuda_emulator::launch(backward_grid<D, Dv>(c.N, c.S).dims(), Tiles::backward_threads, schedule,
+                          attention_backward_tiled<D, Dv>, dout_view.data(), q_view.data(), k_view.data(),
+                          v_view.data(), lse.data(), dots_view.data(), dq_view.data(), dk_view.data(),
+                          dv_view.data(), c.T, c.S, c.causal, scale, grad_views);
+    CHECK(take(dq_view, c.N, c.T, D, grad_views.dq) == dq);
+    CHECK(take(dk_view, c.N, c.S, D, grad_views.dk) == dk);
+    CHECK(take(dv_view, c.N, c.S, Dv, grad_views.dv) == dv);
+    CHECK(written_gaps(dq_view, c.N, c.T, D) == 0);
+    CHECK(written_gaps(dk_view, c.N, c.S, D) == 0);
+    CHECK(written_gaps(dv_view, c.N, c.S, Dv) == 0);
 }
 
 template <int D, int Dv>
@@ -211,32 +266,59 @@ void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
     Reference r = attention_the_slow_way(c, D, Dv, q, k, v, dout, (long double)scale);
     std::vector<T> out(c.N * c.T * Dv, (T)NAN), lse(c.N * c.T, (T)NAN);
     const unsigned blocks = (unsigned)std::min<int64_t>(c.N * c.T, 65535);
+    const ForwardLayouts contiguous{contiguous_layout(c.T, D), contiguous_layout(c.S, D), contiguous_layout(c.S, Dv),
+                                    contiguous_layout(c.T, Dv)};
     cuda_emulator::launch_with_shared(dim3(blocks), dim3(kSimpleTile), Dv * sizeof(double), schedule,
                                       attention_forward_kernel<T>, (const T*)q.data(), (const T*)k.data(),
                                       (const T*)v.data(), out.data(), lse.data(), c.N, c.T, c.S, (int64_t)D,
-                                      (int64_t)Dv, c.causal, scale, MatrixStrides{c.T * D, c.S * D, c.S * Dv});
+                                      (int64_t)Dv, c.causal, scale, contiguous);
     check_close("out", out, r.out, r.out_size);
     std::vector<long double> lse_size(r.lse.size());
     for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
     check_close("logsumexp", lse, r.lse, lse_size);
-    // The same batch with the matrices apart: the same numbers, bit for bit.
-    std::vector<T> q_apart = spread(q, c.N, c.T * D, 5), k_apart = spread(k, c.N, c.S * D, 3 * D),
-                   v_apart = spread(v, c.N, c.S * Dv, 7), out_apart(out.size(), (T)NAN), lse_apart(lse.size(), (T)NAN);
+    // The same batch as views: the same numbers, bit for bit.
+    const ForwardLayouts views{side_by_side(c.N, D), apart(c.S, D), apart(c.S, Dv), side_by_side(c.N, Dv)};
+    std::vector<T> q_view = place(q, c.N, c.T, D, views.q), k_view = place(k, c.N, c.S, D, views.k),
+                   v_view = place(v, c.N, c.S, Dv, views.v), out_view(buffer_size(c.N, c.T, Dv, views.out), (T)NAN),
+                   lse_view(lse.size(), (T)NAN);
     cuda_emulator::launch_with_shared(dim3(blocks), dim3(kSimpleTile), Dv * sizeof(double), schedule,
-                                      attention_forward_kernel<T>, (const T*)q_apart.data(), (const T*)k_apart.data(),
-                                      (const T*)v_apart.data(), out_apart.data(), lse_apart.data(), c.N, c.T, c.S,
-                                      (int64_t)D, (int64_t)Dv, c.causal, scale,
-                                      MatrixStrides{c.T * D + 5, c.S * D + 3 * D, c.S * Dv + 7});
-    CHECK(out_apart == out);
-    CHECK(lse_apart == lse);
+                                      attention_forward_kernel<T>, (const T*)q_view.data(), (const T*)k_view.data(),
+                                      (const T*)v_view.data(), out_view.data(), lse_view.data(), c.N, c.T, c.S,
+                                      (int64_t)D, (int64_t)Dv, c.causal, scale, views);
+    CHECK(take(out_view, c.N, c.T, Dv, views.out) == out);
+    CHECK(written_gaps(out_view, c.N, c.T, Dv) == 0);
+    CHECK(lse_view == lse);
+    const BackwardLayouts grads{contiguous_layout(c.T, Dv), contiguous.q, contiguous.k, contiguous.v,
+                                contiguous_layout(c.T, D),  contiguous.k, contiguous.v};
     std::vector<T> dq(c.N * c.T * D, 0), dk(c.N * c.S * D, 0), dv(c.N * c.S * Dv, 0);
     cuda_emulator::launch(dim3(blocks), dim3(kSimpleTile), schedule, attention_backward_kernel<T>, (const T*)dout.data(),
                           (const T*)q.data(), (const T*)k.data(), (const T*)v.data(), (const T*)out.data(),
                           (const T*)lse.data(), dq.data(), dk.data(), dv.data(), c.N, c.T, c.S, (int64_t)D, (int64_t)Dv,
-                          c.causal, scale);
+                          c.causal, scale, grads, contiguous.out);
     check_close("dq", dq, r.dq, r.dq_size);
     check_close("dk", dk, r.dk, r.dk_size);
     check_close("dv", dv, r.dv, r.dv_size);
+    // Backward on views (as cuda/attention.cu launches it: the gradients
+    // start at 0 where they lie), one schedule: the numbers the kernel's
+    // atomic additions give in that order, bit for bit.
+    if (schedule != Schedule::FirstThreadFirst) return;
+    const BackwardLayouts grad_views{side_by_side(c.N, Dv), views.q, views.k, views.v,
+                                     side_by_side(c.N, D),  apart(c.S, D), apart(c.S, Dv)};
+    std::vector<T> dout_view = place(dout, c.N, c.T, Dv, grad_views.dout);
+    std::vector<T> dq_view = place(std::vector<T>(dq.size(), 0), c.N, c.T, D, grad_views.dq),
+                   dk_view = place(std::vector<T>(dk.size(), 0), c.N, c.S, D, grad_views.dk),
+                   dv_view = place(std::vector<T>(dv.size(), 0), c.N, c.S, Dv, grad_views.dv);
+    cuda_emulator::launch(dim3(blocks), dim3(kSimpleTile), schedule, attention_backward_kernel<T>,
+                          (const T*)dout_view.data(), (const T*)q_view.data(), (const T*)k_view.data(),
+                          (const T*)v_view.data(), (const T*)out_view.data(), (const T*)lse.data(), dq_view.data(),
+                          dk_view.data(), dv_view.data(), c.N, c.T, c.S, (int64_t)D, (int64_t)Dv, c.causal, scale,
+                          grad_views, views.out);
+    CHECK(take(dq_view, c.N, c.T, D, grad_views.dq) == dq);
+    CHECK(take(dk_view, c.N, c.S, D, grad_views.dk) == dk);
+    CHECK(take(dv_view, c.N, c.S, Dv, grad_views.dv) == dv);
+    CHECK(written_gaps(dq_view, c.N, c.T, D) == 0);
+    CHECK(written_gaps(dk_view, c.N, c.S, D) == 0);
+    CHECK(written_gaps(dv_view, c.N, c.S, Dv) == 0);
 }
 
 }  // namespace
