@@ -42,7 +42,7 @@ bool use_tiled(const Tensor& q, const Tensor& k, const Tensor& v) {
     return q.dtype() == kFloat32 && k.size(-1) == D && widths;
 }
 
-// Where a [batch, heads, R, C] operand's matrices and rows are (as_grid below makes one).
+// Where a [batch, heads, R, C] operand's matrices and rows are (raw::attention_grid makes one).
 MatrixLayout layout_of(const Tensor& t) {
     return {std::max<int64_t>(1, t.size(1)), t.strides()[0], t.strides()[1], t.strides()[2]};
 }
@@ -80,19 +80,18 @@ void launch_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k,
     // D_i for every row, in a scratch buffer. Freeing it right after the
     // launches is safe: any later use of the block is queued behind them.
     float* dots = static_cast<float*>(allocate((size_t)std::max<int64_t>(1, rows) * sizeof(float)));
+    const BackwardLayouts at{layout_of(dout), layout_of(out), layout_of(q),  layout_of(k),
+                             layout_of(v),    layout_of(dq),  layout_of(dk), layout_of(dv)};
     if (rows > 0) {
         attention_row_dots<Dv><<<blocks_for(rows), kThreads, 0, stream()>>>(
-            static_cast<const float*>(dout.raw_data()), static_cast<const float*>(out.raw_data()), dots, rows, Tq,
-            layout_of(dout), layout_of(out));
+            static_cast<const float*>(dout.raw_data()), static_cast<const float*>(out.raw_data()), dots, rows, Tq, at);
         check_launch("attention_row_dots");
     }
     attention_backward_tiled<D, Dv><<<grid, AttentionTiles<D, Dv>::backward_threads, 0, stream()>>>(
         static_cast<const float*>(dout.raw_data()), static_cast<const float*>(q.raw_data()),
         static_cast<const float*>(k.raw_data()), static_cast<const float*>(v.raw_data()),
         static_cast<const float*>(logsumexp.raw_data()), dots, static_cast<float*>(dq.raw_data()),
-        static_cast<float*>(dk.raw_data()), static_cast<float*>(dv.raw_data()), Tq, S, causal, scale,
-        BackwardLayouts{layout_of(dout), layout_of(q), layout_of(k), layout_of(v), layout_of(dq), layout_of(dk),
-                        layout_of(dv)});
+        static_cast<float*>(dk.raw_data()), static_cast<float*>(dv.raw_data()), Tq, S, causal, scale, at);
     deallocate(dots);
     check_launch("attention_backward_tiled");
 }
@@ -128,7 +127,7 @@ void run_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k, co
 
 }  // namespace
 
-// The forward and backward on operands already [batch, heads, R, C] (as_grid below).
+// The forward and backward on operands already [batch, heads, R, C] (raw::attention_grid).
 static void attention_grid(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                            const Tensor& out, const Tensor& logsumexp) {
     int64_t N = logsumexp.size(0), Tq = q.size(2), S = k.size(2), D = q.size(3), Dv = v.size(3);
@@ -161,45 +160,38 @@ static void attention_backward_grid(const Tensor& dout, const Tensor& q, const T
     fill(dv, 0.0);
     if (N * Tq == 0) return;
     int blocks = (int)std::min<int64_t>(N * Tq, 65535);
-    BackwardLayouts at{layout_of(dout), layout_of(q), layout_of(k), layout_of(v),
-                       layout_of(dq),   layout_of(dk), layout_of(dv)};
+    const BackwardLayouts at{layout_of(dout), layout_of(out), layout_of(q),  layout_of(k),
+                             layout_of(v),    layout_of(dq),  layout_of(dk), layout_of(dv)};
     if (q.dtype() == kFloat32)
         attention_backward_kernel<<<blocks, kSimpleTile, 0, stream()>>>(
             static_cast<const float*>(dout.raw_data()), static_cast<const float*>(q.raw_data()),
             static_cast<const float*>(k.raw_data()), static_cast<const float*>(v.raw_data()),
             static_cast<const float*>(out.raw_data()), static_cast<const float*>(logsumexp.raw_data()),
             static_cast<float*>(dq.raw_data()), static_cast<float*>(dk.raw_data()), static_cast<float*>(dv.raw_data()),
-            N, Tq, S, D, Dv, causal, scale, at, layout_of(out));
+            N, Tq, S, D, Dv, causal, scale, at);
     else
         attention_backward_kernel<<<blocks, kSimpleTile, 0, stream()>>>(
             static_cast<const double*>(dout.raw_data()), static_cast<const double*>(q.raw_data()),
             static_cast<const double*>(k.raw_data()), static_cast<const double*>(v.raw_data()),
             static_cast<const double*>(out.raw_data()), static_cast<const double*>(logsumexp.raw_data()),
             static_cast<double*>(dq.raw_data()), static_cast<double*>(dk.raw_data()),
-            static_cast<double*>(dv.raw_data()), N, Tq, S, D, Dv, causal, scale, at, layout_of(out));
+            static_cast<double*>(dv.raw_data()), N, Tq, S, D, Dv, causal, scale, at);
     check_launch("attention_backward_kernel");
 }
 
 // The table's entries receive views [..., R, C] (tensor/ops/attention.h).
-// With two leading dims or fewer (every model's [B, H, T, D]), as_grid
-// views an operand as [batch, heads, R, C] and the kernels read and write
-// it in place: GPT-2's packed q, k and v, its output inside the merged
-// [B, T, C] and the gradients inside d(qkv) cost no copy. With more
-// leading dims that do not merge into two (no model here makes such a
-// view), as_grid copies an input, and an output is computed into a block
-// of its own and copied into place.
-static Tensor as_grid(const Tensor& t) {
-    if (t.dim() == 4) return t;
-    if (t.dim() == 3) return raw::unsqueeze(t, 0);                    // [1, N, R, C]: heads N
-    if (t.dim() == 2) return raw::unsqueeze(raw::unsqueeze(t, 0), 0);  // [1, 1, R, C]
-    int64_t outer = 1;
-    for (int64_t d = 0; d + 3 < t.dim(); ++d) outer *= t.size(d);
-    return raw::reshape(t, {outer, t.size(-3), t.size(-2), t.size(-1)});  // a view when the dims merge
-}
-// An output as a grid, or a block of its own when as_grid had to copy it.
+// raw::attention_grid views each as [batch, heads, R, C] (a copy only where
+// more than two leading dims do not merge: no model here makes such a
+// view), and the kernels read and write the operands where they lie:
+// GPT-2's packed q, k and v, its output inside the merged [B, T, C] and
+// the gradients inside d(qkv) cost no copy. An output that cannot be
+// viewed so is computed into a block of its own and copied into place.
 static Tensor output_grid(const Tensor& out) {
-    Tensor grid = as_grid(out);
-    return grid.raw_data() == out.raw_data() || out.numel() == 0 ? grid : empty(grid.shape(), out.dtype(), out.device());
+    if (out.dim() <= 4) return raw::attention_grid(out);  // always a view
+    Shape grid{1, 1, out.size(-2), out.size(-1)};
+    for (int64_t d = 0; d + 3 < out.dim(); ++d) grid[0] *= out.size(d);
+    grid[1] = out.size(-3);
+    return empty(grid, out.dtype(), out.device());
 }
 static void copy_back(const Tensor& out, const Tensor& grid) {
     if (grid.raw_data() != out.raw_data() && out.numel() > 0) raw::copy_(out, raw::view(grid, out.shape()));
@@ -208,7 +200,8 @@ static void copy_back(const Tensor& out, const Tensor& grid) {
 static void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, const Tensor& out,
                       const Tensor& logsumexp) {
     Tensor out_grid = output_grid(out);
-    attention_grid(as_grid(q), as_grid(k), as_grid(v), causal, scale, out_grid, logsumexp);
+    attention_grid(raw::attention_grid(q), raw::attention_grid(k), raw::attention_grid(v), causal, scale, out_grid,
+                   logsumexp);
     copy_back(out, out_grid);
 }
 
@@ -216,8 +209,9 @@ static void attention_backward(const Tensor& dout, const Tensor& q, const Tensor
                                const Tensor& logsumexp, bool causal, double scale, const Tensor& dq, const Tensor& dk,
                                const Tensor& dv) {
     Tensor dq_grid = output_grid(dq), dk_grid = output_grid(dk), dv_grid = output_grid(dv);
-    attention_backward_grid(as_grid(dout), as_grid(q), as_grid(k), as_grid(v), as_grid(out), logsumexp, causal, scale,
-                            dq_grid, dk_grid, dv_grid);
+    attention_backward_grid(raw::attention_grid(dout), raw::attention_grid(q), raw::attention_grid(k),
+                            raw::attention_grid(v), raw::attention_grid(out), logsumexp, causal, scale, dq_grid,
+                            dk_grid, dv_grid);
     copy_back(dq, dq_grid);
     copy_back(dk, dk_grid);
     copy_back(dv, dv_grid);

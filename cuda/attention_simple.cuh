@@ -96,13 +96,13 @@ template <typename T>
 __global__ void attention_backward_kernel(const T* dout_all, const T* q_all, const T* k_all, const T* v_all,
                                           const T* out_all, const T* lse_all, T* dq_all, T* dk_all, T* dv_all,
                                           int64_t N, int64_t Tq, int64_t S, int64_t D, int64_t Dv, bool causal,
-                                          double scale, BackwardLayouts at, MatrixLayout out_at) {
+                                          double scale, BackwardLayouts at) {
     __shared__ double ds_tile[kSimpleTile];
     for (int64_t row = blockIdx.x; row < N * Tq; row += gridDim.x) {
         int64_t n = row / Tq, i = row % Tq;
         const T* q = q_all + at.q.matrix(n) + i * at.q.row_stride;
         const T* dout = dout_all + at.dout.matrix(n) + i * at.dout.row_stride;
-        const T* out = out_all + out_at.matrix(n) + i * out_at.row_stride;
+        const T* out = out_all + at.out.matrix(n) + i * at.out.row_stride;
         T* dq = dq_all + at.dq.matrix(n) + i * at.dq.row_stride;
         const T* k = k_all + at.k.matrix(n);
         const T* v = v_all + at.v.matrix(n);

@@ -25,7 +25,7 @@ namespace nc {
 namespace cuda {
 
 struct MatrixLayout {
-    int64_t heads, batch_stride, head_stride, row_stride;
+    int64_t heads, batch_stride, head_stride, row_stride;  // heads >= 1
     // The element offset of matrix n's first row.
     __host__ __device__ int64_t matrix(int64_t n) const { return n / heads * batch_stride + n % heads * head_stride; }
 };
@@ -40,7 +40,7 @@ struct ForwardLayouts {
     MatrixLayout q, k, v, out;
 };
 struct BackwardLayouts {
-    MatrixLayout dout, q, k, v, dq, dk, dv;
+    MatrixLayout dout, out, q, k, v, dq, dk, dv;
 };
 
 }  // namespace cuda

@@ -133,10 +133,10 @@ attention_forward_tiled(const float* q_all, const float* k_all, const float* v_a
 // correction), into a contiguous [N, Tq].
 template <int Dv>
 __global__ void attention_row_dots(const float* dout_all, const float* out_all, float* dots, int64_t rows, int64_t Tq,
-                                   MatrixLayout dout_at, MatrixLayout out_at) {
+                                   BackwardLayouts at) {
     for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows; r += (int64_t)gridDim.x * blockDim.x) {
-        const float* dout = dout_all + dout_at.matrix(r / Tq) + r % Tq * dout_at.row_stride;
-        const float* out = out_all + out_at.matrix(r / Tq) + r % Tq * out_at.row_stride;
+        const float* dout = dout_all + at.dout.matrix(r / Tq) + r % Tq * at.dout.row_stride;
+        const float* out = out_all + at.out.matrix(r / Tq) + r % Tq * at.out.row_stride;
         float total = 0.0f;
 #pragma unroll
         for (int e = 0; e < Dv; ++e) total += dout[e] * out[e];

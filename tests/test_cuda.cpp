@@ -227,10 +227,16 @@ TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
         Tensor q = randn({2, 3, 70, 16}, 15), k = randn({2, 3, 70, 16}, 16), vv = randn({2, 3, 70, 8}, 17);
         same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
                             {q, k, vv});
-        // Views in and out (GPT-2's packed q, k, v): the CUDA backend copies
-        // them into blocks and its outputs back (cuda/attention.cu).
+        // Views in and out (GPT-2's packed q, k, v, its merged output, the
+        // gradients in d(qkv)): the kernels read and write them in place
+        // (cuda/attention_strides.cuh). And operands of 3 and 5 dims, which
+        // raw::attention_grid views as [batch, heads, R, C].
         same_with_gradients([causal](const V& v) { return packed_qkv_attention(v[0], 3, causal); },
                             {randn({2, 70, 3 * 48}, 19)});
+        same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
+                            {randn({6, 33, 16}, 20), randn({6, 33, 16}, 21), randn({6, 33, 16}, 22)});
+        same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
+                            {randn({2, 2, 3, 33, 16}, 23), randn({2, 2, 3, 33, 16}, 24), randn({2, 2, 3, 33, 16}, 25)});
     }
 }
 

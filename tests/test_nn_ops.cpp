@@ -344,6 +344,38 @@ TEST_CASE("attention on views equals attention on contiguous copies, to the bit"
                 {"attention_backward", "all three"});
 }
 
+// raw::attention_grid gives the [batch, heads, R, C] view the CUDA kernels
+// take (cuda/attention_strides.cuh): the same storage for 2, 3 and 4 dims
+// and for 5 that merge (GPT-2's heads of [B, T, 3C] stay a view with row
+// stride 3C), a copy with the same numbers for 5 that do not.
+TEST_CASE("attention_grid views an operand as [batch, heads, R, C]", "[nn][attention]") {
+    Tensor m = raw::randn({5, 8});
+    Tensor g2 = raw::attention_grid(m);
+    CHECK(g2.shape() == Shape{1, 1, 5, 8});
+    CHECK(g2.raw_data() == m.raw_data());
+    Tensor three = raw::narrow(raw::randn({6, 7, 10}), 2, 1, 8);  // rows 10 apart
+    Tensor g3 = raw::attention_grid(three);
+    CHECK(g3.shape() == Shape{1, 6, 7, 8});
+    CHECK(g3.raw_data() == three.raw_data());
+    CHECK(g3.strides()[1] == 70);
+    CHECK(g3.strides()[2] == 10);
+    Tensor qkv = raw::randn({2, 9, 3 * 12});  // B 2, T 9, H 3, D 4
+    Tensor k = raw::transpose(raw::view(raw::narrow(qkv, 2, 12, 12), {2, 9, 3, 4}), 1, 2);
+    Tensor g4 = raw::attention_grid(k);
+    CHECK(g4.raw_data() == k.raw_data());
+    CHECK(g4.strides() == Shape{9 * 36, 4, 36, 1});
+    Tensor five = raw::randn({2, 3, 4, 5, 6});
+    Tensor g5 = raw::attention_grid(five);
+    CHECK(g5.shape() == Shape{6, 4, 5, 6});
+    CHECK(g5.raw_data() == five.raw_data());
+    Tensor crossed = raw::transpose(raw::randn({3, 2, 4, 5, 6}), 0, 1);  // [2, 3, 4, 5, 6], its first dims do not merge
+    Tensor g5c = raw::attention_grid(crossed);
+    CHECK(g5c.shape() == Shape{6, 4, 5, 6});
+    CHECK(g5c.raw_data() != crossed.raw_data());
+    CHECK(g5c.to_vector() == raw::contiguous(crossed).to_vector());
+    check_error([] { raw::attention_grid(raw::randn({4})); }, {"attention", "at least 2 dims", "[4]"});
+}
+
 // q, k, v side by side in one [B, T, 3C] tensor (GPT-2's one projection):
 // the same as taking them apart with narrow() and calling the op above,
 // forward and gradient to the last bit (float32 and float64), and against

@@ -82,13 +82,15 @@ inline double tanh_fast(double x) { return std::tanh(x); }
 // may not reorder float operations, so each step waits for the one before
 // (4 cycles for an add). The maximum asks for the reordering with `omp simd
 // reduction`: 16 running maxima in one vector register, combined at the end
-// (a maximum is the same in any order). The sums keep 16 running sums
-// written out, lane j adding terms j, j + 16, j + 32, ..., and add the lanes
-// in a fixed tree at the end (add_lanes). Through `omp simd reduction` GCC
-// added the 16 lanes one after another from memory: a row of 128 floats
-// took 9 ns instead of 5, and attention's softmax sums such rows. A sum is
-// rounded in a different order than the plain loop's, so the results differ
-// in the last bits.
+// (a maximum is the same in any order, NaN aside: `m > x ? m : x` keeps a
+// NaN only when it comes last, so a NaN may or may not come out; attention
+// and the loss pass it on through the exponentials anyway). The sums keep
+// 16 running sums written out, lane j adding terms j, j + 16, j + 32, ...,
+// and add the lanes in a fixed tree at the end (add_lanes). Through `omp
+// simd reduction` GCC added the 16 lanes one after another from memory: a
+// row of 128 floats took 9 ns instead of 5, and attention's softmax sums
+// such rows. A sum is rounded in a different order than the plain loop's,
+// so the results differ in the last bits.
 template <typename T>
 inline T max_of(const T* x, int64_t n, T start) {
     T m = start;
@@ -96,29 +98,29 @@ inline T max_of(const T* x, int64_t n, T start) {
     for (int64_t i = 0; i < n; ++i) m = m > x[i] ? m : x[i];
     return m;
 }
-constexpr int kFloatLanes = 16;
+constexpr int kRowLanes = 16;  // sum_of's and dot_of's running sums: one AVX-512 register of floats
 template <typename T>
 inline T add_lanes(T* lane) {
-    static_assert(kFloatLanes == 16, "the tree adds 16 lanes");
+    static_assert(kRowLanes == 16, "the tree adds 16 lanes");
     for (int j = 0; j < 8; ++j) lane[j] += lane[j + 8];
     for (int j = 0; j < 4; ++j) lane[j] += lane[j + 4];
     return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
 template <typename T>
 inline T sum_of(const T* x, int64_t n) {
-    T lane[kFloatLanes] = {};
+    T lane[kRowLanes] = {};
     int64_t i = 0;
-    for (; i + kFloatLanes <= n; i += kFloatLanes)
-        for (int j = 0; j < kFloatLanes; ++j) lane[j] += x[i + j];
+    for (; i + kRowLanes <= n; i += kRowLanes)
+        for (int j = 0; j < kRowLanes; ++j) lane[j] += x[i + j];
     for (int j = 0; i + j < n; ++j) lane[j] += x[i + j];  // the last n % 16 terms, in lanes 0, 1, ...
     return add_lanes(lane);
 }
 template <typename T>
 inline T dot_of(const T* x, const T* y, int64_t n) {
-    T lane[kFloatLanes] = {};
+    T lane[kRowLanes] = {};
     int64_t i = 0;
-    for (; i + kFloatLanes <= n; i += kFloatLanes)
-        for (int j = 0; j < kFloatLanes; ++j) lane[j] += x[i + j] * y[i + j];
+    for (; i + kRowLanes <= n; i += kRowLanes)
+        for (int j = 0; j < kRowLanes; ++j) lane[j] += x[i + j] * y[i + j];
     for (int j = 0; i + j < n; ++j) lane[j] += x[i + j] * y[i + j];
     return add_lanes(lane);
 }

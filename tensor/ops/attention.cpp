@@ -82,6 +82,16 @@ static void check_output(const Tensor& t, const Shape& shape, const Tensor& q, c
                      shape_str(t.strides()));
 }
 
+Tensor attention_grid(const Tensor& t) {
+    if (t.dim() < 2) fail("attention", "an operand needs at least 2 dims [..., R, C], got " + shape_str(t.shape()));
+    if (t.dim() == 4) return t;
+    if (t.dim() == 3) return unsqueeze(t, 0);
+    if (t.dim() == 2) return unsqueeze(unsqueeze(t, 0), 0);
+    int64_t outer = 1;
+    for (int64_t d = 0; d + 3 < t.dim(); ++d) outer *= t.size(d);
+    return reshape(t, {outer, t.size(-3), t.size(-2), t.size(-1)});  // a view when the leading dims merge
+}
+
 AttentionForward attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                            const Tensor& out_into) {
     const std::string op = "attention";
@@ -359,7 +369,6 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
     const int64_t N = (int64_t)qm.offsets.size(), Tq = q_tensor.size(-2), S = k_tensor.size(-2), D = q_tensor.size(-1),
                   Dv = v_tensor.size(-1);
     T* lse_all = static_cast<T*>(lse_tensor.raw_data());
-    const T scale_t = (T)scale_d;
     const int64_t q_blocks = (Tq + kBlockQ - 1) / kBlockQ;
 
     // Each thread's tiles: the scores, the output sums, and each row's
@@ -378,10 +387,11 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
     // One task per (head n, query block qb).
     parallel_for_dynamic(N * q_blocks, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t task, Tiles& tiles) {
         const int64_t n = task / q_blocks, qb = task % q_blocks;
-        // A copy in the task's own frame: `scale` captured by reference is a
-        // load through a pointer that the stores into the scores might alias,
-        // and GCC redid it for every key (the forward took 12% longer).
-        const T scale = scale_t;
+        // The scale in the task's own frame: read through the lambda's
+        // reference capture, it is a load through a pointer that the stores
+        // into the scores might alias, and GCC redid it for every key (the
+        // forward took 12% longer).
+        const T scale = (T)scale_d;
         ScratchBuffer<T>& scores = tiles.scores;
         ScratchBuffer<T>& acc = tiles.acc;
         ScratchBuffer<T>& row_max = tiles.row_max;
@@ -456,7 +466,6 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
     const int64_t N = (int64_t)qm.offsets.size(), Tq = q_tensor.size(-2), S = k_tensor.size(-2), D = q_tensor.size(-1),
                   Dv = v_tensor.size(-1);
     const T* lse_all = static_cast<const T*>(lse_tensor.raw_data());
-    const T scale_t = (T)scale_d;
 
     // One thread per (batch, head): dk and dv of a head collect contributions
     // from all its query blocks, so no two threads ever write the same row.
@@ -469,7 +478,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                      PackingBuffers<T>()};
     };
     parallel_for_dynamic(N, N * Tq * S * D >= kParallelMin, make_tiles, [&](int64_t n, Tiles& tiles) {
-        const T scale = scale_t;  // a copy, as in forward
+        const T scale = (T)scale_d;  // in the task's own frame, as in forward
         ScratchBuffer<T>& p = tiles.p;
         ScratchBuffer<T>& dp = tiles.dp;
         ScratchBuffer<T>& delta = tiles.delta;

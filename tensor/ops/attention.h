@@ -53,6 +53,12 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
                                      const AttentionForward& saved, bool causal, double scale,
                                      const AttentionBackward& into = AttentionBackward());
 
+// [..., R, C] -> [batch, heads, R, C], for kernels that find each matrix
+// from two strides (CUDA's, cuda/attention_strides.cuh): a view for up to
+// two leading dims ([R, C] -> [1, 1, R, C], [N, R, C] -> [1, N, R, C]) and
+// for more that merge into two; else a contiguous copy.
+Tensor attention_grid(const Tensor& t);
+
 }  // namespace raw
 
 // Differentiable: softmax(scale q k^T + causal mask) v; scale <= 0 means

@@ -102,18 +102,27 @@ void check_close(const char* what, const std::vector<T>& got, const std::vector<
 
 // Views (cuda/attention_strides.cuh). `place` puts a [N, rows, width]
 // batch at a layout in a buffer whose gaps are NaN, `take` reads it back.
-// side_by_side: the matrices' rows interleaved, as the heads of GPT-2's
-// [B, T, 3C] projection (plus a gap after every row piece and every row);
+// side_by_side: as the heads of GPT-2's [B, T, 3C] projection, the rows of
+// a batch entry's heads interleaved (plus a gap after every row piece,
+// every row and every batch entry); N = 4 is 2 batch entries of 2 heads.
 // apart: whole matrices apart, their rows apart, as the first S positions
 // of a key/value cache. A kernel that ignored a stride would read NaN or
 // the wrong numbers, or write into a gap.
 using nc::cuda::MatrixLayout;
-MatrixLayout side_by_side(int64_t N, int64_t width) { return {std::max<int64_t>(1, N), 0, width + 1, N * (width + 1) + 3}; }
+MatrixLayout side_by_side(int64_t N, int64_t rows, int64_t width) {
+    const int64_t heads = N >= 4 && N % 2 == 0 ? N / 2 : std::max<int64_t>(1, N), row_stride = heads * (width + 1) + 3;
+    return {heads, rows * row_stride + 7, width + 1, row_stride};
+}
 MatrixLayout apart(int64_t rows, int64_t width) { return {1, rows * (width + 2) + 5, 0, width + 2}; }
 
+// Where row r of matrix n starts, written out here rather than taken from
+// MatrixLayout::matrix, so that an error there cannot cancel out.
+int64_t row_at(const MatrixLayout& at, int64_t n, int64_t r) {
+    return (n / at.heads) * at.batch_stride + (n % at.heads) * at.head_stride + r * at.row_stride;
+}
 int64_t buffer_size(int64_t N, int64_t rows, int64_t width, const MatrixLayout& at) {
     int64_t size = 0;
-    for (int64_t n = 0; n < N && rows > 0; ++n) size = std::max(size, at.matrix(n) + (rows - 1) * at.row_stride + width);
+    for (int64_t n = 0; n < N && rows > 0; ++n) size = std::max(size, row_at(at, n, rows - 1) + width);
     return size;
 }
 template <typename T>
@@ -121,7 +130,7 @@ std::vector<T> place(const std::vector<T>& batch, int64_t N, int64_t rows, int64
     std::vector<T> out(buffer_size(N, rows, width, at), (T)NAN);
     for (int64_t n = 0; n < N; ++n)
         for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < width; ++c) out[at.matrix(n) + r * at.row_stride + c] = batch[(n * rows + r) * width + c];
+            for (int64_t c = 0; c < width; ++c) out[row_at(at, n, r) + c] = batch[(n * rows + r) * width + c];
     return out;
 }
 template <typename T>
@@ -129,7 +138,7 @@ std::vector<T> take(const std::vector<T>& placed, int64_t N, int64_t rows, int64
     std::vector<T> out(N * rows * width);
     for (int64_t n = 0; n < N; ++n)
         for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < width; ++c) out[(n * rows + r) * width + c] = placed[at.matrix(n) + r * at.row_stride + c];
+            for (int64_t c = 0; c < width; ++c) out[(n * rows + r) * width + c] = placed[row_at(at, n, r) + c];
     return out;
 }
 // The gaps of a placed output are still NaN: nothing was written there.
@@ -163,7 +172,7 @@ void check_widths(const Shape& c, Schedule schedule) {
     for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
     check_close("logsumexp", lse, r.lse, lse_size);
     // The same batch as views: the same numbers, bit for bit.
-    const ForwardLayouts views{side_by_side(c.N, D), apart(c.S, D), apart(c.S, Dv), side_by_side(c.N, Dv)};
+    const ForwardLayouts views{side_by_side(c.N, c.T, D), apart(c.S, D), apart(c.S, Dv), side_by_side(c.N, c.T, Dv)};
     std::vector<float> q_view = place(q, c.N, c.T, D, views.q), k_view = place(k, c.N, c.S, D, views.k),
                        v_view = place(v, c.N, c.S, Dv, views.v), out_view(buffer_size(c.N, c.T, Dv, views.out), NAN),
                        lse_view(lse.size(), NAN);
@@ -176,27 +185,28 @@ void check_widths(const Shape& c, Schedule schedule) {
 
     // dq starts at 0 (the kernel adds to it); dk and dv start as NaN, so a
     // row the kernel forgets to write shows.
-    const BackwardLayouts grads{contiguous_layout(c.T, Dv), blocks.q, blocks.k, blocks.v,
-                                contiguous_layout(c.T, D),  blocks.k, blocks.v};
+    const BackwardLayouts grads{contiguous_layout(c.T, Dv), blocks.out, blocks.q, blocks.k,
+                                blocks.v, contiguous_layout(c.T, D), blocks.k, blocks.v};
     std::vector<float> dots(c.N * c.T), dq(c.N * c.T * D, 0.0f), dk(c.N * c.S * D, NAN), dv(c.N * c.S * Dv, NAN);
     cuda_emulator::launch(dim3(2), dim3(64), schedule, attention_row_dots<Dv>, dout.data(), out.data(), dots.data(),
-                          c.N * c.T, c.T, grads.dout, blocks.out);
+                          c.N * c.T, c.T, grads);
     cuda_emulator::launch(backward_grid<D, Dv>(c.N, c.S).dims(), Tiles::backward_threads, schedule,
                           attention_backward_tiled<D, Dv>, dout.data(), q.data(), k.data(), v.data(), lse.data(),
                           dots.data(), dq.data(), dk.data(), dv.data(), c.T, c.S, c.causal, scale, grads);
     check_close("dq", dq, r.dq, r.dq_size);
     check_close("dk", dk, r.dk, r.dk_size);
     check_close("dv", dv, r.dv, r.dv_size);
-    // Backward on views, one schedule (the emulator's time): the same bits.
-    if (schedule != Schedule::FirstThreadFirst) return;
-    const BackwardLayouts grad_views{side_by_side(c.N, Dv), views.q, views.k, views.v,
-                                     side_by_side(c.N, D),  apart(c.S, D), apart(c.S, Dv)};
+    // Backward on views: the same bits. For several heads and one schedule
+    // only (the emulator's time; rows apart are in every shape above).
+    if (schedule != Schedule::FirstThreadFirst || c.N < 2) return;
+    const BackwardLayouts grad_views{side_by_side(c.N, c.T, Dv), views.out, views.q, views.k,
+                                     views.v, side_by_side(c.N, c.T, D), apart(c.S, D), apart(c.S, Dv)};
     std::vector<float> dout_view = place(dout, c.N, c.T, Dv, grad_views.dout), dots_view(dots.size(), NAN);
     std::vector<float> dq_view = place(std::vector<float>(dq.size(), 0.0f), c.N, c.T, D, grad_views.dq);
     std::vector<float> dk_view(buffer_size(c.N, c.S, D, grad_views.dk), NAN),
         dv_view(buffer_size(c.N, c.S, Dv, grad_views.dv), NAN);
     cuda_emulator::launch(dim3(2), dim3(64), schedule, attention_row_dots<Dv>, dout_view.data(), out_view.data(),
-                          dots_view.data(), c.N * c.T, c.T, grad_views.dout, views.out);
+                          dots_view.data(), c.N * c.T, c.T, grad_views);
     CHECK(dots_view == dots);
     cuda_emulator::launch(backward_grid<D, Dv>(c.N, c.S).dims(), Tiles::backward_threads, schedule,
                           attention_backward_tiled<D, Dv>, dout_view.data(), q_view.data(), k_view.data(),
@@ -220,13 +230,16 @@ void check_widths(const std::vector<Shape>& shapes) {
 
 // Shapes: a partial tile, several tiles of queries and keys (the 64-key
 // blocks of backward, the 32- and 64-key tiles of forward), one query,
-// more keys than queries and more queries than keys.
+// more keys than queries and more queries than keys. And, at one width
+// (the kernels index every width alike), 2 batch entries of 2 heads: a
+// batch stride and a head stride on views.
 const std::vector<Shape> kTiledShapes = {{2, 70, 70, true}, {1, 130, 130, true}, {1, 1, 1, true},
                                          {1, 70, 70, false}, {1, 5, 97, false}, {1, 40, 9, true}};
 
 TEST_CASE("emulated GPU: tiled attention equals attention in long double", "[cuda-emulated][attention]") {
     check_widths<16, 16>(kTiledShapes);
     check_widths<32, 32>(kTiledShapes);
+    check_widths<32, 32>({{4, 20, 20, true}});
     check_widths<64, 64>(kTiledShapes);
     check_widths<16, 32>(kTiledShapes);
     check_widths<32, 64>(kTiledShapes);
@@ -277,7 +290,7 @@ void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
     for (size_t e = 0; e < lse_size.size(); ++e) lse_size[e] = 1 + std::fabs(r.lse[e]);
     check_close("logsumexp", lse, r.lse, lse_size);
     // The same batch as views: the same numbers, bit for bit.
-    const ForwardLayouts views{side_by_side(c.N, D), apart(c.S, D), apart(c.S, Dv), side_by_side(c.N, Dv)};
+    const ForwardLayouts views{side_by_side(c.N, c.T, D), apart(c.S, D), apart(c.S, Dv), side_by_side(c.N, c.T, Dv)};
     std::vector<T> q_view = place(q, c.N, c.T, D, views.q), k_view = place(k, c.N, c.S, D, views.k),
                    v_view = place(v, c.N, c.S, Dv, views.v), out_view(buffer_size(c.N, c.T, Dv, views.out), (T)NAN),
                    lse_view(lse.size(), (T)NAN);
@@ -288,13 +301,13 @@ void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
     CHECK(take(out_view, c.N, c.T, Dv, views.out) == out);
     CHECK(written_gaps(out_view, c.N, c.T, Dv) == 0);
     CHECK(lse_view == lse);
-    const BackwardLayouts grads{contiguous_layout(c.T, Dv), contiguous.q, contiguous.k, contiguous.v,
-                                contiguous_layout(c.T, D),  contiguous.k, contiguous.v};
+    const BackwardLayouts grads{contiguous_layout(c.T, Dv), contiguous.out, contiguous.q, contiguous.k,
+                                contiguous.v, contiguous_layout(c.T, D), contiguous.k, contiguous.v};
     std::vector<T> dq(c.N * c.T * D, 0), dk(c.N * c.S * D, 0), dv(c.N * c.S * Dv, 0);
     cuda_emulator::launch(dim3(blocks), dim3(kSimpleTile), schedule, attention_backward_kernel<T>, (const T*)dout.data(),
                           (const T*)q.data(), (const T*)k.data(), (const T*)v.data(), (const T*)out.data(),
                           (const T*)lse.data(), dq.data(), dk.data(), dv.data(), c.N, c.T, c.S, (int64_t)D, (int64_t)Dv,
-                          c.causal, scale, grads, contiguous.out);
+                          c.causal, scale, grads);
     check_close("dq", dq, r.dq, r.dq_size);
     check_close("dk", dk, r.dk, r.dk_size);
     check_close("dv", dv, r.dv, r.dv_size);
@@ -302,8 +315,8 @@ void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
     // start at 0 where they lie), one schedule: the numbers the kernel's
     // atomic additions give in that order, bit for bit.
     if (schedule != Schedule::FirstThreadFirst) return;
-    const BackwardLayouts grad_views{side_by_side(c.N, Dv), views.q, views.k, views.v,
-                                     side_by_side(c.N, D),  apart(c.S, D), apart(c.S, Dv)};
+    const BackwardLayouts grad_views{side_by_side(c.N, c.T, Dv), views.out, views.q, views.k,
+                                     views.v, side_by_side(c.N, c.T, D), apart(c.S, D), apart(c.S, Dv)};
     std::vector<T> dout_view = place(dout, c.N, c.T, Dv, grad_views.dout);
     std::vector<T> dq_view = place(std::vector<T>(dq.size(), 0), c.N, c.T, D, grad_views.dq),
                    dk_view = place(std::vector<T>(dk.size(), 0), c.N, c.S, D, grad_views.dk),
@@ -312,7 +325,7 @@ void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
                           (const T*)dout_view.data(), (const T*)q_view.data(), (const T*)k_view.data(),
                           (const T*)v_view.data(), (const T*)out_view.data(), (const T*)lse.data(), dq_view.data(),
                           dk_view.data(), dv_view.data(), c.N, c.T, c.S, (int64_t)D, (int64_t)Dv, c.causal, scale,
-                          grad_views, views.out);
+                          grad_views);
     CHECK(take(dq_view, c.N, c.T, D, grad_views.dq) == dq);
     CHECK(take(dk_view, c.N, c.S, D, grad_views.dk) == dk);
     CHECK(take(dv_view, c.N, c.S, Dv, grad_views.dv) == dv);
@@ -328,6 +341,7 @@ void check_simple(const Shape& c, int D, int Dv, Schedule schedule) {
 TEST_CASE("emulated GPU: simple attention equals attention in long double", "[cuda-emulated][attention]") {
     for (Schedule s : {Schedule::FirstThreadFirst, Schedule::LastThreadFirst}) {
         check_simple<double>({2, 20, 20, true}, 24, 40, s);
+        check_simple<float>({4, 9, 11, true}, 24, 24, s);
         check_simple<double>({1, 3, 150, false}, 16, 16, s);
         check_simple<float>({1, 9, 140, false}, 24, 24, s);
         check_simple<float>({1, 140, 140, true}, 8, 12, s);
