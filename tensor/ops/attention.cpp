@@ -371,9 +371,9 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
     T* lse_all = static_cast<T*>(lse_tensor.raw_data());
     const int64_t q_blocks = (Tq + kBlockQ - 1) / kBlockQ;
 
-    // Each thread's tiles: the scores, the output sums, and each row's
-    // running max and sum; and its own packing buffers for the tile
-    // products (gemm.h says why).
+    // Each thread's tiles: the scores, the output sums, each row's running
+    // max and sum, and the softmax step's new max and loop length per row;
+    // and its own packing buffers for the tile products (gemm.h says why).
     struct Tiles {
         ScratchBuffer<T> scores, acc, row_max, row_sum, new_max;
         ScratchBuffer<int64_t> width;
