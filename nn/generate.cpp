@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
+
+#include "nn/decode.h"
 
 namespace nc {
 namespace nn {
@@ -62,15 +65,23 @@ std::vector<int64_t> generate_tokens(const TransformerModel& model, std::vector<
     int64_t block = model.config().block_size;
     KVCache cache = model.make_cache(1);
     int64_t cache_start = 0;  // the text position of the cache's first token
+    // One new token at a time goes through the decoder's buffers (decode.h)
+    // where the model has that path; the prompt and each refill of the
+    // window, many tokens at once, through the model's forward.
+    std::unique_ptr<TokenDecoder> decoder;
+    if (options.use_cache && TokenDecoder::unsupported(model).empty())
+        decoder = std::make_unique<TokenDecoder>(model, cache);
     std::vector<int64_t> produced;
     for (int64_t i = 0; i < count; ++i) {
         int64_t n = (int64_t)tokens.size(), start = context_start(n, block);
         Tensor logits;
+        std::vector<double> last;  // the logits of the last position
         if (!options.use_cache) {
             std::vector<int64_t> context(tokens.begin() + start, tokens.end());
             logits = forward(model, device, raw::from_indices(context, {1, n - start}), nullptr);
         } else if (start == cache_start && cache.length == n - start - 1 && cache.length > 0) {
-            logits = forward(model, device, raw::from_indices({tokens.back()}, {1, 1}), &cache);  // one new token
+            if (decoder) last = decoder->step(tokens.back());  // one new token
+            else logits = forward(model, device, raw::from_indices({tokens.back()}, {1, 1}), &cache);
         } else {
             // The first step, or the window moved: fill the cache from the window.
             cache.reset();
@@ -78,7 +89,7 @@ std::vector<int64_t> generate_tokens(const TransformerModel& model, std::vector<
             std::vector<int64_t> context(tokens.begin() + start, tokens.end());
             logits = forward(model, device, raw::from_indices(context, {1, n - start}), &cache);
         }
-        std::vector<double> last = raw::narrow(logits, 1, logits.size(1) - 1, 1).to_vector();
+        if (logits.defined()) last = raw::narrow(logits, 1, logits.size(1) - 1, 1).to_vector();
         int64_t next = pick_token(last, options.temperature, options.top_k, gen);
         tokens.push_back(next);
         produced.push_back(next);

@@ -39,6 +39,8 @@ public:
     // generates nothing: it throws.
     virtual Tensor forward(const Tensor& ids, KVCache& cache) const;
     const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
+    // The norm after the last block (nullptr where the placement has none).
+    const std::shared_ptr<NormLayer>& final_norm() const { return final_norm_; }
     // Dropout's random stream (seeded from the init generator); a training
     // checkpoint saves its position so a resumed run drops the same units.
     Generator& dropout_generator() { return dropout_gen_; }

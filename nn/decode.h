@@ -1,0 +1,95 @@
+// decode.h — the one-token step of generation on buffers made once
+// (chapter 5, "One token without new tensors").
+//
+// With the key/value cache (kv_cache.h), each step of generation feeds one
+// token through the model. Through the model's own forward, every op of
+// that step builds tensor headers (an output, views of it, a reshape) and
+// asks the allocator for memory: some 250 headers and 70 allocations a
+// token for the default model, whose products on one row of numbers take
+// only a few microseconds each, so the bookkeeping cost about a third of
+// the token's time.
+//
+// TokenDecoder does the same step, kernel by kernel, on buffers and views
+// it builds once, when it is made: the residual stream, each layer's norm
+// output, q, k and v, the attention output, the MLP's hidden row, the
+// logits. A step then only writes numbers into them; the only headers it
+// makes are the views of the cache that grow by one position a token.
+//
+// It calls the same backend kernels, on the same numbers, in the same
+// order as Block::forward with placement pre (nn/placement.cpp), so its
+// logits and the keys and values it caches are the model's own to the last
+// bit (tests/test_decode.cpp checks this for every kind of model it takes).
+// It takes the pre-norm GPT-2 and Llama models, the ones generation is for:
+// LayerNorm, RMSNorm or no norm; learned, rotary or no positions; GELU or
+// SwiGLU; grouped-query attention; with or without biases and a tied head;
+// float32 or float64 weights, on the CPU. For any other model (post-norm,
+// DyT, differential attention, 16-bit operands, ...) `unsupported` says
+// why, and generate_tokens takes the model's forward instead.
+//
+// Use, under NoGradGuard, with a cache that already holds the prompt:
+//   TokenDecoder decoder(model, cache);
+//   std::vector<double> logits = decoder.step(next_id);  // cache.length grows by one
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/models.h"
+#include "tensor/backend.h"  // UnaryOp
+
+namespace nc {
+namespace nn {
+
+class TokenDecoder {
+public:
+    // Why `model` has no one-token step here, or "" when it has one.
+    static std::string unsupported(const TransformerModel& model);
+
+    // The model and the cache it fills (model.make_cache(1)); both must
+    // outlive the decoder. The cache may be reset and refilled through the
+    // model's forward between steps.
+    TokenDecoder(const TransformerModel& model, KVCache& cache);
+
+    // Feeds token `id` at position cache.length, appends its keys and values
+    // to the cache, and returns its logits [vocab].
+    std::vector<double> step(int64_t id);
+
+private:
+    // y = x W^T (+ b) for one row, as raw::linear computes it: the bias
+    // copied into y, then the product added to it.
+    struct RowLinear {
+        Tensor x, w_t, bias, y;  // x [1, K], w_t [K, N] (the weight transposed: a view), bias [1, N] or undefined, y [1, N]
+    };
+    // out = norm(x) over one row of C numbers.
+    struct RowNorm {
+        const NormLayer* layer = nullptr;  // LayerNorm or RMSNorm; nullptr: no norm (out is x)
+        Tensor x, out, mean, rstd;         // [1, C], [1, C], [1], [1]
+    };
+    struct Layer {
+        RowNorm norm_1, norm_2;
+        std::vector<RowLinear> qkv;  // GPT-2: one fused projection; Llama: q, k and v
+        RowLinear out, fc, up, down;  // up only for SwiGLU
+        Tensor q, k, v;              // this token's heads, [1, H, 1, D] and [1, Hkv, 1, D] (views)
+        Tensor q_rotated, k_rotated;  // RoPE's outputs (rotary positions only)
+        Tensor heads_out;            // the attention's output heads, a view of out.x
+        Tensor logsumexp;            // [H, 1], which the attention kernel writes too
+        Tensor hidden;               // the MLP's activation: GELU(fc) or SwiGLU(fc, up), [1, hidden]
+        UnaryOp activation = UnaryOp::GeluTanh;  // GELU's form (MlpLayers::gelu_tanh)
+    };
+
+    void run_linear(const RowLinear& l) const;
+    void run_norm(const RowNorm& n) const;
+    void attend(Layer& layer, int64_t index, int64_t position);
+
+    const TransformerModel& model_;
+    KVCache& cache_;
+    TransformerConfig cfg_;
+    Tensor token_table_, position_table_;  // [V, C], [block, C] (learned positions) or undefined
+    Tensor stream_[2];                     // the residual stream [1, C]: the step alternates between the two
+    std::vector<Layer> layers_;
+    RowNorm final_norm_;
+    RowLinear head_;
+};
+
+}  // namespace nn
+}  // namespace nc

@@ -1,0 +1,190 @@
+// The one-token decoder (nn/decode.h) against the model's own forward with
+// the key/value cache: the same logits and the same cached keys and values,
+// to the last bit, for every kind of model it takes; and a clear refusal of
+// the models it does not take.
+#include "helpers.h"
+#include "nn/decode.h"
+#include "nn/generate.h"
+
+using namespace nc;
+using namespace nc::nn;
+using nc_test::check_error;
+
+namespace {
+
+TransformerConfig small(Family family) {
+    TransformerConfig c = family == Family::GPT2 ? gpt2_config() : llama_config();
+    c.n_layer = 2;
+    c.n_embd = 16;
+    c.n_head = 4;
+    c.vocab_size = 23;
+    c.block_size = 12;
+    c.swiglu_multiple = 8;
+    return c;
+}
+
+// Every option the decoder has a branch for, each in at least one model.
+std::vector<std::pair<std::string, TransformerConfig>> decodable() {
+    std::vector<std::pair<std::string, TransformerConfig>> out;
+    out.push_back({"gpt2", small(Family::GPT2)});
+    TransformerConfig gpt2_rope = small(Family::GPT2);  // rotary positions on the fused projection, no biases, untied, exact GELU
+    gpt2_rope.positions = Positions::Rope;
+    gpt2_rope.bias = false;
+    gpt2_rope.tie_embeddings = false;
+    gpt2_rope.gelu_tanh = false;
+    out.push_back({"gpt2 rope, no bias, untied, erf gelu", gpt2_rope});
+    TransformerConfig gpt2_plain = small(Family::GPT2);
+    gpt2_plain.positions = Positions::None;
+    gpt2_plain.norm = NormKind::None;
+    gpt2_plain.mlp = MlpKind::SwiGlu;
+    out.push_back({"gpt2 no positions, no norm, swiglu", gpt2_plain});
+    TransformerConfig gpt2_rms = small(Family::GPT2);
+    gpt2_rms.norm = NormKind::RMSNorm;
+    gpt2_rms.n_kv_head = 2;
+    out.push_back({"gpt2 rmsnorm, grouped-query", gpt2_rms});
+    out.push_back({"llama", small(Family::Llama)});
+    TransformerConfig gqa = small(Family::Llama);
+    gqa.n_kv_head = 2;
+    out.push_back({"llama grouped-query", gqa});
+    TransformerConfig mqa = small(Family::Llama);
+    mqa.n_kv_head = 1;
+    mqa.tie_embeddings = true;
+    mqa.bias = true;
+    out.push_back({"llama one key/value head, tied, biases", mqa});
+    TransformerConfig learned = small(Family::Llama);
+    learned.positions = Positions::Learned;
+    learned.mlp = MlpKind::Gelu;
+    out.push_back({"llama learned positions, gelu", learned});
+    return out;
+}
+
+std::vector<int64_t> ids_for(int64_t n, int64_t vocab, uint64_t seed) {
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < n; ++i) ids.push_back((int64_t)((seed * 5 + (uint64_t)i * 11 + (uint64_t)(i * i)) % (uint64_t)vocab));
+    return ids;
+}
+
+// Every parameter moved off its initial value: biases start at zero and
+// norm gains at one, where a step that dropped them would still agree.
+void scramble(const TransformerModel& model, Generator& gen) {
+    NoGradGuard no_grad;
+    for (const Tensor& p : model.parameters())
+        raw::copy_(p, raw::add(p, raw::mul(raw::randn(p.shape(), gen, p.dtype()), 0.1)));
+}
+
+// The first `length` positions of a cache buffer [1, heads, capacity, D].
+std::vector<double> cached(const Tensor& buffer, int64_t length) { return raw::narrow(buffer, 2, 0, length).to_vector(); }
+
+}  // namespace
+
+TEST_CASE("the one-token decoder gives the model's own logits and cache, bit for bit", "[generate][decode]") {
+    for (DType dtype : {kFloat32, kFloat64}) {
+        for (auto& [name, c] : decodable()) {
+            Generator gen(31);
+            auto model = nn::make_model(c, gen, Options{dtype, kCPU});
+            scramble(*model, gen);
+            model->eval();
+            NoGradGuard no_grad;
+            REQUIRE(TokenDecoder::unsupported(*model).empty());
+            std::vector<int64_t> ids = ids_for(c.block_size, c.vocab_size, 4);
+            // Prompts of 0 (the decoder's first token is the whole prompt), 1 and 5 tokens.
+            for (int64_t prompt : {int64_t(0), int64_t(1), int64_t(5)}) {
+                INFO(name << " " << dtype_name(dtype) << ", prompt of " << prompt);
+                KVCache theirs = model->make_cache(1), ours = model->make_cache(1);
+                if (prompt > 0) {
+                    std::vector<int64_t> head(ids.begin(), ids.begin() + prompt);
+                    model->forward(raw::from_indices(head, {1, prompt}), theirs);
+                    model->forward(raw::from_indices(head, {1, prompt}), ours);
+                }
+                TokenDecoder decoder(*model, ours);
+                for (int64_t t = prompt; t < c.block_size; ++t) {
+                    INFO("position " << t);
+                    std::vector<double> expected =
+                        model->forward(raw::from_indices({ids[t]}, {1, 1}), theirs).to_vector();
+                    CHECK(decoder.step(ids[t]) == expected);
+                }
+                REQUIRE(ours.length == theirs.length);
+                for (size_t l = 0; l < ours.layers.size(); ++l) {
+                    CHECK(cached(ours.layers[l].k, ours.length) == cached(theirs.layers[l].k, theirs.length));
+                    CHECK(cached(ours.layers[l].v, ours.length) == cached(theirs.layers[l].v, theirs.length));
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("the decoder goes on after the cache is refilled", "[generate][decode]") {
+    TransformerConfig c = small(Family::Llama);
+    Generator gen(5);
+    auto model = nn::make_model(c, gen, Options{kFloat32, kCPU});
+    scramble(*model, gen);
+    model->eval();
+    NoGradGuard no_grad;
+    std::vector<int64_t> ids = ids_for(c.block_size, c.vocab_size, 9);
+    KVCache theirs = model->make_cache(1), ours = model->make_cache(1);
+    TokenDecoder decoder(*model, ours);
+    for (int64_t t = 0; t < 4; ++t) decoder.step(ids[t]);
+    // generate_tokens' window moves: reset, refill through the model's forward, go on.
+    ours.reset();
+    std::vector<int64_t> window(ids.begin() + 2, ids.begin() + 6);
+    model->forward(raw::from_indices(window, {1, 4}), ours);
+    model->forward(raw::from_indices(window, {1, 4}), theirs);
+    for (int64_t t = 6; t < 10; ++t)
+        CHECK(decoder.step(ids[t]) == model->forward(raw::from_indices({ids[t]}, {1, 1}), theirs).to_vector());
+}
+
+TEST_CASE("generate takes the decoder where the model has one, with the same tokens", "[generate][decode]") {
+    // The cached generation of a decodable model now runs through the
+    // decoder; the uncached one recomputes every position through the
+    // model's forward. Greedy and sampled, across moves of the window.
+    for (auto& [name, c] : decodable()) {
+        Generator gen(12);
+        auto model = nn::make_model(c, gen, Options{kFloat64, kCPU});
+        scramble(*model, gen);
+        model->eval();
+        for (double temperature : {0.0, 1.0}) {
+            SampleOptions cached{temperature, 0, true}, uncached = cached;
+            uncached.use_cache = false;
+            Generator g1(7), g2(7);
+            std::vector<int64_t> prompt = ids_for(3, c.vocab_size, 2);
+            INFO(name << ", temperature " << temperature);
+            CHECK(generate_tokens(*model, prompt, 30, cached, g1) == generate_tokens(*model, prompt, 30, uncached, g2));
+        }
+    }
+}
+
+TEST_CASE("the decoder names what it does not take, and refuses bad steps", "[generate][decode][errors]") {
+    auto why = [](TransformerConfig c, DType precision = kFloat32) {
+        Generator gen(1);
+        auto model = nn::make_model(c, gen);
+        model->set_precision(precision);
+        return TokenDecoder::unsupported(*model);
+    };
+    TransformerConfig post = small(Family::GPT2), dyt = small(Family::GPT2), diff = small(Family::Llama);
+    post.placement = Placement::Post;
+    dyt.norm = NormKind::DyT;
+    diff.attention = AttentionKind::Differential;
+    CHECK(why(post).find("pre-norm") != std::string::npos);
+    CHECK(why(dyt).find("Dynamic Tanh") != std::string::npos);
+    CHECK(why(diff).find("differential") != std::string::npos);
+    CHECK(why(small(Family::GPT2), kBFloat16).find("16 bits") != std::string::npos);
+    CHECK(why(small(Family::GPT2)).empty());
+
+    Generator gen(3);
+    auto post_model = nn::make_model(post, gen);
+    KVCache post_cache = post_model->make_cache(1);
+    check_error([&] { TokenDecoder d(*post_model, post_cache); }, {"no one-token step", "pre-norm"});
+
+    TransformerConfig c = small(Family::GPT2);
+    auto model = nn::make_model(c, gen);
+    KVCache two = model->make_cache(2);
+    check_error([&] { TokenDecoder d(*model, two); }, {"make_cache(1)"});
+    KVCache cache = model->make_cache(1);
+    TokenDecoder decoder(*model, cache);
+    check_error([&] { decoder.step(1); }, {"NoGradGuard"});
+    NoGradGuard no_grad;
+    check_error([&] { decoder.step(23); }, {"23", "vocabulary of 23"});
+    check_error([&] { decoder.step(-1); }, {"-1"});
+    for (int64_t t = 0; t < c.block_size; ++t) decoder.step(t % c.vocab_size);
+    check_error([&] { decoder.step(1); }, {"position 12", "12 positions"});
+}
