@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace nc {
@@ -323,13 +324,23 @@ std::vector<int64_t> print_sample(const LanguageModel& lm, const TextCodec& code
     std::fputs(screen.feed(prompt).c_str(), out);
     if (exact) *exact << prompt;
     std::vector<int64_t> ids = codec.encode(prompt.empty() ? std::string("\n") : prompt);
+    // The text appears as it is produced, but the stream is flushed (a
+    // system call) at most every 1/30 s: a slow model shows each token at
+    // once, a fast one in smooth bursts. Flushing after every token cost
+    // about 4% of the default model's generation time.
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point last_flush = Clock::now();
     std::vector<int64_t> tokens = generate_tokens(*lm.module, ids, count, options, gen, [&](int64_t t) {
         std::string bytes = codec.token_text(t);
         std::fputs(screen.feed(bytes).c_str(), out);
-        std::fflush(out);
+        if (Clock::now() - last_flush >= std::chrono::milliseconds(33)) {
+            std::fflush(out);
+            last_flush = Clock::now();
+        }
         if (exact) *exact << bytes;
     });
     std::fputs(screen.finish().c_str(), out);
+    std::fflush(out);
     return tokens;
 }
 

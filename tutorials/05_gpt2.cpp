@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "nn/decode.h"
 #include "nn/generate.h"
 #include "nn/models.h"
 
@@ -91,6 +92,20 @@ int main() {
     std::printf("cached logits vs the full forward pass, positions 4..%lld: largest difference %.1e\n",
                 (long long)T - 1, worst);
     expect(worst < 1e-5, "the cache to give the full forward pass's logits");
+
+    // The one-token decoder (nn/decode.h) runs the same kernels on buffers
+    // it made once: the same logits as the model's cached forward, bit for bit.
+    KVCache theirs = model.make_cache(1), ours = model.make_cache(1);
+    std::vector<int64_t> first_four(sentence.begin(), sentence.begin() + 4);
+    model.forward(raw::from_indices(first_four, {1, 4}), theirs);
+    model.forward(raw::from_indices(first_four, {1, 4}), ours);
+    TokenDecoder decoder(model, ours);
+    int64_t identical = 0;
+    for (int64_t t = 4; t < T; ++t)
+        identical += decoder.step(sentence[t]) == model.forward(raw::from_indices({sentence[t]}, {1, 1}), theirs).to_vector();
+    std::printf("one-token decoder vs the model's cached forward, positions 4..%lld: %lld of %lld the same to the last bit\n",
+                (long long)T - 1, (long long)identical, (long long)T - 4);
+    expect(identical == T - 4, "the decoder to give the model's own logits");
 
     // The same tokens with and without the cache, and how many positions
     // each path runs through the model: 60 tokens after a 10-byte prompt,
