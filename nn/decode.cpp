@@ -57,7 +57,7 @@ std::string TokenDecoder::unsupported(const TransformerModel& model) {
 }
 
 TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
-    : model_(model), cache_(cache), cfg_(model.config()) {
+    : cache_(cache), cfg_(model.config()) {
     std::string why = unsupported(model);
     if (!why.empty()) fail("TokenDecoder", "this model has no one-token step: " + why);
     if (cache.layers.size() != model.blocks().size() || cache.batch != 1)

@@ -81,7 +81,6 @@ private:
     void run_norm(const RowNorm& n) const;
     void attend(Layer& layer, int64_t index, int64_t position);
 
-    const TransformerModel& model_;
     KVCache& cache_;
     TransformerConfig cfg_;
     Tensor token_table_, position_table_;  // [V, C], [block, C] (learned positions) or undefined

@@ -2,66 +2,51 @@
 // the key/value cache: the same logits and the same cached keys and values,
 // to the last bit, for every kind of model it takes; and a clear refusal of
 // the models it does not take.
-#include "helpers.h"
+#include "model_helpers.h"
 #include "nn/decode.h"
 #include "nn/generate.h"
 
 using namespace nc;
 using namespace nc::nn;
 using nc_test::check_error;
+using nc_test::generation_config;
+using nc_test::token_ids;
 
 namespace {
-
-TransformerConfig small(Family family) {
-    TransformerConfig c = family == Family::GPT2 ? gpt2_config() : llama_config();
-    c.n_layer = 2;
-    c.n_embd = 16;
-    c.n_head = 4;
-    c.vocab_size = 23;
-    c.block_size = 12;
-    c.swiglu_multiple = 8;
-    return c;
-}
 
 // Every option the decoder has a branch for, each in at least one model.
 std::vector<std::pair<std::string, TransformerConfig>> decodable() {
     std::vector<std::pair<std::string, TransformerConfig>> out;
-    out.push_back({"gpt2", small(Family::GPT2)});
-    TransformerConfig gpt2_rope = small(Family::GPT2);  // rotary positions on the fused projection, no biases, untied, exact GELU
+    out.push_back({"gpt2", generation_config(Family::GPT2)});
+    TransformerConfig gpt2_rope = generation_config(Family::GPT2);  // rotary positions on the fused projection, no biases, untied, exact GELU
     gpt2_rope.positions = Positions::Rope;
     gpt2_rope.bias = false;
     gpt2_rope.tie_embeddings = false;
     gpt2_rope.gelu_tanh = false;
     out.push_back({"gpt2 rope, no bias, untied, erf gelu", gpt2_rope});
-    TransformerConfig gpt2_plain = small(Family::GPT2);
+    TransformerConfig gpt2_plain = generation_config(Family::GPT2);
     gpt2_plain.positions = Positions::None;
     gpt2_plain.norm = NormKind::None;
     gpt2_plain.mlp = MlpKind::SwiGlu;
     out.push_back({"gpt2 no positions, no norm, swiglu", gpt2_plain});
-    TransformerConfig gpt2_rms = small(Family::GPT2);
+    TransformerConfig gpt2_rms = generation_config(Family::GPT2);
     gpt2_rms.norm = NormKind::RMSNorm;
     gpt2_rms.n_kv_head = 2;
     out.push_back({"gpt2 rmsnorm, grouped-query", gpt2_rms});
-    out.push_back({"llama", small(Family::Llama)});
-    TransformerConfig gqa = small(Family::Llama);
+    out.push_back({"llama", generation_config(Family::Llama)});
+    TransformerConfig gqa = generation_config(Family::Llama);
     gqa.n_kv_head = 2;
     out.push_back({"llama grouped-query", gqa});
-    TransformerConfig mqa = small(Family::Llama);
+    TransformerConfig mqa = generation_config(Family::Llama);
     mqa.n_kv_head = 1;
     mqa.tie_embeddings = true;
     mqa.bias = true;
     out.push_back({"llama one key/value head, tied, biases", mqa});
-    TransformerConfig learned = small(Family::Llama);
+    TransformerConfig learned = generation_config(Family::Llama);
     learned.positions = Positions::Learned;
     learned.mlp = MlpKind::Gelu;
     out.push_back({"llama learned positions, gelu", learned});
     return out;
-}
-
-std::vector<int64_t> ids_for(int64_t n, int64_t vocab, uint64_t seed) {
-    std::vector<int64_t> ids;
-    for (int64_t i = 0; i < n; ++i) ids.push_back((int64_t)((seed * 5 + (uint64_t)i * 11 + (uint64_t)(i * i)) % (uint64_t)vocab));
-    return ids;
 }
 
 // Every parameter moved off its initial value: biases start at zero and
@@ -86,7 +71,7 @@ TEST_CASE("the one-token decoder gives the model's own logits and cache, bit for
             model->eval();
             NoGradGuard no_grad;
             REQUIRE(TokenDecoder::unsupported(*model).empty());
-            std::vector<int64_t> ids = ids_for(c.block_size, c.vocab_size, 4);
+            std::vector<int64_t> ids = token_ids(c.block_size, c.vocab_size, 4);
             // Prompts of 0 (the decoder's first token is the whole prompt), 1 and 5 tokens.
             for (int64_t prompt : {int64_t(0), int64_t(1), int64_t(5)}) {
                 INFO(name << " " << dtype_name(dtype) << ", prompt of " << prompt);
@@ -114,13 +99,13 @@ TEST_CASE("the one-token decoder gives the model's own logits and cache, bit for
 }
 
 TEST_CASE("the decoder goes on after the cache is refilled", "[generate][decode]") {
-    TransformerConfig c = small(Family::Llama);
+    TransformerConfig c = generation_config(Family::Llama);
     Generator gen(5);
     auto model = nn::make_model(c, gen, Options{kFloat32, kCPU});
     scramble(*model, gen);
     model->eval();
     NoGradGuard no_grad;
-    std::vector<int64_t> ids = ids_for(c.block_size, c.vocab_size, 9);
+    std::vector<int64_t> ids = token_ids(c.block_size, c.vocab_size, 9);
     KVCache theirs = model->make_cache(1), ours = model->make_cache(1);
     TokenDecoder decoder(*model, ours);
     for (int64_t t = 0; t < 4; ++t) decoder.step(ids[t]);
@@ -146,7 +131,7 @@ TEST_CASE("generate takes the decoder where the model has one, with the same tok
             SampleOptions cached{temperature, 0, true}, uncached = cached;
             uncached.use_cache = false;
             Generator g1(7), g2(7);
-            std::vector<int64_t> prompt = ids_for(3, c.vocab_size, 2);
+            std::vector<int64_t> prompt = token_ids(3, c.vocab_size, 2);
             INFO(name << ", temperature " << temperature);
             CHECK(generate_tokens(*model, prompt, 30, cached, g1) == generate_tokens(*model, prompt, 30, uncached, g2));
         }
@@ -160,22 +145,22 @@ TEST_CASE("the decoder names what it does not take, and refuses bad steps", "[ge
         model->set_precision(precision);
         return TokenDecoder::unsupported(*model);
     };
-    TransformerConfig post = small(Family::GPT2), dyt = small(Family::GPT2), diff = small(Family::Llama);
+    TransformerConfig post = generation_config(Family::GPT2), dyt = generation_config(Family::GPT2), diff = generation_config(Family::Llama);
     post.placement = Placement::Post;
     dyt.norm = NormKind::DyT;
     diff.attention = AttentionKind::Differential;
     CHECK(why(post).find("pre-norm") != std::string::npos);
     CHECK(why(dyt).find("Dynamic Tanh") != std::string::npos);
     CHECK(why(diff).find("differential") != std::string::npos);
-    CHECK(why(small(Family::GPT2), kBFloat16).find("16 bits") != std::string::npos);
-    CHECK(why(small(Family::GPT2)).empty());
+    CHECK(why(generation_config(Family::GPT2), kBFloat16).find("16 bits") != std::string::npos);
+    CHECK(why(generation_config(Family::GPT2)).empty());
 
     Generator gen(3);
     auto post_model = nn::make_model(post, gen);
     KVCache post_cache = post_model->make_cache(1);
     check_error([&] { TokenDecoder d(*post_model, post_cache); }, {"no one-token step", "pre-norm"});
 
-    TransformerConfig c = small(Family::GPT2);
+    TransformerConfig c = generation_config(Family::GPT2);
     auto model = nn::make_model(c, gen);
     KVCache two = model->make_cache(2);
     check_error([&] { TokenDecoder d(*model, two); }, {"make_cache(1)"});

@@ -4,12 +4,14 @@
 // block size where the context window moves).
 #include <algorithm>
 
-#include "helpers.h"
+#include "model_helpers.h"
 #include "nn/generate.h"
 
 using namespace nc;
 using namespace nc::nn;
 using nc_test::check_error;
+using nc_test::generation_config;
+using nc_test::token_ids;
 
 namespace {
 
@@ -21,50 +23,33 @@ Tensor full_forward(const TransformerModel& m, const Tensor& ids) { return m.for
 
 Tensor cached_forward(const TransformerModel& m, const Tensor& ids, KVCache& cache) { return m.forward(ids, cache); }
 
-TransformerConfig small(Family family) {
-    TransformerConfig c = family == Family::GPT2 ? gpt2_config() : llama_config();
-    c.n_layer = 2;
-    c.n_embd = 16;
-    c.n_head = 4;
-    c.vocab_size = 23;
-    c.block_size = 12;
-    c.swiglu_multiple = 8;
-    return c;
-}
-
 std::vector<std::pair<std::string, TransformerConfig>> variants() {
     std::vector<std::pair<std::string, TransformerConfig>> out;
-    out.push_back({"gpt2", small(Family::GPT2)});
-    TransformerConfig gqa = small(Family::Llama);
+    out.push_back({"gpt2", generation_config(Family::GPT2)});
+    TransformerConfig gqa = generation_config(Family::Llama);
     gqa.n_kv_head = 2;
     out.push_back({"llama gqa rope", gqa});
-    TransformerConfig llama_learned = small(Family::Llama);
+    TransformerConfig llama_learned = generation_config(Family::Llama);
     llama_learned.positions = Positions::Learned;
     out.push_back({"llama learned positions", llama_learned});
-    TransformerConfig diff = small(Family::Llama);
+    TransformerConfig diff = generation_config(Family::Llama);
     diff.attention = AttentionKind::Differential;
     out.push_back({"llama differential", diff});
-    TransformerConfig regime = small(Family::GPT2);
+    TransformerConfig regime = generation_config(Family::GPT2);
     regime.attention = AttentionKind::DifferentialRegime;
     out.push_back({"gpt2 differential-regime", regime});
-    TransformerConfig geo = small(Family::GPT2);
+    TransformerConfig geo = generation_config(Family::GPT2);
     geo.placement = Placement::GeoNorm;
     geo.decay = Decay::Harmonic;
     out.push_back({"gpt2 geonorm", geo});
-    TransformerConfig post = small(Family::GPT2);
+    TransformerConfig post = generation_config(Family::GPT2);
     post.placement = Placement::Post;
     post.norm = NormKind::RMSNorm;
     out.push_back({"gpt2 post rmsnorm", post});
-    TransformerConfig none = small(Family::GPT2);
+    TransformerConfig none = generation_config(Family::GPT2);
     none.positions = Positions::None;
     out.push_back({"gpt2 no positions", none});
     return out;
-}
-
-std::vector<int64_t> ids_for(int64_t n, int64_t vocab, uint64_t seed) {
-    std::vector<int64_t> ids;
-    for (int64_t i = 0; i < n; ++i) ids.push_back((int64_t)((seed * 7 + (uint64_t)i * 13 + (uint64_t)(i * i)) % (uint64_t)vocab));
-    return ids;
 }
 
 }  // namespace
@@ -92,7 +77,7 @@ TEST_CASE("cached logits equal the full forward pass at every position", "[gener
             auto model = build(c, gen, dtype);
             model->eval();
             NoGradGuard no_grad;
-            std::vector<int64_t> ids = ids_for(c.block_size, c.vocab_size, 3);
+            std::vector<int64_t> ids = token_ids(c.block_size, c.vocab_size, 3);
             Tensor full = full_forward(*model, raw::from_indices(ids, {1, c.block_size}));  // [1, T, V]
             for (int64_t prompt : {int64_t(1), int64_t(5)}) {
                 KVCache cache = model->make_cache(1);
@@ -112,12 +97,12 @@ TEST_CASE("cached logits equal the full forward pass at every position", "[gener
 }
 
 TEST_CASE("a batch of sequences shares one cache", "[generate][kvcache]") {
-    TransformerConfig c = small(Family::Llama);
+    TransformerConfig c = generation_config(Family::Llama);
     c.n_kv_head = 2;
     Generator gen(4);
     auto model = build(c, gen, kFloat64);
     NoGradGuard no_grad;
-    std::vector<int64_t> a = ids_for(6, c.vocab_size, 1), b = ids_for(6, c.vocab_size, 2), both = a;
+    std::vector<int64_t> a = token_ids(6, c.vocab_size, 1), b = token_ids(6, c.vocab_size, 2), both = a;
     both.insert(both.end(), b.begin(), b.end());
     Tensor full = full_forward(*model, raw::from_indices(both, {2, 6}));
     KVCache cache = model->make_cache(2);
@@ -136,7 +121,7 @@ TEST_CASE("generate gives the same tokens with and without the cache", "[generat
         for (double temperature : {0.0, 1.0}) {
             // A one-token prompt, a ten-token prompt, and one longer than the block.
             for (int64_t prompt_len : {int64_t(1), int64_t(10), c.block_size + 3}) {
-                std::vector<int64_t> prompt = ids_for(prompt_len, c.vocab_size, 5);
+                std::vector<int64_t> prompt = token_ids(prompt_len, c.vocab_size, 5);
                 SampleOptions cached{temperature, temperature > 0 ? 5 : 0, true}, uncached = cached;
                 uncached.use_cache = false;
                 Generator g1(99), g2(99);
@@ -152,7 +137,7 @@ TEST_CASE("generate gives the same tokens with and without the cache", "[generat
 }
 
 TEST_CASE("the key/value cache refuses what it cannot do, clearly", "[generate][kvcache][errors]") {
-    TransformerConfig c = small(Family::GPT2);
+    TransformerConfig c = generation_config(Family::GPT2);
     Generator gen(2);
     auto model = build(c, gen, kFloat32);
     KVCache cache = model->make_cache(1);
@@ -164,7 +149,7 @@ TEST_CASE("the key/value cache refuses what it cannot do, clearly", "[generate][
     check_error([&] { cached_forward(*model, raw::from_indices({3, 4}, {1, 2}), fresh); },
                 {"one token at a time", "2 cached"});
     KVCache full = model->make_cache(1);
-    cached_forward(*model, raw::from_indices(ids_for(12, c.vocab_size, 1), {1, 12}), full);
+    cached_forward(*model, raw::from_indices(token_ids(12, c.vocab_size, 1), {1, 12}), full);
     check_error([&] { cached_forward(*model, raw::from_indices({1}, {1, 1}), full); }, {"13", "block size 12"});
     KVCache batch_of_two = model->make_cache(2);
     check_error([&] { cached_forward(*model, raw::from_indices({1}, {1, 1}), batch_of_two); }, {"make_cache(1)"});
