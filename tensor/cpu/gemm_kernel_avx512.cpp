@@ -174,16 +174,18 @@ template <int COLUMNS>
 inline void dot_columns_block(int64_t K, const float* __restrict a, const float* __restrict b, int64_t b_cs,
                               float* __restrict c, bool accumulate) {
     __m512 partial[COLUMNS];
-    for (int j = 0; j < COLUMNS; ++j) {
-        const float* column = b + j * b_cs;
-        __m512 sum = _mm512_setzero_ps();
-        int64_t k = 0;
-        for (; k + 16 <= K; k += 16) sum = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(column + k), sum);
-        if (k < K) {
-            const __mmask16 mask = (__mmask16)((1u << (K - k)) - 1);
-            sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, a + k), _mm512_maskz_loadu_ps(mask, column + k), sum);
-        }
-        partial[j] = sum;
+    for (int j = 0; j < COLUMNS; ++j) partial[j] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        const __m512 ak = _mm512_loadu_ps(a + k);
+        for (int j = 0; j < COLUMNS; ++j)
+            partial[j] = _mm512_fmadd_ps(ak, _mm512_loadu_ps(b + j * b_cs + k), partial[j]);
+    }
+    if (k < K) {
+        const __mmask16 mask = (__mmask16)((1u << (K - k)) - 1);
+        const __m512 ak = _mm512_maskz_loadu_ps(mask, a + k);
+        for (int j = 0; j < COLUMNS; ++j)
+            partial[j] = _mm512_fmadd_ps(ak, _mm512_maskz_loadu_ps(mask, b + j * b_cs + k), partial[j]);
     }
     if constexpr (COLUMNS == 16) {
         // Transposed, one register holds partial i of all 16 columns (register
