@@ -1,5 +1,6 @@
 #include "nn/decode.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "tensor/backend.h"
@@ -14,7 +15,15 @@ namespace nn {
 
 namespace {
 
-// Every linear layer of a block, and the untied head, in no particular order.
+// The model's own head (untied), or nullptr when the logits come from the
+// token table itself.
+const Linear* head_of(const TransformerModel& model) {
+    if (const auto* gpt2 = dynamic_cast<const GPT2*>(&model)) return gpt2->lm_head.get();
+    if (const auto* llama = dynamic_cast<const Llama*>(&model)) return llama->lm_head.get();
+    return nullptr;
+}
+
+// Every linear layer of the blocks, and the untied head, in no particular order.
 std::vector<const Linear*> linear_layers(const TransformerModel& model) {
     std::vector<const Linear*> all;
     for (const auto& block : model.blocks()) {
@@ -22,7 +31,15 @@ std::vector<const Linear*> linear_layers(const TransformerModel& model) {
         for (const auto& l : {block->mlp.fc, block->mlp.up, block->mlp.proj})
             if (l) all.push_back(l.get());
     }
+    if (const Linear* head = head_of(model)) all.push_back(head);
     return all;
+}
+
+// The step's views assume each weight, bias and table is one contiguous block.
+bool all_contiguous(const TransformerModel& model) {
+    for (const Tensor& p : model.parameters())
+        if (!p.is_contiguous()) return false;
+    return true;
 }
 
 // A header over `base`'s storage: `shape` and `strides` from `offset`
@@ -42,9 +59,10 @@ std::string TokenDecoder::unsupported(const TransformerModel& model) {
     if (c.attention != AttentionKind::Standard) return "its attention is differential";
     if (!c.causal) return "it is not causal";
     if (c.embed_scale0 > 0) return "its embeddings are scaled";
-    if (c.positions == Positions::Rope && c.rope_dim() != c.head_dim()) return "RoPE turns only part of each head";
     if (c.dropout > 0 && model.is_training()) return "it is in training mode with dropout";
     if (model.precision() != kFloat32) return "its products round their operands to 16 bits";
+    if (!dynamic_cast<const GPT2*>(&model) && !dynamic_cast<const Llama*>(&model))
+        return "it is neither a GPT2 nor a Llama model";
     for (const Linear* l : linear_layers(model))
         if (l->operand_dtype != kFloat32) return "its products round their operands to 16 bits";
     for (const auto& block : model.blocks())
@@ -53,11 +71,12 @@ std::string TokenDecoder::unsupported(const TransformerModel& model) {
     if (!table.defined() || (table.dtype() != kFloat32 && table.dtype() != kFloat64))
         return "its weights are neither float32 nor float64";
     if (table.device() != kCPU) return "it is not on the CPU";
+    if (!all_contiguous(model)) return "a parameter is a view that is not contiguous";
     return "";
 }
 
 TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
-    : cache_(cache), cfg_(model.config()) {
+    : model_(model), cache_(cache), cfg_(model.config()) {
     std::string why = unsupported(model);
     if (!why.empty()) fail("TokenDecoder", "this model has no one-token step: " + why);
     if (cache.layers.size() != model.blocks().size() || cache.batch != 1)
@@ -94,9 +113,9 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
         token_table_ = gpt2->wte->weight;
         if (gpt2->wpe) position_table_ = gpt2->wpe->weight;
     } else {
-        const auto& llama = dynamic_cast<const Llama&>(model);
-        token_table_ = llama.embed_tokens->weight;
-        if (llama.embed_positions) position_table_ = llama.embed_positions->weight;
+        const auto* llama = dynamic_cast<const Llama*>(&model);  // unsupported() checked it is one
+        token_table_ = llama->embed_tokens->weight;
+        if (llama->embed_positions) position_table_ = llama->embed_positions->weight;
     }
     stream_[0] = buffer(C);
     stream_[1] = buffer(C);
@@ -121,9 +140,21 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
         if (cfg_.positions == Positions::Rope) {
             L.q_rotated = empty({1, H, 1, D}, dtype, device);
             L.k_rotated = empty({1, Hkv, 1, D}, dtype, device);
+            L.q_rows = view_of(L.q, {H, D}, {D, 1});
+            L.k_rows = view_of(L.k, {Hkv, D}, {D, 1});
+            L.q_rotated_rows = view_of(L.q_rotated, {H, D}, {D, 1});
+            L.k_rotated_rows = view_of(L.k_rotated, {Hkv, D}, {D, 1});
         }
         Tensor attention_out = buffer(C);
         L.heads_out = heads(attention_out, 0, H);  // [1, H, 1, D] over the [1, C] row the projection reads
+        if (Hkv != H) {
+            // Grouped-query attention: each key/value head serves g = H / Hkv
+            // query heads, q heads h = i g .. i g + g - 1 for key/value head i.
+            const int64_t g = H / Hkv;
+            auto grouped = [&](const Tensor& t) { return view_of(t, {1, Hkv, g, 1, D}, {H * D, g * D, D, D, 1}); };
+            L.q_grouped = grouped(cfg_.positions == Positions::Rope ? L.q_rotated : L.q);
+            L.out_grouped = grouped(L.heads_out);
+        }
         L.logsumexp = empty({H, 1}, dtype, device);
         L.out = row_linear(attention_out, *linears.back());
         L.norm_2 = row_norm(stream_[1], block->norm_2);
@@ -135,10 +166,7 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
         layers_.push_back(std::move(L));
     }
     final_norm_ = row_norm(stream_[0], model.final_norm());
-    const Linear* lm_head = nullptr;
-    if (const auto* gpt2 = dynamic_cast<const GPT2*>(&model)) lm_head = gpt2->lm_head.get();
-    if (const auto* llama = dynamic_cast<const Llama*>(&model)) lm_head = llama->lm_head.get();
-    if (lm_head) {
+    if (const Linear* lm_head = head_of(model)) {
         head_ = row_linear(final_norm_.out, *lm_head);
     } else {  // tied: logits against the token table itself, without a bias
         const int64_t V = token_table_.size(0);
@@ -176,31 +204,29 @@ void TokenDecoder::attend(Layer& L, int64_t index, int64_t position) {
     const int64_t H = cfg_.n_head, Hkv = cfg_.kv_heads(), D = cfg_.head_dim();
     Tensor q = L.q, k = L.k;
     if (cfg_.positions == Positions::Rope) {
-        // rows [heads, D], all at this position: the tables' row `position`.
+        // Every head at this position: the tables' row `position`.
         const Tensor cos = raw::narrow(cache_.rope.cos, 0, position, 1), sin = raw::narrow(cache_.rope.sin, 0, position, 1);
         ProfileScope scope(OpKind::Elementwise);
-        backend.rope.forward(view_of(L.q, {H, D}, {D, 1}), cos, sin, view_of(L.q_rotated, {H, D}, {D, 1}));
-        backend.rope.forward(view_of(L.k, {Hkv, D}, {D, 1}), cos, sin, view_of(L.k_rotated, {Hkv, D}, {D, 1}));
+        backend.rope.forward(L.q_rows, cos, sin, L.q_rotated_rows);
+        backend.rope.forward(L.k_rows, cos, sin, L.k_rotated_rows);
         q = L.q_rotated;
         k = L.k_rotated;
     }
     CachedKV cached = append_to_cache(cache_.layers[index], k, L.v, position, cache_.capacity);
     Tensor keys = cached.k, values = cached.v, out = L.heads_out;
     if (Hkv != H) {
-        // Grouped-query attention: each key/value head serves g = H / Hkv
-        // query heads. The model's forward repeats the cached heads into a
-        // copy; here they are seen g times through a stride of 0, as
-        // [1, Hkv, g, S, D] against q and out as [1, Hkv, g, 1, D].
+        // The model's forward repeats each cached key/value head into a copy
+        // for its g query heads; here they are seen g times through a stride
+        // of 0, as [1, Hkv, g, S, D], against q and out as [1, Hkv, g, 1, D].
         const int64_t g = H / Hkv, S = keys.size(2);
         auto repeated = [&](const Tensor& t) {
             const Shape& s = t.strides();
             return view_of(t, {1, Hkv, g, S, D}, {s[0], s[1], 0, s[2], s[3]});
         };
-        auto grouped = [&](const Tensor& t) { return view_of(t, {1, Hkv, g, 1, D}, {H * D, g * D, D, D, 1}); };
         keys = repeated(keys);
         values = repeated(values);
-        q = grouped(q);
-        out = grouped(out);
+        q = L.q_grouped;
+        out = L.out_grouped;
     }
     // The first token of an empty cache attends causally, as the prompt's
     // tokens do; every later one sees all cached keys (Attention::use_cache).
@@ -211,12 +237,16 @@ void TokenDecoder::attend(Layer& L, int64_t index, int64_t position) {
 
 std::vector<double> TokenDecoder::step(int64_t id) {
     if (is_grad_enabled()) fail("TokenDecoder", "generation records no graph: run it under NoGradGuard");
+    // What the views were built on must still hold (decode.h); these are cheap to ask.
+    if (model_.precision() != kFloat32 || (cfg_.dropout > 0 && model_.is_training()) || token_table_.device() != kCPU)
+        fail("TokenDecoder", "the model changed since the decoder was made (its precision, training mode with "
+                             "dropout, or device): make a new decoder");
     const int64_t V = cfg_.vocab_size, position = cache_.length;
     if (id < 0 || id >= V)
         fail("TokenDecoder", "token " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(V));
-    if (position >= cache_.capacity)
-        fail("TokenDecoder", "position " + std::to_string(position) + " does not fit a cache of " +
-                                 std::to_string(cache_.capacity) + " positions (the block size)");
+    if (position >= std::min(cache_.capacity, cfg_.block_size))
+        fail("TokenDecoder", "position " + std::to_string(position) + " does not fit the block size of " +
+                                 std::to_string(cfg_.block_size) + " positions (a cache holds at most that many)");
     const Backend& backend = backend_for(stream_[0].device());
     if (cfg_.positions == Positions::Rope && !cache_.rope.cos.defined())  // as run_blocks builds them
         cache_.rope = rope_tables(cache_.capacity, cfg_.rope_dim(), cfg_.rope_theta, stream_[0].dtype(),

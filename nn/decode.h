@@ -12,8 +12,11 @@
 // TokenDecoder does the same step, kernel by kernel, on buffers and views
 // it builds once, when it is made: the residual stream, each layer's norm
 // output, q, k and v, the attention output, the MLP's hidden row, the
-// logits. A step then only writes numbers into them; the only headers it
-// makes are the views of the cache that grow by one position a token.
+// logits, and the views the kernels read them through. A step then only
+// writes numbers into them. The headers it still makes are the views whose
+// place moves with the token: the token's row of the embedding table, its
+// position's rows (learned positions, RoPE), and the cache's keys and
+// values, which grow by one position a token.
 //
 // It calls the same backend kernels, on the same numbers, in the same
 // order as Block::forward with placement pre (nn/placement.cpp), so its
@@ -23,8 +26,16 @@
 // LayerNorm, RMSNorm or no norm; learned, rotary or no positions; GELU or
 // SwiGLU; grouped-query attention; with or without biases and a tied head;
 // float32 or float64 weights, on the CPU. For any other model (post-norm,
-// DyT, differential attention, 16-bit operands, ...) `unsupported` says
-// why, and generate_tokens takes the model's forward instead.
+// DyT, differential attention, scaled embeddings, 16-bit operands, dropout
+// in training mode, ...) `unsupported` says why, and generate_tokens takes
+// the model's forward instead.
+//
+// The decoder reads the weights where they lie when it is made: after the
+// model moves to another device, changes its precision or goes into
+// training mode with dropout, a step refuses to run (make a new decoder).
+// New values in the same weights (an optimizer step, loading a file) are
+// seen. It keeps no residual terms for diagnostics (Block::track_residuals),
+// which only training's forward needs.
 //
 // Use, under NoGradGuard, with a cache that already holds the prompt:
 //   TokenDecoder decoder(model, cache);
@@ -49,6 +60,9 @@ public:
     // outlive the decoder. The cache may be reset and refilled through the
     // model's forward between steps.
     TokenDecoder(const TransformerModel& model, KVCache& cache);
+    // A copy would share the buffers and write over the other's numbers.
+    TokenDecoder(const TokenDecoder&) = delete;
+    TokenDecoder& operator=(const TokenDecoder&) = delete;
 
     // Feeds token `id` at position cache.length, appends its keys and values
     // to the cache, and returns its logits [vocab].
@@ -70,8 +84,10 @@ private:
         std::vector<RowLinear> qkv;  // GPT-2: one fused projection; Llama: q, k and v
         RowLinear out, fc, up, down;  // up only for SwiGLU
         Tensor q, k, v;              // this token's heads, [1, H, 1, D] and [1, Hkv, 1, D] (views)
-        Tensor q_rotated, k_rotated;  // RoPE's outputs (rotary positions only)
+        Tensor q_rotated, k_rotated;  // RoPE's outputs (rotary positions only), the same shapes
+        Tensor q_rows, k_rows, q_rotated_rows, k_rotated_rows;  // the same as rows [heads, D], RoPE's layout
         Tensor heads_out;            // the attention's output heads, a view of out.x
+        Tensor q_grouped, out_grouped;  // grouped-query attention: q and heads_out as [1, Hkv, H / Hkv, 1, D]
         Tensor logsumexp;            // [H, 1], which the attention kernel writes too
         Tensor hidden;               // the MLP's activation: GELU(fc) or SwiGLU(fc, up), [1, hidden]
         UnaryOp activation = UnaryOp::GeluTanh;  // GELU's form (MlpLayers::gelu_tanh)
@@ -81,6 +97,7 @@ private:
     void run_norm(const RowNorm& n) const;
     void attend(Layer& layer, int64_t index, int64_t position);
 
+    const TransformerModel& model_;  // asked at each step whether it changed (see above)
     KVCache& cache_;
     TransformerConfig cfg_;
     Tensor token_table_, position_table_;  // [V, C], [block, C] (learned positions) or undefined

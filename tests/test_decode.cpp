@@ -5,6 +5,8 @@
 #include "model_helpers.h"
 #include "nn/decode.h"
 #include "nn/generate.h"
+#include "tensor/backend.h"
+#include "tensor/cpu/allocator.h"
 
 using namespace nc;
 using namespace nc::nn;
@@ -46,6 +48,14 @@ std::vector<std::pair<std::string, TransformerConfig>> decodable() {
     learned.positions = Positions::Learned;
     learned.mlp = MlpKind::Gelu;
     out.push_back({"llama learned positions, gelu", learned});
+    // Settings the defaults would hide: the norms' epsilon and RoPE's base.
+    TransformerConfig eps = generation_config(Family::GPT2);
+    eps.norm_eps = 1e-2;
+    out.push_back({"gpt2 layernorm epsilon 1e-2", eps});
+    TransformerConfig theta = generation_config(Family::Llama);
+    theta.norm_eps = 1e-2;
+    theta.rope_theta = 500;
+    out.push_back({"llama rmsnorm epsilon 1e-2, rope theta 500", theta});
     return out;
 }
 
@@ -154,6 +164,35 @@ TEST_CASE("the decoder names what it does not take, and refuses bad steps", "[ge
     CHECK(why(diff).find("differential") != std::string::npos);
     CHECK(why(generation_config(Family::GPT2), kBFloat16).find("16 bits") != std::string::npos);
     CHECK(why(generation_config(Family::GPT2)).empty());
+    TransformerConfig scaled = generation_config(Family::GPT2);
+    scaled.embed_scale0 = 2;
+    CHECK(why(scaled).find("scaled") != std::string::npos);
+    {
+        TransformerConfig c = generation_config(Family::Llama);
+        c.dropout = 0.1;
+        Generator gen(4);
+        auto model = nn::make_model(c, gen);
+        model->train();
+        CHECK(TokenDecoder::unsupported(*model).find("dropout") != std::string::npos);
+        model->eval();  // no dropout in eval mode: the decoder takes it
+        CHECK(TokenDecoder::unsupported(*model).empty());
+        // Switched back to training after the decoder was made: a step refuses.
+        KVCache cache = model->make_cache(1);
+        TokenDecoder decoder(*model, cache);
+        model->train();
+        NoGradGuard no_grad;
+        check_error([&] { decoder.step(1); }, {"changed since the decoder was made"});
+    }
+    {
+        // 16-bit operands set layer by layer, without set_precision.
+        Generator gen(6);
+        auto linears = nn::make_model(generation_config(Family::GPT2), gen);
+        set_linear_operand_dtype(*linears, kBFloat16);
+        CHECK(TokenDecoder::unsupported(*linears).find("16 bits") != std::string::npos);
+        auto attention = nn::make_model(generation_config(Family::GPT2), gen);
+        set_attention_operand_dtype(*attention, kBFloat16);
+        CHECK(TokenDecoder::unsupported(*attention).find("16 bits") != std::string::npos);
+    }
 
     Generator gen(3);
     auto post_model = nn::make_model(post, gen);
@@ -172,4 +211,56 @@ TEST_CASE("the decoder names what it does not take, and refuses bad steps", "[ge
     check_error([&] { decoder.step(-1); }, {"-1"});
     for (int64_t t = 0; t < c.block_size; ++t) decoder.step(t % c.vocab_size);
     check_error([&] { decoder.step(1); }, {"position 12", "12 positions"});
+}
+
+TEST_CASE("a decoder step takes memory only for the attention kernel's working buffers", "[generate][decode]") {
+    // What the decoder is for: no tensors made per op. The allocator is asked
+    // only by the attention kernel (its tiles; nothing else in a step makes a
+    // tensor) and once for the logits handed back, where the model's forward
+    // asks for every op's output.
+    TransformerConfig c = generation_config(Family::GPT2);
+    Generator gen(9);
+    auto model = nn::make_model(c, gen);
+    model->eval();
+    NoGradGuard no_grad;
+    auto asked = [] {
+        AllocatorStats s = cpu::allocator_stats();
+        return s.system_allocations + s.cache_hits;
+    };
+    KVCache theirs = model->make_cache(1), ours = model->make_cache(1);
+    model->forward(raw::from_indices({1, 2, 3}, {1, 3}), theirs);
+    model->forward(raw::from_indices({1, 2, 3}, {1, 3}), ours);
+    TokenDecoder decoder(*model, ours);
+    decoder.step(4);
+    model->forward(raw::from_indices({4}, {1, 1}), theirs);
+
+    const int64_t H = c.n_head, D = c.head_dim(), S = ours.length + 1;
+    Tensor q = raw::zeros({1, H, 1, D}), k = raw::zeros({1, H, S, D}), v = raw::zeros({1, H, S, D});
+    Tensor out = empty({1, H, 1, D}), lse = empty({H, 1});
+    int64_t before = asked();
+    backend_for(kCPU).attention.forward(q, k, v, false, 0.5, out, lse);
+    const int64_t per_attention = asked() - before;
+
+    before = asked();
+    decoder.step(5);
+    const int64_t per_step = asked() - before;
+    before = asked();
+    model->forward(raw::from_indices({5}, {1, 1}), theirs);
+    const int64_t per_forward = asked() - before;
+    INFO("decoder step " << per_step << ", model forward " << per_forward << ", one attention call " << per_attention);
+    CHECK(per_step <= c.n_layer * per_attention + 1);
+    CHECK(per_forward > 2 * per_step);
+
+    // generate_tokens takes the decoder: 4 more tokens (no window move in a
+    // block of 12) cost 4 decoder steps, not 4 forwards.
+    SampleOptions greedy{0.0, 0, true};
+    Generator g1(1), g2(1);
+    before = asked();
+    generate_tokens(*model, {1, 2}, 2, greedy, g1);
+    const int64_t two = asked() - before;
+    before = asked();
+    generate_tokens(*model, {1, 2}, 6, greedy, g2);
+    const int64_t six = asked() - before;
+    INFO("generate: 2 tokens " << two << ", 6 tokens " << six);
+    CHECK(six - two <= 4 * (c.n_layer * per_attention + 1));
 }
