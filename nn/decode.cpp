@@ -67,10 +67,10 @@ std::string TokenDecoder::unsupported(const TransformerModel& model) {
         if (l->operand_dtype != kFloat32) return "its products round their operands to 16 bits";
     for (const auto& block : model.blocks())
         if (block->attn->operand_dtype != kFloat32) return "its attention rounds q, k and v to 16 bits";
-    Tensor table = model.blocks().empty() ? Tensor() : model.blocks()[0]->mlp.fc->weight;
-    if (!table.defined() || (table.dtype() != kFloat32 && table.dtype() != kFloat64))
-        return "its weights are neither float32 nor float64";
-    if (table.device() != kCPU) return "it is not on the CPU";
+    if (model.blocks().empty()) return "it has no blocks";
+    const Tensor& weight = model.blocks()[0]->mlp.fc->weight;  // the buffers take its dtype and device
+    if (weight.dtype() != kFloat32 && weight.dtype() != kFloat64) return "its weights are neither float32 nor float64";
+    if (weight.device() != kCPU) return "it is not on the CPU";
     if (!all_contiguous(model)) return "a parameter is a view that is not contiguous";
     return "";
 }
