@@ -205,7 +205,8 @@ void TokenDecoder::attend(Layer& L, int64_t index, int64_t position) {
     Tensor q = L.q, k = L.k;
     if (cfg_.positions == Positions::Rope) {
         // Every head at this position: the tables' row `position`.
-        const Tensor cos = raw::narrow(cache_.rope.cos, 0, position, 1), sin = raw::narrow(cache_.rope.sin, 0, position, 1);
+        const RopeTables& all = cache_rope_tables(cache_, cfg_.rope_dim(), cfg_.rope_theta, L.q.dtype(), L.q.device());
+        const Tensor cos = raw::narrow(all.cos, 0, position, 1), sin = raw::narrow(all.sin, 0, position, 1);
         ProfileScope scope(OpKind::Elementwise);
         backend.rope.forward(L.q_rows, cos, sin, L.q_rotated_rows);
         backend.rope.forward(L.k_rows, cos, sin, L.k_rotated_rows);
@@ -248,9 +249,6 @@ std::vector<double> TokenDecoder::step(int64_t id) {
         fail("TokenDecoder", "position " + std::to_string(position) + " does not fit the block size of " +
                                  std::to_string(cfg_.block_size) + " positions (a cache holds at most that many)");
     const Backend& backend = backend_for(stream_[0].device());
-    if (cfg_.positions == Positions::Rope && !cache_.rope.cos.defined())  // as run_blocks builds them
-        cache_.rope = rope_tables(cache_.capacity, cfg_.rope_dim(), cfg_.rope_theta, stream_[0].dtype(),
-                                  stream_[0].device());
 
     // The embedding: the token's row of the table, plus its position's row.
     const Tensor token_row = raw::narrow(token_table_, 0, id, 1);

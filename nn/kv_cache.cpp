@@ -29,5 +29,10 @@ CachedKV append_to_cache(KVCache::Layer& layer, const Tensor& k_new, const Tenso
     return {raw::narrow(layer.k, 2, 0, past + T), raw::narrow(layer.v, 2, 0, past + T)};
 }
 
+const RopeTables& cache_rope_tables(KVCache& cache, int64_t dim, double theta, DType dtype, Device device) {
+    if (!cache.rope.cos.defined()) cache.rope = rope_tables(cache.capacity, dim, theta, dtype, device);
+    return cache.rope;
+}
+
 }  // namespace nn
 }  // namespace nc

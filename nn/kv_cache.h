@@ -44,8 +44,14 @@ struct KVCache {
 struct CachedKV {
     Tensor k, v;
 };
+// The buffers are allocated at the first append and not zeroed: only the
+// positions below the cache's length are ever read, each written first.
 CachedKV append_to_cache(KVCache::Layer& layer, const Tensor& k_new, const Tensor& v_new, int64_t past,
                          int64_t capacity);
+
+// The cache's RoPE tables (rope_tables of `dim` and `theta` for every
+// position it can hold), built at the first call and kept.
+const RopeTables& cache_rope_tables(KVCache& cache, int64_t dim, double theta, DType dtype, Device device);
 
 }  // namespace nn
 }  // namespace nc

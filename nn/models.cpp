@@ -49,9 +49,8 @@ Tensor TransformerModel::run_blocks(Tensor x, std::vector<Tensor>* stream, KVCac
         if (cache) {
             // The new tokens sit at absolute positions length..length+T-1:
             // rows of tables built once for the whole cache.
-            if (!cache->rope.cos.defined())
-                cache->rope = rope_tables(cache->capacity, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
-            tables = {narrow(cache->rope.cos, 0, cache->length, T), narrow(cache->rope.sin, 0, cache->length, T)};
+            const RopeTables& all = cache_rope_tables(*cache, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
+            tables = {narrow(all.cos, 0, cache->length, T), narrow(all.sin, 0, cache->length, T)};
         } else {
             tables = rope_tables(T, rope_dim, cfg_.rope_theta, x.dtype(), x.device());
         }

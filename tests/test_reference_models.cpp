@@ -7,12 +7,15 @@
 // computes from them (make_reference.py there): logits at every position for
 // several sequence lengths, and 32 greedy tokens after a one-byte and a
 // ten-byte prompt. normcore loads each directory as `--init DIR` would, in
-// float64 (tight tolerance) and float32 (the precision users train in).
+// float64 (tight tolerance) and float32 (the precision users train in). The
+// one-token decoder (nn/decode.h) is held to the same logits, position by
+// position.
 #include <fstream>
 #include <sstream>
 
 #include "data/safetensors.h"
 #include "helpers.h"
+#include "nn/decode.h"
 #include "nn/generate.h"
 #include "nn/hf.h"
 
@@ -78,6 +81,31 @@ TEST_CASE("language models equal float64 PyTorch: logits and greedy continuation
                     INFO(name << " " << dtype_name(dtype) << ", " << prompt << "-byte prompt, cache " << cache);
                     CHECK(got == want);
                 }
+            }
+        }
+    }
+}
+
+TEST_CASE("the one-token decoder equals float64 PyTorch at every position", "[reference][models][decode]") {
+    // After a one-token prompt through the model's forward, every later
+    // token goes through the decoder; its logits must be PyTorch's for that
+    // position of the 48-token sequence.
+    for (const char* name : {"gpt2_pre", "llama_gqa"}) {
+        auto expected = data::read_safetensors(kDir + name + "/expected.safetensors").tensors;
+        for (DType dtype : {kFloat64, kFloat32}) {
+            double tol = dtype == kFloat64 ? 1e-10 : 2e-5;
+            auto model = load(name, dtype);
+            REQUIRE(TokenDecoder::unsupported(*model).empty());
+            NoGradGuard no_grad;
+            std::vector<int64_t> ids = expected.at("ids_T48").to_int_vector();
+            Tensor reference = expected.at("logits_T48");  // [48, V]
+            KVCache cache = model->make_cache(1);
+            model->forward(raw::from_indices({ids[0]}, {1, 1}), cache);
+            TokenDecoder decoder(*model, cache);
+            for (int64_t t = 1; t < (int64_t)ids.size(); ++t) {
+                std::vector<double> got = decoder.step(ids[t]);
+                compare(raw::from_vector(got, {(int64_t)got.size()}), raw::narrow(reference, 0, t, 1), tol,
+                        std::string(name) + " " + dtype_name(dtype) + " decoder, position " + std::to_string(t));
             }
         }
     }
