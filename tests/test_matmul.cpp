@@ -216,6 +216,64 @@ TEST_CASE("gemm_single_thread with its own packing buffers: same bits, no alloca
         }
 }
 
+// A B operand packed once (pack_b_once) and multiplied in parts, as
+// attention's bands read a tile: C = A B(rows [k0, k0 + K), columns [0, N)).
+// Each part must give gemm_single_thread's bits on the same part of B, and
+// the reference's values, for B row-major and transposed (keys as K^T),
+// parts that start at row 0 and inside, widths not a multiple of the
+// kernel's panels, A transposed, one-row products (gemv), accumulation, and
+// a B deeper than one cache slice (not packed: gemm_single_thread's path).
+template <typename T>
+static void check_packed_b_parts(double tol) {
+    Generator gen(29);
+    const DType dtype = std::is_same_v<T, float> ? kFloat32 : kFloat64;
+    cpu::PackingBuffers<T> buffers;
+    struct Part {
+        int64_t M, N, k0, K;
+    };
+    for (int64_t depth : {40, 128, 300})
+        for (bool b_transposed : {false, true})
+            for (bool a_transposed : {false, true}) {
+                const int64_t width = 70;  // columns of B packed
+                Tensor b = raw::to_dtype(raw::randn({depth, width}, gen), dtype);
+                Tensor bt = raw::contiguous(raw::transpose(b, 0, 1));
+                const T* b_data = b_transposed ? bt.data<T>() : b.data<T>();
+                const int64_t b_rs = b_transposed ? 1 : width, b_cs = b_transposed ? depth : 1;
+                const cpu::PackedB<T> packed = cpu::pack_b_once(depth, width, b_data, b_rs, b_cs, buffers);
+                CHECK((packed.panels != nullptr) == (depth <= 256));
+                for (Part part : {Part{33, width, 0, depth}, Part{12, 37, 0, depth / 2}, Part{20, width, depth / 3,
+                                  depth - depth / 3}, Part{1, 50, 5, depth - 5}, Part{24, 64, depth - 8, 8}}) {
+                    INFO("depth " << depth << (b_transposed ? ", B transposed" : "") << (a_transposed ? ", A transposed" : "")
+                                  << ": M " << part.M << " N " << part.N << " rows " << part.k0 << " + " << part.K);
+                    Tensor a = raw::to_dtype(raw::randn({part.M, part.K}, gen), dtype);
+                    Tensor at = raw::contiguous(raw::transpose(a, 0, 1));
+                    const T* a_data = a_transposed ? at.data<T>() : a.data<T>();
+                    const int64_t a_rs = a_transposed ? 1 : part.K, a_cs = a_transposed ? part.M : 1;
+                    const T* b_part = b_data + part.k0 * b_rs;
+                    for (bool accumulate : {false, true}) {
+                        std::vector<T> start(part.M * part.N);
+                        for (size_t i = 0; i < start.size(); ++i) start[i] = T(0.25) * T(i % 7);
+                        std::vector<T> got = start, expected = start;
+                        cpu::gemm_packed_b(part.M, part.N, part.k0, part.K, a_data, a_rs, a_cs, packed, got.data(),
+                                           part.N, accumulate, buffers);
+                        cpu::gemm_single_thread(part.M, part.N, part.K, a_data, a_rs, a_cs, b_part, b_rs, b_cs,
+                                                expected.data(), part.N, accumulate);
+                        CHECK(got == expected);
+                        std::vector<double> reference = reference_matmul(
+                            a, raw::narrow(raw::narrow(b, 0, part.k0, part.K), 1, 0, part.N));
+                        for (size_t i = 0; i < got.size(); ++i)
+                            REQUIRE(std::abs((double)got[i] - (accumulate ? (double)start[i] : 0.0) - reference[i]) <
+                                    tol * std::sqrt((double)part.K));
+                    }
+                }
+            }
+}
+
+TEST_CASE("gemm_packed_b: parts of a B packed once, the bits of gemm_single_thread", "[matmul]") {
+    check_packed_b_parts<float>(1e-4);
+    check_packed_b_parts<double>(1e-12);
+}
+
 TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[matmul][threads]") {
     Generator gen(15);
     const int saved_threads = omp_get_max_threads();

@@ -314,10 +314,12 @@ void pack_b_block(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64
 
 // C(rows [row_begin, row_end), columns [jc, jc + n)) (+)= A(those rows, slice
 // pc) B_packed, for a B block already packed: A is packed mc rows at a time
-// into this thread's a_packed, then the micro-kernel walks the block.
+// into this thread's a_packed, then the micro-kernel walks the block. B's
+// panels lie b_panel_stride apart: kc nr, as pack_b packs them, unless the
+// block is a part of a larger one packed once (pack_b_once).
 template <typename T, typename Kernel>
 void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int64_t kc, int64_t jc, int64_t n,
-                   int64_t row_begin, int64_t row_end, const T* b_packed, T* a_packed) {
+                   int64_t row_begin, int64_t row_end, const T* b_packed, int64_t b_panel_stride, T* a_packed) {
     const int mr = g.kernel.mr, nr = g.kernel.nr;
     T* c_strip = g.C + g.c_offsets[bi] + jc;
     bool accumulate = g.accumulate || pc > 0;  // later K slices add to the earlier ones
@@ -346,13 +348,14 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
                 const int columns = (int)std::min<int64_t>(nr, n - jr);
                 if constexpr (std::is_same_v<T, float>) {
                     if (ir < in_place) {
-                        unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, g.A.col_stride, b_packed + jr * kc,
-                                 c, g.ldc, columns, accumulate);
+                        unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, g.A.col_stride,
+                                 b_packed + jr / nr * b_panel_stride, c, g.ldc, columns, accumulate);
                         continue;
                     }
                 }
-                g.kernel.run(kc, a_packed + (ir - in_place) / mr * a_panel_stride<T>(kc, mr), b_packed + jr * kc, c,
-                             g.ldc, (int)std::min<int64_t>(mr, mc - ir), columns, accumulate);
+                g.kernel.run(kc, a_packed + (ir - in_place) / mr * a_panel_stride<T>(kc, mr),
+                             b_packed + jr / nr * b_panel_stride, c, g.ldc, (int)std::min<int64_t>(mr, mc - ir), columns,
+                             accumulate);
             }
     }
 }
@@ -505,7 +508,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
             for (int64_t s = 0; s < slices; ++s) {
                 int64_t pc = s * g.K / slices, kc = (s + 1) * g.K / slices - pc;
                 pack_b_block(g, bi, pc, kc, jc, n, b_packed);
-                multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, b_packed, a_packed);
+                multiply_rows(g, bi, pc, kc, jc, n, 0, g.M, b_packed, kc * nr, a_packed);
             }
         };
         if (threads == 1 && g.buffers) {  // the caller's own buffers (gemm.h)
@@ -576,7 +579,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
                 (turn % 2 == 0 ? shares_odd : shares_even)[me].reset(my_first, my_last);  // for the next slice
                 auto multiply_panels = [&](PanelRange range) {
                     multiply_rows(g, bi, pc, kc, jc, n, range.first * mr, std::min(g.M, range.last * mr), b_shared,
-                                  a_packed.data());
+                                  kc * nr, a_packed.data());
                 };
                 RowShare& mine = shares[me];
                 for (PanelRange r = mine.take_front(block_panels, helper_panels); !r.empty();
@@ -660,6 +663,65 @@ void gemm_single_thread(int64_t M, int64_t N, int64_t K, const double* A, int64_
     const int64_t zero = 0;
     gemm_blocked<double>(M, N, K, {A, &zero, a_rs, a_cs}, {B, &zero, b_rs, b_cs}, C, &zero, 1, ldc, kDoubleKernel,
                          /*allow_threads=*/false, accumulate, buffers);
+}
+
+namespace {
+
+// pack_b_once and gemm_packed_b for either kernel. The checks mirror
+// blocked_loops: there a product with K within one slice (kc) and N within
+// one strip (nc) packs B whole, as here, then runs multiply_rows over all
+// its rows, as gemm_packed_b does.
+template <typename T, typename Kernel>
+PackedB<T> pack_b_once_with(int64_t K, int64_t N, const T* B, int64_t b_rs, int64_t b_cs, const Kernel& kernel,
+                            PackingBuffers<T>& buffers) {
+    PackedB<T> packed{B, b_rs, b_cs, nullptr, K, 0};
+    const Blocking blk = blocking_for(kernel.mr, kernel.nr);
+    if (K == 0 || K > blk.kc || N > blk.nc) return packed;  // gemm_packed_b then calls gemm_single_thread
+    const int64_t zero = 0;
+    GemmProblem<T, Kernel> g{0, N, K, {nullptr, &zero, 0, 0}, {B, &zero, b_rs, b_cs}, nullptr, &zero, 0, kernel, blk,
+                             false, &buffers};
+    T* panels = buffers.b(K * round_up(N, kernel.nr));
+    pack_b_block(g, 0, 0, K, 0, N, panels);
+    packed.panels = panels;
+    packed.panel_stride = K * kernel.nr;
+    return packed;
+}
+
+template <typename T, typename Kernel>
+void gemm_packed_b_with(int64_t M, int64_t N, int64_t k0, int64_t K, const T* A, int64_t a_rs, int64_t a_cs,
+                        const PackedB<T>& b, T* C, int64_t ldc, bool accumulate, const Kernel& kernel,
+                        PackingBuffers<T>& buffers) {
+    assert(k0 >= 0 && k0 + K <= b.depth);
+    if (!b.panels || M == 1 || K == 0) {
+        // Not packed, or a product that does not use packed panels: on B in
+        // place (with no buffers of its own when they hold the panels).
+        gemm_single_thread(M, N, K, A, a_rs, a_cs, b.data + k0 * b.row_stride, b.row_stride, b.col_stride, C, ldc,
+                           accumulate, b.panels ? nullptr : &buffers);
+        return;
+    }
+    const int64_t zero = 0;
+    GemmProblem<T, Kernel> g{M, N, K, {A, &zero, a_rs, a_cs}, {nullptr, &zero, 0, 0}, C, &zero, ldc, kernel,
+                             blocking_for(kernel.mr, kernel.nr), accumulate, &buffers};
+    multiply_rows(g, 0, 0, K, 0, N, 0, M, b.panels + k0 * kernel.nr, b.panel_stride, buffers.a(a_block_size(g, K)));
+}
+
+}  // namespace
+
+PackedB<float> pack_b_once(int64_t K, int64_t N, const float* B, int64_t b_rs, int64_t b_cs,
+                           PackingBuffers<float>& buffers) {
+    return pack_b_once_with(K, N, B, b_rs, b_cs, micro_kernel_for(best_simd_isa()), buffers);
+}
+PackedB<double> pack_b_once(int64_t K, int64_t N, const double* B, int64_t b_rs, int64_t b_cs,
+                            PackingBuffers<double>& buffers) {
+    return pack_b_once_with(K, N, B, b_rs, b_cs, kDoubleKernel, buffers);
+}
+void gemm_packed_b(int64_t M, int64_t N, int64_t k0, int64_t K, const float* A, int64_t a_rs, int64_t a_cs,
+                   const PackedB<float>& b, float* C, int64_t ldc, bool accumulate, PackingBuffers<float>& buffers) {
+    gemm_packed_b_with(M, N, k0, K, A, a_rs, a_cs, b, C, ldc, accumulate, micro_kernel_for(best_simd_isa()), buffers);
+}
+void gemm_packed_b(int64_t M, int64_t N, int64_t k0, int64_t K, const double* A, int64_t a_rs, int64_t a_cs,
+                   const PackedB<double>& b, double* C, int64_t ldc, bool accumulate, PackingBuffers<double>& buffers) {
+    gemm_packed_b_with(M, N, k0, K, A, a_rs, a_cs, b, C, ldc, accumulate, kDoubleKernel, buffers);
 }
 
 template <typename T>

@@ -93,6 +93,36 @@ void gemm_single_thread(int64_t M, int64_t N, int64_t K, const double* A, int64_
                         const double* B, int64_t b_rs, int64_t b_cs, double* C, int64_t ldc, bool accumulate,
                         PackingBuffers<double>* buffers = nullptr);
 
+// One B operand packed once for several products on the calling thread that
+// read parts of it: C = A B(rows [k0, k0 + K), columns [0, N)). Attention's
+// tiles need this: near the causal diagonal a tile is multiplied band by
+// band (attention.cpp), and each band reads the same block of keys or values,
+// which gemm_single_thread would pack again for every band.
+//
+// The products give the same bits as gemm_single_thread on the same part of
+// B: the same micro-kernel runs over the same packed numbers. Where the
+// packed panels cannot serve (K beyond one cache block, or a one-row
+// product, which runs as gemv), gemm_packed_b calls gemm_single_thread.
+template <typename T>
+struct PackedB {
+    const T* data;  // B itself, read in place when the panels cannot serve
+    int64_t row_stride, col_stride;
+    const T* panels;        // nullptr: not packed
+    int64_t depth, panel_stride;  // rows packed; distance between panels of nr columns
+};
+// Packs B (K x N, strided) into buffers.b(). A product of the same thread with
+// these buffers between this and the last gemm_packed_b would overwrite it.
+PackedB<float> pack_b_once(int64_t K, int64_t N, const float* B, int64_t b_rs, int64_t b_cs,
+                           PackingBuffers<float>& buffers);
+PackedB<double> pack_b_once(int64_t K, int64_t N, const double* B, int64_t b_rs, int64_t b_cs,
+                            PackingBuffers<double>& buffers);
+// C (+)= A B(rows [k0, k0 + K), columns [0, N)), with B packed by pack_b_once
+// (packing A, when it must be, into buffers.a()).
+void gemm_packed_b(int64_t M, int64_t N, int64_t k0, int64_t K, const float* A, int64_t a_rs, int64_t a_cs,
+                   const PackedB<float>& b, float* C, int64_t ldc, bool accumulate, PackingBuffers<float>& buffers);
+void gemm_packed_b(int64_t M, int64_t N, int64_t k0, int64_t K, const double* A, int64_t a_rs, int64_t a_cs,
+                   const PackedB<double>& b, double* C, int64_t ldc, bool accumulate, PackingBuffers<double>& buffers);
+
 // The textbook triple loop, kept as the reference the fast kernel is tested
 // against (tests/test_matmul.cpp) and for reading.
 template <typename T>

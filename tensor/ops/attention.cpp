@@ -334,15 +334,21 @@ void for_each_key_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_t 
     }
 }
 
+// Every tile product below packs the operand its bands share once
+// (pack_b_once, gemm.h) and multiplies each band by its part of it; packed
+// again for each band, the keys of a 128-key diagonal tile were copied 2.5
+// times over (32 + 64 + 96 + 128 rows).
+
 // scores[r][c] = <q_{i0+r}, k_{j0+c}> for a br x bc tile (unscaled): Q_tile K_tile^T,
 // with K^T read through strides (B(d, c) = k[(j0 + c) k_rs + d]), band by band:
 // the scores a band's queries cannot see are left unwritten.
 template <typename T>
 void tile_scores(bool causal, const T* q, int64_t q_rs, int64_t i0, int64_t br, const T* k, int64_t k_rs, int64_t j0,
                  int64_t bc, int64_t D, T* scores, PackingBuffers<T>& packing) {
+    const PackedB<T> keys_t = pack_b_once(D, bc, k + j0 * k_rs, 1, k_rs, packing);  // K_tile^T: D x bc
     for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-        gemm_single_thread(rows, keys, D, q + (i0 + r0) * q_rs, q_rs, 1, k + j0 * k_rs, 1, k_rs, scores + r0 * bc, bc,
-                           /*accumulate=*/false, &packing);
+        gemm_packed_b(rows, keys, 0, D, q + (i0 + r0) * q_rs, q_rs, 1, keys_t, scores + r0 * bc, bc,
+                      /*accumulate=*/false, packing);
     });
 }
 
@@ -437,10 +443,11 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
                 T* o = acc.data() + r * Dv;
                 for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
             }
-            // o += P_tile V_tile, band by band.
+            // o += P_tile V_tile, band by band: each band's keys are the first rows of V_tile.
+            const PackedB<T> values = pack_b_once(bc, Dv, v + j0 * v_rs, v_rs, 1, tiles.packing);
             for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-                gemm_single_thread(rows, Dv, keys, scores.data() + r0 * bc, bc, 1, v + j0 * v_rs, v_rs, 1,
-                                   acc.data() + r0 * Dv, Dv, /*accumulate=*/true, &tiles.packing);
+                gemm_packed_b(rows, Dv, 0, keys, scores.data() + r0 * bc, bc, 1, values, acc.data() + r0 * Dv, Dv,
+                              /*accumulate=*/true, tiles.packing);
             });
         }
         for (int64_t r = 0; r < br; ++r) {
@@ -514,9 +521,10 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                     std::fill(pr + visible, pr + bc, T(0));
                 }
                 // dp = dout_tile V_tile^T, band by band (like the scores)
+                const PackedB<T> values_t = pack_b_once(Dv, bc, v + j0 * v_rs, 1, v_rs, tiles.packing);
                 for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-                    gemm_single_thread(rows, keys, Dv, dout + (i0 + r0) * dout_rs, dout_rs, 1, v + j0 * v_rs, 1, v_rs,
-                                       dp.data() + r0 * bc, bc, false, &tiles.packing);
+                    gemm_packed_b(rows, keys, 0, Dv, dout + (i0 + r0) * dout_rs, dout_rs, 1, values_t,
+                                  dp.data() + r0 * bc, bc, false, tiles.packing);
                 });
                 // ds = scale p (dp - D), in place of dp (the scale of s = scale q.k folded in);
                 // 0 where masked, where dp was not computed.
@@ -528,18 +536,23 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                     for (int64_t c = 0; c < visible; ++c) dsr[c] = scale * pr[c] * (dsr[c] - d);
                     std::fill(dsr + visible, dsr + bc, T(0));
                 }
-                // dv_tile += P^T dout_tile and dk_tile += dS^T q_tile, by bands of keys;
+                // dv_tile += P^T dout_tile and dk_tile += dS^T q_tile, by bands of keys
+                // (a band's queries are the last rows of the tile's dout and q);
                 // dq_tile += dS k_tile, by bands of queries.
+                const PackedB<T> dout_tile = pack_b_once(br, Dv, dout + i0 * dout_rs, dout_rs, 1, tiles.packing);
                 for_each_key_band(causal, i0, br, j0, bc, [&](int64_t c0, int64_t cols, int64_t first) {
-                    const T *p_band = p.data() + first * bc + c0, *ds_band = dp.data() + first * bc + c0;
-                    gemm_single_thread(cols, Dv, br - first, p_band, 1, bc, dout + (i0 + first) * dout_rs, dout_rs, 1,
-                                       dv + (j0 + c0) * dv_rs, dv_rs, add_to_dk_dv, &tiles.packing);
-                    gemm_single_thread(cols, D, br - first, ds_band, 1, bc, q + (i0 + first) * q_rs, q_rs, 1,
-                                       dk + (j0 + c0) * dk_rs, dk_rs, add_to_dk_dv, &tiles.packing);
+                    gemm_packed_b(cols, Dv, first, br - first, p.data() + first * bc + c0, 1, bc, dout_tile,
+                                  dv + (j0 + c0) * dv_rs, dv_rs, add_to_dk_dv, tiles.packing);
                 });
-                for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
-                    gemm_single_thread(rows, D, keys, dp.data() + r0 * bc, bc, 1, k + j0 * k_rs, k_rs, 1,
-                                       dq + (i0 + r0) * dq_rs, dq_rs, add_to_dq, &tiles.packing);
+                const PackedB<T> q_tile = pack_b_once(br, D, q + i0 * q_rs, q_rs, 1, tiles.packing);
+                for_each_key_band(causal, i0, br, j0, bc, [&](int64_t c0, int64_t cols, int64_t first) {
+                    gemm_packed_b(cols, D, first, br - first, dp.data() + first * bc + c0, 1, bc, q_tile,
+                                  dk + (j0 + c0) * dk_rs, dk_rs, add_to_dk_dv, tiles.packing);
+                });
+                const PackedB<T> keys = pack_b_once(bc, D, k + j0 * k_rs, k_rs, 1, tiles.packing);
+                for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t visible) {
+                    gemm_packed_b(rows, D, 0, visible, dp.data() + r0 * bc, bc, 1, keys, dq + (i0 + r0) * dq_rs, dq_rs,
+                                  add_to_dq, tiles.packing);
                 });
             }
         }
