@@ -323,9 +323,8 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     const int mr = g.kernel.mr, nr = g.kernel.nr;
     T* c_strip = g.C + g.c_offsets[bi] + jc;
     bool accumulate = g.accumulate || pc > 0;  // later K slices add to the earlier ones
-    // A row-major or transposed A can be read in place, whole panels of mr
-    // rows at a time (gemm_kernels.h): only a last, shorter panel is packed.
-    // Worth it when each panel serves few B panels (at most 4: an output 128
+    // A row-major or transposed A can be read in place, panels of mr rows
+    // at a time, a last, shorter one included (gemm_kernels.h). Worth it when each panel serves few B panels (at most 4: an output 128
     // wide for AVX-512), so that packing would copy A for little reuse:
     // attention's tile products, and d(x) = d(y) W and the weight gradient
     // d(y)^T x of a layer 128 wide. With wide outputs packing pays: from
@@ -338,23 +337,20 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     for (int64_t ic = row_begin; ic < row_end; ic += g.blk.mc) {
         int64_t mc = std::min(g.blk.mc, row_end - ic);
         const T* a_block = g.A.data + g.A.batch_offsets[bi] + ic * g.A.row_stride + pc * g.A.col_stride;
-        const int64_t in_place = unpacked ? mc / mr * mr : 0;  // rows read in place
-        if (in_place < mc)
-            pack_a(a_block + in_place * g.A.row_stride, g.A.row_stride, g.A.col_stride, mc - in_place, kc, mr,
-                   a_packed, transpose_of(g.kernel));
+        if (!unpacked) pack_a(a_block, g.A.row_stride, g.A.col_stride, mc, kc, mr, a_packed, transpose_of(g.kernel));
         for (int64_t ir = 0; ir < mc; ir += mr)
             for (int64_t jr = 0; jr < n; jr += nr) {
                 T* c = c_strip + (ic + ir) * g.ldc + jr;
-                const int columns = (int)std::min<int64_t>(nr, n - jr);
+                const int rows = (int)std::min<int64_t>(mr, mc - ir), columns = (int)std::min<int64_t>(nr, n - jr);
+                const T* b_panel = b_packed + jr / nr * b_panel_stride;
                 if constexpr (std::is_same_v<T, float>) {
-                    if (ir < in_place) {
-                        unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, g.A.col_stride,
-                                 b_packed + jr / nr * b_panel_stride, c, g.ldc, columns, accumulate);
+                    if (unpacked) {
+                        unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, g.A.col_stride, b_panel, c, g.ldc,
+                                 rows, columns, accumulate);
                         continue;
                     }
                 }
-                g.kernel.run(kc, a_packed + (ir - in_place) / mr * a_panel_stride<T>(kc, mr),
-                             b_packed + jr / nr * b_panel_stride, c, g.ldc, (int)std::min<int64_t>(mr, mc - ir), columns,
+                g.kernel.run(kc, a_packed + ir / mr * a_panel_stride<T>(kc, mr), b_panel, c, g.ldc, rows, columns,
                              accumulate);
             }
     }

@@ -9,7 +9,7 @@
 // runs a 4- or 8-row copy of the same loop (kernel_rows<ROWS>).
 //
 // Shapes: packed a [kc, 12], packed b [kc, 32] -> a 12 x 32 block of C (gemm.cpp);
-// kernel_unpacked_a_avx512: 12 rows of a row-major or transposed A read in place instead.
+// kernel_unpacked_a_avx512: up to 12 rows of a row-major or transposed A read in place instead.
 //
 // This file is compiled for AVX-512 whatever the build's -march says
 // (the Makefile's flags for it), and its functions are only called after
@@ -100,26 +100,49 @@ void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t
     else kernel_rows<MR>(kc, a, MR, b, c, ldc, m, n, accumulate);
 }
 
-// MR rows of A read in place (gemm_kernels.h). Transposed (a_rs = 1), the
-// MR values of a step already sit side by side, as in a packed panel, only
+// ROWS rows of A read in place (gemm_kernels.h). Transposed (a_rs = 1), the
+// values of a step already sit side by side, as in a packed panel, only
 // a_cs apart from one step to the next: kernel_rows with that step.
-// Row-major (a_cs = 1), the broadcasts come from MR rows a_rs apart.
-void kernel_unpacked_a_avx512(int64_t kc, const float* __restrict a, int64_t a_rs, int64_t a_cs,
-                              const float* __restrict b, float* __restrict c, int64_t ldc, int n, bool accumulate) {
-    if (a_cs != 1) return kernel_rows<MR>(kc, a, a_cs, b, c, ldc, MR, n, accumulate);
-    __m512 acc[MR][2];
-    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    prefetch_block(c, ldc, MR);
+// Row-major (a_cs = 1), the broadcasts come from ROWS rows a_rs apart.
+template <int ROWS>
+void unpacked_rows(int64_t kc, const float* __restrict a, int64_t a_rs, int64_t a_cs, const float* __restrict b,
+                   float* __restrict c, int64_t ldc, int n, bool accumulate) {
+    if (a_cs != 1) return kernel_rows<ROWS>(kc, a, a_cs, b, c, ldc, ROWS, n, accumulate);
+    __m512 acc[ROWS][2];
+    for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    prefetch_block(c, ldc, ROWS);
     for (int64_t p = 0; p < kc; ++p) {
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        for (int i = 0; i < MR; ++i) {
+        for (int i = 0; i < ROWS; ++i) {
             __m512 ai = _mm512_set1_ps(a[i * a_rs + p]);
             acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
             acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
         }
         b += NR;
     }
-    store_block<MR>(acc, c, ldc, MR, n, accumulate);
+    store_block<ROWS>(acc, c, ldc, ROWS, n, accumulate);
+}
+
+// A panel of m <= MR rows read in place. The rows of a last, shorter panel
+// are exactly m (a packed panel's zero rows do not exist here), so each m
+// has its own copy of the loop; each row's multiply-adds are those of the
+// packed kernel, in the same order.
+void kernel_unpacked_a_avx512(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* c,
+                              int64_t ldc, int m, int n, bool accumulate) {
+    switch (m) {
+        case 1: return unpacked_rows<1>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 2: return unpacked_rows<2>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 3: return unpacked_rows<3>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 4: return unpacked_rows<4>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 5: return unpacked_rows<5>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 6: return unpacked_rows<6>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 7: return unpacked_rows<7>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 8: return unpacked_rows<8>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 9: return unpacked_rows<9>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 10: return unpacked_rows<10>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 11: return unpacked_rows<11>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        default: return unpacked_rows<MR>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+    }
 }
 
 // A 16 x 16 transpose in registers: four rounds of shuffles, each swapping

@@ -40,13 +40,14 @@ using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float
 using Transpose16Fn = void (*)(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride,
                                int width);
 
-// The same block for a full MR rows of A read where it lies, unpacked:
+// The same block for m <= MR rows of A read where it lies, unpacked:
 // A(i, p) at a[i * a_rs + p * a_cs], with A row-major (a_cs = 1) or
-// transposed (a_rs = 1, as in a weight gradient dY^T X). The multiply-adds,
-// and their order, are those of the packed kernel, so the result is the
-// same to the bit; only the copy into a panel is saved.
+// transposed (a_rs = 1, as in a weight gradient dY^T X). Only the m rows
+// are read. The multiply-adds, and their order, are those of the packed
+// kernel, so the result is the same to the bit; only the copy into a panel
+// is saved.
 using MicroKernelUnpackedAFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
-                                        float* c, int64_t ldc, int n, bool accumulate);
+                                        float* c, int64_t ldc, int m, int n, bool accumulate);
 
 // The dot products of the one-row product (gemv.cpp), B read in place:
 //   c[j] (+)= dot(a, B[:, j])     for j < columns,
