@@ -324,8 +324,9 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     T* c_strip = g.C + g.c_offsets[bi] + jc;
     bool accumulate = g.accumulate || pc > 0;  // later K slices add to the earlier ones
     // A row-major or transposed A can be read in place, panels of mr rows
-    // at a time, a last, shorter one included (gemm_kernels.h). Worth it when each panel serves few B panels (at most 4: an output 128
-    // wide for AVX-512), so that packing would copy A for little reuse:
+    // at a time, a last, shorter one included (gemm_kernels.h). Worth it
+    // when each panel serves few B panels (at most 4: an output 128 wide
+    // for AVX-512), so that packing would copy A for little reuse:
     // attention's tile products, and d(x) = d(y) W and the weight gradient
     // d(y)^T x of a layer 128 wide. With wide outputs packing pays: from
     // rows 4 KiB apart (K = 1024) the in-place reads also fight over the same
