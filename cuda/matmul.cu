@@ -98,9 +98,19 @@ static void check_fits_int(int64_t value, const char* what) {
                     " exceeds cuBLAS's 32-bit int (split the product)");
 }
 
-static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
+static void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate, const Tensor& bias) {
     if (out.numel() == 0) return;
     int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
+    if (bias.defined()) {
+        // A linear layer's bias: copied into every row of out (the broadcast
+        // copy kernel, through a stride-0 view), and the product added to it
+        // (beta = 1), as the CPU's GEMM does block by block.
+        if (accumulate || bias.dim() != 1 || bias.size(0) != N || bias.dtype() != out.dtype())
+            throw Error("matmul (CUDA): a bias must be [" + std::to_string(N) +
+                        "] of the output's dtype, and not given with accumulate");
+        backend_for(out.device()).unary(UnaryOp::Copy, raw::expand(bias, out.shape()), out);
+        accumulate = true;
+    }
     check_fits_int(M, "M");
     check_fits_int(N, "N");
     check_fits_int(K, "K");

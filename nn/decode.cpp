@@ -90,7 +90,7 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
         RowLinear r;
         r.x = x;
         r.w_t = view_of(l.weight, {l.in_features, l.out_features}, {1, l.in_features});  // W^T, as raw::linear reads it
-        if (l.bias.defined()) r.bias = view_of(l.bias, {1, l.out_features}, {0, 1});    // the bias in every row
+        r.bias = l.bias;  // [N] or undefined (contiguous: unsupported() refuses other models)
         r.y = buffer(l.out_features);
         return r;
     };
@@ -177,13 +177,8 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
 }
 
 void TokenDecoder::run_linear(const RowLinear& l) const {
-    const Backend& backend = backend_for(l.y.device());
-    if (l.bias.defined()) {
-        ProfileScope scope(OpKind::Movement);
-        backend.unary(UnaryOp::Copy, l.bias, l.y);
-    }
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)l.w_t.size(0) * (double)l.w_t.size(1));
-    backend.matmul(l.x, l.w_t, l.y, /*accumulate=*/l.bias.defined());
+    backend_for(l.y.device()).matmul(l.x, l.w_t, l.y, /*accumulate=*/false, l.bias);
 }
 
 void TokenDecoder::run_norm(const RowNorm& n) const {

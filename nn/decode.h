@@ -69,10 +69,10 @@ public:
     std::vector<double> step(int64_t id);
 
 private:
-    // y = x W^T (+ b) for one row, as raw::linear computes it: the bias
-    // copied into y, then the product added to it.
+    // y = x W^T (+ b) for one row, as raw::linear computes it: one matmul
+    // call, the bias handed to it.
     struct RowLinear {
-        Tensor x, w_t, bias, y;  // x [1, K], w_t [K, N] (the weight transposed: a view), bias [1, N] or undefined, y [1, N]
+        Tensor x, w_t, bias, y;  // x [1, K], w_t [K, N] (the weight transposed: a view), bias [N] or undefined, y [1, N]
     };
     // out = norm(x) over one row of C numbers.
     struct RowNorm {

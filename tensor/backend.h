@@ -92,8 +92,10 @@ struct Backend {
     void (*sum_columns)(const Tensor& in, const Tensor& out);
     // a: [batch..., M, K], b: [batch..., K, N] (same batch dims, any strides)
     // -> out: contiguous [batch..., M, N]: out = a b, or out += a b when
-    // `accumulate` (linear's bias: out starts as the bias in every row).
-    void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate);
+    // `accumulate`, or, given a `bias` (contiguous [N], the output's dtype;
+    // an undefined Tensor for none), out = bias + a b, the bias added to
+    // every row: linear's. A bias and `accumulate` are never both given.
+    void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate, const Tensor& bias);
     // in, out: contiguous [rows, n]; softmax (or log_softmax) of each row.
     void (*softmax_rows)(const Tensor& in, const Tensor& out, bool log);
     // in: contiguous [outer, D, inner], index: contiguous int64 [L]

@@ -51,7 +51,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)out.numel() * (double)K,
                        is_profiling() ? gemm_shape_label(out.numel() / std::max<int64_t>(1, M * N), M, K, N, a, b)
                                       : std::string());
-    backend_for(a.device()).matmul(expand(a, shape_a), expand(b, shape_b), out, /*accumulate=*/false);
+    backend_for(a.device()).matmul(expand(a, shape_a), expand(b, shape_b), out, /*accumulate=*/false, Tensor());
     if (a_in.dim() == 1) out = squeeze(out, -2);
     if (b_in.dim() == 1) out = squeeze(out, -1);
     return out;
@@ -73,17 +73,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
         fail("linear", "bias must be [" + std::to_string(N) + "], got " + shape_str(bias.shape()));
     Shape shape_out = x.shape();
     shape_out.back() = N;
-    // With a bias, C starts as the bias in every row and the GEMM adds x w^T
-    // to it: no separate pass over the output to add the bias afterwards.
-    // clone, never contiguous(): with M = 1 the expanded bias is already
-    // contiguous, contiguous() would hand back the bias's own storage, and
-    // the GEMM would add x w^T into the parameter (the aliasing rule in
-    // raw_ops.h).
-    Tensor out =
-        bias.defined() ? clone(expand(bias, {M, N})) : empty({M, N}, product_dtype(x.dtype()), x.device());
+    // The bias goes into the product (Backend::matmul): each block of the
+    // output starts as the bias, and the GEMM adds x w^T to it. No pass of
+    // its own over the output, before or after.
+    Tensor out = empty({M, N}, product_dtype(x.dtype()), x.device());
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)M * (double)N * (double)K,
                        is_profiling() ? gemm_shape_label(1, M, K, N, x, transpose(w, 0, 1)) : std::string());
-    backend_for(x.device()).matmul(reshape(x, {M, K}), transpose(w, 0, 1), out, /*accumulate=*/bias.defined());
+    backend_for(x.device()).matmul(reshape(x, {M, K}), transpose(w, 0, 1), out, /*accumulate=*/false,
+                                   bias.defined() ? contiguous(bias) : Tensor());
     return view(out, shape_out);
 }
 

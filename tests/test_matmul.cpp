@@ -279,6 +279,50 @@ TEST_CASE("gemm_packed_b: parts of a B packed once, the bits of gemm_single_thre
     check_packed_b_parts<double>(1e-12);
 }
 
+// A linear layer's bias handed to matmul (Backend::matmul's `bias`): every
+// block of C starts as the bias just before its first product. It must give
+// the bits of the way it replaced, C filled with the bias and the product
+// accumulated into it, on every path of the GEMM: one row (gemv), few rows
+// (column strips), many rows shared by the threads over several K slices,
+// a product split along K, an empty K, transposed operands, float64 and
+// bfloat16 operands; and the reference's values. Every output starts as NaN,
+// so a block the bias never reached cannot pass.
+TEST_CASE("matmul with a bias: the bits of the bias filled in first, on every path", "[matmul]") {
+    Generator gen(31);
+    struct Case {
+        int64_t M, K, N;
+        DType dtype;
+        bool a_transposed, b_transposed;
+    };
+    for (Case c : {Case{1, 64, 96, kFloat32, false, true}, Case{1, 40, 70, kFloat32, false, false},
+                   Case{37, 70, 100, kFloat32, false, true}, Case{300, 300, 200, kFloat32, false, true},
+                   Case{300, 96, 1100, kFloat32, false, false}, Case{64, 2048, 96, kFloat32, true, false},
+                   Case{50, 0, 30, kFloat32, false, false}, Case{29, 70, 45, kFloat64, true, true},
+                   Case{1, 33, 20, kFloat64, false, false}, Case{40, 64, 72, kBFloat16, false, true}}) {
+        INFO(c.M << " x " << c.K << " x " << c.N << " " << dtype_name(c.dtype) << (c.a_transposed ? " A^T" : "")
+                 << (c.b_transposed ? " B^T" : ""));
+        const DType out_dtype = c.dtype == kFloat64 ? kFloat64 : kFloat32;
+        Tensor a = raw::to_dtype(raw::randn({c.M, c.K}, gen), c.dtype), b = raw::to_dtype(raw::randn({c.K, c.N}, gen), c.dtype);
+        if (c.a_transposed) a = raw::transpose(raw::contiguous(raw::transpose(a, 0, 1)), 0, 1);
+        if (c.b_transposed) b = raw::transpose(raw::contiguous(raw::transpose(b, 0, 1)), 0, 1);
+        Tensor bias = raw::to_dtype(raw::randn({c.N}, gen), out_dtype);
+        Tensor with_bias = raw::full({c.M, c.N}, NAN, out_dtype);
+        Tensor filled_first = raw::clone(raw::expand(bias, {c.M, c.N}));  // clone: never the bias itself
+        backend_for(kCPU).matmul(a, b, with_bias, /*accumulate=*/false, bias);
+        backend_for(kCPU).matmul(a, b, filled_first, /*accumulate=*/true, Tensor());
+        CHECK(with_bias.to_vector() == filled_first.to_vector());
+        std::vector<double> product = reference_matmul(a, b), got = with_bias.to_vector(), b_values = bias.to_vector();
+        for (int64_t i = 0; i < c.M; ++i)
+            for (int64_t j = 0; j < c.N; ++j)
+                REQUIRE(std::abs(got[i * c.N + j] - (product[i * c.N + j] + b_values[j])) <
+                        2e-4 * std::sqrt((double)c.K + 1));
+    }
+    // A bias that does not fit is refused by name.
+    Tensor a = raw::randn({4, 8}, gen), b = raw::randn({8, 6}, gen), out = raw::zeros({4, 6});
+    check_error([&] { backend_for(kCPU).matmul(a, b, out, false, raw::zeros({5})); }, {"matmul: a bias must be", "[6]"});
+    check_error([&] { backend_for(kCPU).matmul(a, b, out, true, raw::zeros({6})); }, {"not given with accumulate"});
+}
+
 TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[matmul][threads]") {
     Generator gen(15);
     const int saved_threads = omp_get_max_threads();
@@ -295,7 +339,7 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
             std::vector<Tensor> products = {raw::matmul(a, b), raw::matmul(at, b), raw::matmul(a, bt),
                                             raw::matmul(at, bt)};
             Tensor accumulated = raw::clone(start);  // C = start + A B
-            backend_for(kCPU).matmul(at, b, accumulated, /*accumulate=*/true);
+            backend_for(kCPU).matmul(at, b, accumulated, /*accumulate=*/true, Tensor());
             double tol = 2e-4 * std::sqrt((double)c.K);
             for (int64_t bi = 0; bi < c.batch; ++bi) {
                 INFO("threads=" << threads << " matrix " << bi << " of " << c.batch << ", M=" << c.M << " K=" << c.K
@@ -335,8 +379,8 @@ TEST_CASE("gemm with few rows shares its columns: the same bits for 1 2 and 3 th
             // Outputs start as NaN: a column no strip covers cannot pass for
             // a value an earlier product left in a reused block.
             Tensor plain = raw::full({c.batch, c.M, c.N}, NAN), transposed = raw::full({c.batch, c.M, c.N}, NAN);
-            backend_for(kCPU).matmul(a, b, plain, /*accumulate=*/false);
-            backend_for(kCPU).matmul(a, bt, transposed, /*accumulate=*/false);
+            backend_for(kCPU).matmul(a, b, plain, /*accumulate=*/false, Tensor());
+            backend_for(kCPU).matmul(a, bt, transposed, /*accumulate=*/false, Tensor());
             if (threads == 1) {
                 first = plain.to_vector();
                 first_t = transposed.to_vector();
@@ -381,7 +425,7 @@ TEST_CASE("gemm split along K gives the same bits for 1 2 and 3 threads", "[matm
             omp_set_num_threads(threads);
             INFO("M=" << M << " K=" << K << " N=" << N << ", threads=" << threads);
             Tensor plain = raw::matmul(a, b), transposed = raw::matmul(at, b), accumulated = raw::clone(start);
-            backend_for(kCPU).matmul(at, b, accumulated, /*accumulate=*/true);
+            backend_for(kCPU).matmul(at, b, accumulated, /*accumulate=*/true, Tensor());
             double tol = 2e-4 * std::sqrt((double)K);
             check_values(plain, expected, tol);
             check_values(transposed, expected_t, tol);

@@ -46,10 +46,10 @@ static void softmax_rows_masked(const Tensor& scores, bool causal, double scale)
 
 void attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                          const Tensor& out, const Tensor& probs) {
-    cpu_backend().matmul(q, transposed(k), probs, false);  // raw scores Q K^T
+    cpu_backend().matmul(q, transposed(k), probs, false, Tensor());  // raw scores Q K^T
     if (q.dtype() == kFloat32) softmax_rows_masked<float>(probs, causal, scale);
     else softmax_rows_masked<double>(probs, causal, scale);
-    cpu_backend().matmul(probs, v, out, /*accumulate=*/false);
+    cpu_backend().matmul(probs, v, out, /*accumulate=*/false, Tensor());
 }
 
 // dZ = P * (dP - rowsum(dP * P)) * scale, in place over dP.
@@ -70,13 +70,13 @@ static void softmax_backward_rows(const Tensor& probs, const Tensor& dprobs, dou
 void attention_reference_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& probs, double scale, const Tensor& dq, const Tensor& dk,
                                   const Tensor& dv) {
-    cpu_backend().matmul(transposed(probs), dout, dv, false);  // dV = P^T dO
+    cpu_backend().matmul(transposed(probs), dout, dv, false, Tensor());  // dV = P^T dO
     Tensor dscores = empty(probs.shape(), probs.dtype(), probs.device());
-    cpu_backend().matmul(dout, transposed(v), dscores, false);  // dP = dO V^T
+    cpu_backend().matmul(dout, transposed(v), dscores, false, Tensor());  // dP = dO V^T
     if (q.dtype() == kFloat32) softmax_backward_rows<float>(probs, dscores, scale);
     else softmax_backward_rows<double>(probs, dscores, scale);
-    cpu_backend().matmul(dscores, k, dq, false);              // dQ = dZ K
-    cpu_backend().matmul(transposed(dscores), q, dk, false);  // dK = dZ^T Q
+    cpu_backend().matmul(dscores, k, dq, false, Tensor());              // dQ = dZ K
+    cpu_backend().matmul(transposed(dscores), q, dk, false, Tensor());  // dK = dZ^T Q
 }
 
 }  // namespace cpu

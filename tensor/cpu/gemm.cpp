@@ -238,7 +238,20 @@ struct GemmProblem {
     Blocking blk;
     bool accumulate;
     PackingBuffers<T>* buffers = nullptr;  // the caller's own, for a product on one thread (nullptr: allocate)
+    // A row of N values that every row of C starts from (a linear layer's
+    // bias), or nullptr; never together with `accumulate`. Each block of C
+    // gets it just before its first product, while the block is in L1
+    // (start_from_bias), so the bias costs no pass of its own over C.
+    const T* bias = nullptr;
 };
+
+// C's block (rows x columns at c, row stride ldc) set to the bias's
+// columns [j0, j0 + columns): what the first product then adds to. The
+// sums are the ones a C filled with the bias beforehand would get.
+template <typename T>
+void start_from_bias(const T* bias, int64_t j0, int rows, int columns, T* c, int64_t ldc) {
+    for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, bias + j0, columns * sizeof(T));
+}
 
 // The size of one thread's packed A block: at most mc rows, slices of at
 // most kc_max.
@@ -322,7 +335,8 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
                    int64_t row_begin, int64_t row_end, const T* b_packed, int64_t b_panel_stride, T* a_packed) {
     const int mr = g.kernel.mr, nr = g.kernel.nr;
     T* c_strip = g.C + g.c_offsets[bi] + jc;
-    bool accumulate = g.accumulate || pc > 0;  // later K slices add to the earlier ones
+    // Later K slices add to the earlier ones; the first adds to the bias.
+    const bool bias_first = g.bias && pc == 0, accumulate = g.accumulate || pc > 0 || bias_first;
     // A row-major or transposed A can be read in place, panels of mr rows
     // at a time, a last, shorter one included (gemm_kernels.h). Worth it
     // when each panel serves few B panels (at most 4: an output 128 wide
@@ -344,6 +358,7 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
                 T* c = c_strip + (ic + ir) * g.ldc + jr;
                 const int rows = (int)std::min<int64_t>(mr, mc - ir), columns = (int)std::min<int64_t>(nr, n - jr);
                 const T* b_panel = b_packed + jr / nr * b_panel_stride;
+                if (bias_first) start_from_bias(g.bias, jc + jr, rows, columns, c, g.ldc);
                 if constexpr (std::is_same_v<T, float>) {
                     if (unpacked) {
                         unpacked(kc, a_block + ir * g.A.row_stride, g.A.row_stride, g.A.col_stride, b_panel, c, g.ldc,
@@ -425,6 +440,11 @@ void split_k(const GemmProblem<T, Kernel>& g) {
             for (int64_t j = 0; j < g.N; ++j) sum[j] += row[j];
         }
         T* c = g.C + g.c_offsets[0] + i * g.ldc;
+        if (g.bias) {
+#pragma omp simd
+            for (int64_t j = 0; j < g.N; ++j) c[j] = g.bias[j] + sum[j];
+            return;
+        }
 #pragma omp simd
         for (int64_t j = 0; j < g.N; ++j) c[j] = g.accumulate ? c[j] + sum[j] : sum[j];
     };
@@ -459,11 +479,14 @@ template <typename T, typename Kernel>
 void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_threads) {
     const int mr = g.kernel.mr, nr = g.kernel.nr;
     const Blocking& blk = g.blk;
-    if (g.K == 0) {  // an empty sum: C = 0 (or C unchanged when accumulating)
+    if (g.K == 0) {  // an empty sum: C = 0, or the bias (or C unchanged when accumulating)
         if (!g.accumulate)
             for (int64_t bi = 0; bi < batch; ++bi)
-                for (int64_t i = 0; i < g.M; ++i)
-                    std::fill_n(g.C + g.c_offsets[bi] + i * g.ldc, g.N, T(0));
+                for (int64_t i = 0; i < g.M; ++i) {
+                    T* row = g.C + g.c_offsets[bi] + i * g.ldc;
+                    if (g.bias) std::copy_n(g.bias, g.N, row);
+                    else std::fill_n(row, g.N, T(0));
+                }
         return;
     }
     bool parallel = allow_threads && (double)g.M * g.N * g.K * batch > 1e5;
@@ -595,9 +618,9 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
 template <typename T, typename Kernel>
 void gemm_blocked(int64_t M, int64_t N, int64_t K, const Operand<T>& A, const Operand<T>& B, T* C,
                   const int64_t* c_offsets, int64_t batch, int64_t ldc, const Kernel& kernel, bool allow_threads,
-                  bool accumulate, PackingBuffers<T>* buffers = nullptr) {
+                  bool accumulate, PackingBuffers<T>* buffers = nullptr, const T* bias = nullptr) {
     const Blocking blk = blocking_for(kernel.mr, kernel.nr);
-    GemmProblem<T, Kernel> g{M, N, K, A, B, C, c_offsets, ldc, kernel, blk, accumulate, buffers};
+    GemmProblem<T, Kernel> g{M, N, K, A, B, C, c_offsets, ldc, kernel, blk, accumulate, buffers, bias};
     blocked_loops(g, batch, allow_threads);
 }
 
@@ -606,13 +629,12 @@ Operand<T> operand(const MatrixOperand<T>& m) { return {m.data, m.batch_offsets.
 
 // A product with one row of A (generating a token) needs no packing: gemv.h
 // reads B in place when its layout allows, one matrix of the batch at a time.
-bool one_row_products(int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
+bool one_row_layout(const MatrixOperand<float>& B) { return B.row_stride == 1 || B.col_stride == 1; }
+void one_row_products(int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
                       const std::vector<int64_t>& c_offsets, bool accumulate, bool allow_threads) {
-    if (B.row_stride != 1 && B.col_stride != 1) return false;
     for (size_t bi = 0; bi < c_offsets.size(); ++bi)
         gemv(N, K, A.data + A.batch_offsets[bi], A.col_stride, B.data + B.batch_offsets[bi], B.row_stride,
              B.col_stride, C + c_offsets[bi], accumulate, allow_threads);
-    return true;
 }
 
 }  // namespace
@@ -631,18 +653,27 @@ size_t packing_buffers_bound_bytes(int threads) {
 }
 
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa, bool accumulate) {
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa, bool accumulate,
+          const float* bias) {
     if (!cpu_supports(isa))
         throw Error(std::string("gemm: this CPU does not support the ") + simd_isa_name(isa) + " micro-kernel");
-    if (M == 1 && one_row_products(N, K, A, B, C, c_offsets, accumulate, /*allow_threads=*/true)) return;
+    assert(!(bias && accumulate));
+    if (M == 1 && one_row_layout(B)) {
+        if (bias)  // one row per matrix: the bias first, then the dot products added to it
+            for (int64_t offset : c_offsets) std::copy_n(bias, N, C + offset);
+        one_row_products(N, K, A, B, C, c_offsets, accumulate || bias, /*allow_threads=*/true);
+        return;
+    }
     gemm_blocked(M, N, K, operand(A), operand(B), C, c_offsets.data(), (int64_t)c_offsets.size(), c_row_stride,
-                 micro_kernel_for(isa), /*allow_threads=*/true, accumulate);
+                 micro_kernel_for(isa), /*allow_threads=*/true, accumulate, /*buffers=*/(PackingBuffers<float>*)nullptr,
+                 bias);
 }
 
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate) {
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate, const double* bias) {
+    assert(!(bias && accumulate));
     gemm_blocked(M, N, K, operand(A), operand(B), C, c_offsets.data(), (int64_t)c_offsets.size(), c_row_stride,
-                 kDoubleKernel, /*allow_threads=*/true, accumulate);
+                 kDoubleKernel, /*allow_threads=*/true, accumulate, /*buffers=*/(PackingBuffers<double>*)nullptr, bias);
 }
 
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,

@@ -35,12 +35,16 @@ int64_t k_split_parts(int64_t M, int64_t N, int64_t K, size_t element_bytes);
 
 // float32 runs the micro-kernel of `isa` (tests pass each one the CPU
 // supports; matmul passes best_simd_isa()); float64 always runs the plain one.
-// C = A B, or C += A B when `accumulate`.
+// C = A B, or C += A B when `accumulate`, or C = bias + A B with a `bias`
+// of N values added to every row (a linear layer's; not together with
+// `accumulate`). The bias gives the same bits as a C filled with it first
+// and then accumulated into, without that separate pass over C.
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const MatrixOperand<float>& B, float* C,
           const std::vector<int64_t>& c_offsets, int64_t c_row_stride, SimdIsa isa = best_simd_isa(),
-          bool accumulate = false);
+          bool accumulate = false, const float* bias = nullptr);
 void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<double>& A, const MatrixOperand<double>& B, double* C,
-          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate = false);
+          const std::vector<int64_t>& c_offsets, int64_t c_row_stride, bool accumulate = false,
+          const double* bias = nullptr);
 
 // The packing buffers of one thread's products, kept from one product to the
 // next: each grows to the largest request it has served and goes back to
