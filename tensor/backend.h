@@ -94,7 +94,8 @@ struct Backend {
     // -> out: contiguous [batch..., M, N]: out = a b, or out += a b when
     // `accumulate`, or, given a `bias` (contiguous [N], the output's dtype;
     // an undefined Tensor for none), out = bias + a b, the bias added to
-    // every row: linear's. A bias and `accumulate` are never both given.
+    // every row: linear's. A bias and `accumulate` are never both given, and
+    // the bias is never part of `out` (it is read while out is written).
     void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate, const Tensor& bias);
     // in, out: contiguous [rows, n]; softmax (or log_softmax) of each row.
     void (*softmax_rows)(const Tensor& in, const Tensor& out, bool log);

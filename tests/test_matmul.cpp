@@ -282,41 +282,60 @@ TEST_CASE("gemm_packed_b: parts of a B packed once, the bits of gemm_single_thre
 // A linear layer's bias handed to matmul (Backend::matmul's `bias`): every
 // block of C starts as the bias just before its first product. It must give
 // the bits of the way it replaced, C filled with the bias and the product
-// accumulated into it, on every path of the GEMM: one row (gemv), few rows
-// (column strips), many rows shared by the threads over several K slices,
-// a product split along K, an empty K, transposed operands, float64 and
-// bfloat16 operands; and the reference's values. Every output starts as NaN,
-// so a block the bias never reached cannot pass.
-TEST_CASE("matmul with a bias: the bits of the bias filled in first, on every path", "[matmul]") {
+// accumulated into it, on every path of the GEMM, with 1, 2 and 3 threads:
+// one row (gemv, also over a batch; a B with neither stride 1 goes to the
+// blocked loops), few rows (column strips), many rows shared by the
+// threads over several K slices, a batch of matrices, a product split along
+// K, an empty K, transposed operands, float64 and bfloat16 operands; and
+// the reference's values. Every output starts as NaN, so a block the bias
+// never reached cannot pass.
+TEST_CASE("matmul with a bias: the bits of the bias filled in first, on every path", "[matmul][threads]") {
     Generator gen(31);
+    const int saved_threads = omp_get_max_threads();
     struct Case {
-        int64_t M, K, N;
+        int64_t batch, M, K, N;
         DType dtype;
-        bool a_transposed, b_transposed;
+        bool a_transposed, b_transposed, b_strided;
     };
-    for (Case c : {Case{1, 64, 96, kFloat32, false, true}, Case{1, 40, 70, kFloat32, false, false},
-                   Case{37, 70, 100, kFloat32, false, true}, Case{300, 300, 200, kFloat32, false, true},
-                   Case{300, 96, 1100, kFloat32, false, false}, Case{64, 2048, 96, kFloat32, true, false},
-                   Case{50, 0, 30, kFloat32, false, false}, Case{29, 70, 45, kFloat64, true, true},
-                   Case{1, 33, 20, kFloat64, false, false}, Case{40, 64, 72, kBFloat16, false, true}}) {
-        INFO(c.M << " x " << c.K << " x " << c.N << " " << dtype_name(c.dtype) << (c.a_transposed ? " A^T" : "")
-                 << (c.b_transposed ? " B^T" : ""));
-        const DType out_dtype = c.dtype == kFloat64 ? kFloat64 : kFloat32;
-        Tensor a = raw::to_dtype(raw::randn({c.M, c.K}, gen), c.dtype), b = raw::to_dtype(raw::randn({c.K, c.N}, gen), c.dtype);
-        if (c.a_transposed) a = raw::transpose(raw::contiguous(raw::transpose(a, 0, 1)), 0, 1);
-        if (c.b_transposed) b = raw::transpose(raw::contiguous(raw::transpose(b, 0, 1)), 0, 1);
-        Tensor bias = raw::to_dtype(raw::randn({c.N}, gen), out_dtype);
-        Tensor with_bias = raw::full({c.M, c.N}, NAN, out_dtype);
-        Tensor filled_first = raw::clone(raw::expand(bias, {c.M, c.N}));  // clone: never the bias itself
-        backend_for(kCPU).matmul(a, b, with_bias, /*accumulate=*/false, bias);
-        backend_for(kCPU).matmul(a, b, filled_first, /*accumulate=*/true, Tensor());
-        CHECK(with_bias.to_vector() == filled_first.to_vector());
-        std::vector<double> product = reference_matmul(a, b), got = with_bias.to_vector(), b_values = bias.to_vector();
-        for (int64_t i = 0; i < c.M; ++i)
-            for (int64_t j = 0; j < c.N; ++j)
-                REQUIRE(std::abs(got[i * c.N + j] - (product[i * c.N + j] + b_values[j])) <
-                        2e-4 * std::sqrt((double)c.K + 1));
+    const std::vector<Case> cases{
+        {1, 1, 64, 96, kFloat32, false, true, false},   {3, 1, 40, 70, kFloat32, false, false, false},
+        {1, 1, 30, 50, kFloat32, false, false, true},   {1, 37, 70, 100, kFloat32, false, true, false},
+        {1, 300, 300, 200, kFloat32, false, true, false}, {1, 300, 96, 1100, kFloat32, false, false, false},
+        {4, 70, 90, 60, kFloat32, true, false, false},  {1, 64, 2048, 96, kFloat32, true, false, false},
+        {1, 50, 0, 30, kFloat32, false, false, false},  {1, 29, 70, 45, kFloat64, true, true, false},
+        {1, 1, 33, 20, kFloat64, false, false, false},  {1, 40, 64, 72, kBFloat16, false, true, false}};
+    for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        for (const Case& c : cases) {
+            INFO(threads << " threads: " << c.batch << " x " << c.M << " x " << c.K << " x " << c.N << " "
+                         << dtype_name(c.dtype) << (c.a_transposed ? " A^T" : "") << (c.b_transposed ? " B^T" : "")
+                         << (c.b_strided ? " B strided" : ""));
+            const DType out_dtype = c.dtype == kFloat64 ? kFloat64 : kFloat32;
+            Tensor a = raw::to_dtype(raw::randn({c.batch, c.M, c.K}, gen), c.dtype);
+            Tensor b = raw::to_dtype(raw::randn({c.batch, c.K, c.N}, gen), c.dtype);
+            if (c.a_transposed) a = raw::transpose(raw::contiguous(raw::transpose(a, 1, 2)), 1, 2);
+            if (c.b_transposed) b = raw::transpose(raw::contiguous(raw::transpose(b, 1, 2)), 1, 2);
+            if (c.b_strided)  // strides (2N, 2): neither is 1
+                b = raw::squeeze(raw::narrow(raw::randn({c.batch, c.K, c.N, 2}, gen), 3, 0, 1), 3);
+            Tensor bias = raw::to_dtype(raw::randn({c.N}, gen), out_dtype);
+            const std::vector<double> b_values = bias.to_vector();
+            Tensor with_bias = raw::full({c.batch, c.M, c.N}, NAN, out_dtype);
+            Tensor filled_first = raw::clone(raw::expand(bias, {c.batch, c.M, c.N}));  // clone: never the bias itself
+            backend_for(kCPU).matmul(a, b, with_bias, /*accumulate=*/false, bias);
+            backend_for(kCPU).matmul(a, b, filled_first, /*accumulate=*/true, Tensor());
+            CHECK(with_bias.to_vector() == filled_first.to_vector());
+            CHECK(bias.to_vector() == b_values);  // read, never written
+            for (int64_t bi = 0; bi < c.batch; ++bi) {
+                std::vector<double> product = reference_matmul(matrix(a, bi), matrix(b, bi));
+                std::vector<double> got = matrix(with_bias, bi).to_vector();
+                for (int64_t i = 0; i < c.M; ++i)
+                    for (int64_t j = 0; j < c.N; ++j)
+                        REQUIRE(std::abs(got[i * c.N + j] - (product[i * c.N + j] + b_values[j])) <
+                                2e-4 * std::sqrt((double)c.K + 1));
+            }
+        }
     }
+    omp_set_num_threads(saved_threads);
     // A bias that does not fit is refused by name.
     Tensor a = raw::randn({4, 8}, gen), b = raw::randn({8, 6}, gen), out = raw::zeros({4, 6});
     check_error([&] { backend_for(kCPU).matmul(a, b, out, false, raw::zeros({5})); }, {"matmul: a bias must be", "[6]"});

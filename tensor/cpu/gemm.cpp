@@ -702,7 +702,7 @@ namespace {
 template <typename T, typename Kernel>
 PackedB<T> pack_b_once_with(int64_t K, int64_t N, const T* B, int64_t b_rs, int64_t b_cs, const Kernel& kernel,
                             PackingBuffers<T>& buffers) {
-    PackedB<T> packed{B, b_rs, b_cs, nullptr, K, 0};
+    PackedB<T> packed{B, b_rs, b_cs, nullptr, K, N, 0};
     const Blocking blk = blocking_for(kernel.mr, kernel.nr);
     if (K == 0 || K > blk.kc || N > blk.nc) return packed;  // gemm_packed_b then calls gemm_single_thread
     const int64_t zero = 0;
@@ -719,7 +719,7 @@ template <typename T, typename Kernel>
 void gemm_packed_b_with(int64_t M, int64_t N, int64_t k0, int64_t K, const T* A, int64_t a_rs, int64_t a_cs,
                         const PackedB<T>& b, T* C, int64_t ldc, bool accumulate, const Kernel& kernel,
                         PackingBuffers<T>& buffers) {
-    assert(k0 >= 0 && k0 + K <= b.depth);
+    assert(k0 >= 0 && k0 + K <= b.depth && N <= b.width);
     if (!b.panels || M == 1 || K == 0) {
         // Not packed, or a product that does not use packed panels: on B in
         // place (with no buffers of its own when they hold the panels).

@@ -105,14 +105,16 @@ void gemm_single_thread(int64_t M, int64_t N, int64_t K, const double* A, int64_
 //
 // The products give the same bits as gemm_single_thread on the same part of
 // B: the same micro-kernel runs over the same packed numbers. Where the
-// packed panels cannot serve (K beyond one cache block, or a one-row
-// product, which runs as gemv), gemm_packed_b calls gemm_single_thread.
+// packed panels cannot serve, gemm_packed_b calls gemm_single_thread on B
+// in place: B deeper than one cache slice (kc) or wider than one strip (nc),
+// or empty (not packed at all); a one-row product (float32 runs it as gemv;
+// float64 packs its own B from the caching allocator); an empty sum.
 template <typename T>
 struct PackedB {
     const T* data;  // B itself, read in place when the panels cannot serve
     int64_t row_stride, col_stride;
-    const T* panels;        // nullptr: not packed
-    int64_t depth, panel_stride;  // rows packed; distance between panels of nr columns
+    const T* panels;                     // nullptr: not packed
+    int64_t depth, width, panel_stride;  // rows and columns packed; distance between panels of nr columns
 };
 // Packs B (K x N, strided) into buffers.b(). A product of the same thread with
 // these buffers between this and the last gemm_packed_b would overwrite it.
