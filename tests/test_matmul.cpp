@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -266,9 +267,13 @@ static void check_packed_b_parts(double tol) {
                         CHECK(got == expected);
                         std::vector<double> reference = reference_matmul(
                             a, raw::narrow(raw::narrow(b, 0, part.k0, part.K), 1, 0, part.N));
-                        for (size_t i = 0; i < got.size(); ++i)
-                            REQUIRE(std::abs((double)got[i] - (accumulate ? (double)start[i] : 0.0) - reference[i]) <
-                                    tol * std::sqrt((double)part.K));
+                        double worst = 0;
+                        for (size_t i = 0; i < got.size(); ++i) {
+                            const double error =
+                                std::abs((double)got[i] - (accumulate ? (double)start[i] : 0.0) - reference[i]);
+                            worst = std::isnan(error) ? error : std::max(worst, error);
+                        }
+                        CHECK(worst < tol * std::sqrt((double)part.K));
                     }
                 }
             }
@@ -325,14 +330,18 @@ TEST_CASE("matmul with a bias: the bits of the bias filled in first, on every pa
             backend_for(kCPU).matmul(a, b, filled_first, /*accumulate=*/true, Tensor());
             CHECK(with_bias.to_vector() == filled_first.to_vector());
             CHECK(bias.to_vector() == b_values);  // read, never written
+            if (threads > 1) continue;  // the same bits as one thread's, checked against the reference below
+            double worst = 0;  // the largest error against the reference (NaN for an unwritten block)
             for (int64_t bi = 0; bi < c.batch; ++bi) {
                 std::vector<double> product = reference_matmul(matrix(a, bi), matrix(b, bi));
                 std::vector<double> got = matrix(with_bias, bi).to_vector();
                 for (int64_t i = 0; i < c.M; ++i)
-                    for (int64_t j = 0; j < c.N; ++j)
-                        REQUIRE(std::abs(got[i * c.N + j] - (product[i * c.N + j] + b_values[j])) <
-                                2e-4 * std::sqrt((double)c.K + 1));
+                    for (int64_t j = 0; j < c.N; ++j) {
+                        const double error = std::abs(got[i * c.N + j] - (product[i * c.N + j] + b_values[j]));
+                        worst = std::isnan(error) ? error : std::max(worst, error);
+                    }
             }
+            CHECK(worst < 2e-4 * std::sqrt((double)c.K + 1));
         }
     }
     omp_set_num_threads(saved_threads);
