@@ -341,7 +341,7 @@ TEST_CASE("adamw_update refuses mismatched state", "[optim][fast][errors]") {
 
 // parallel.h: every item runs once, with or without threads; and a kernel's
 // one-thread loop called from inside another kernel's threads (as
-// gemm_single_thread is from attention) runs all its own items on its own
+// attention's tile products are) runs all its own items on its own
 // thread. A bare `#pragma omp for` in that one-thread path would bind to
 // the outer threads and hand each of them a part of every inner loop.
 TEST_CASE("parallel_for and parallel_for_dynamic run every item once, nested or not", "[fast][parallel][threads]") {

@@ -249,8 +249,8 @@ struct GemmProblem {
 // columns [j0, j0 + columns): what the first product then adds to. The
 // sums are the ones a C filled with the bias beforehand would get.
 template <typename T>
-void start_from_bias(const T* bias, int64_t j0, int rows, int columns, T* c, int64_t ldc) {
-    for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, bias + j0, columns * sizeof(T));
+void start_from_bias(const T* bias, int64_t j0, int64_t rows, int64_t columns, T* c, int64_t ldc) {
+    for (int64_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, bias + j0, columns * sizeof(T));
 }
 
 // The size of one thread's packed A block: at most mc rows, slices of at
@@ -480,13 +480,12 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     const int mr = g.kernel.mr, nr = g.kernel.nr;
     const Blocking& blk = g.blk;
     if (g.K == 0) {  // an empty sum: C = 0, or the bias (or C unchanged when accumulating)
-        if (!g.accumulate)
-            for (int64_t bi = 0; bi < batch; ++bi)
-                for (int64_t i = 0; i < g.M; ++i) {
-                    T* row = g.C + g.c_offsets[bi] + i * g.ldc;
-                    if (g.bias) std::copy_n(g.bias, g.N, row);
-                    else std::fill_n(row, g.N, T(0));
-                }
+        if (g.accumulate) return;
+        for (int64_t bi = 0; bi < batch; ++bi) {
+            if (g.bias) start_from_bias(g.bias, 0, g.M, g.N, g.C + g.c_offsets[bi], g.ldc);
+            else
+                for (int64_t i = 0; i < g.M; ++i) std::fill_n(g.C + g.c_offsets[bi] + i * g.ldc, g.N, T(0));
+        }
         return;
     }
     bool parallel = allow_threads && (double)g.M * g.N * g.K * batch > 1e5;
@@ -660,7 +659,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const MatrixOperand<float>& A, const 
     assert(!(bias && accumulate));
     if (M == 1 && one_row_layout(B)) {
         if (bias)  // one row per matrix: the bias first, then the dot products added to it
-            for (int64_t offset : c_offsets) std::copy_n(bias, N, C + offset);
+            for (int64_t offset : c_offsets) start_from_bias(bias, 0, 1, N, C + offset, N);
         one_row_products(N, K, A, B, C, c_offsets, accumulate || bias, /*allow_threads=*/true);
         return;
     }

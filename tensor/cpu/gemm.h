@@ -88,7 +88,7 @@ private:
 
 // C = A B, or C += A B when `accumulate`, for one matrix, on the calling
 // thread only, with the fastest micro-kernel: for the small products inside
-// an already parallel loop (the tiles of attention.cpp). `buffers`: the
+// an already parallel loop (attention's tiles, through gemm_packed_b below). `buffers`: the
 // calling thread's own packing buffers (nullptr: from the caching allocator).
 void gemm_single_thread(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_rs, int64_t a_cs, const float* B,
                         int64_t b_rs, int64_t b_cs, float* C, int64_t ldc, bool accumulate,

@@ -42,7 +42,7 @@ void parallel_for(int64_t n, bool parallel, const Body& body) {
 // thread takes the next i) and need working memory: each thread calls
 // make_scratch() once and passes what it returns to body(i, scratch) for
 // each of its i. Kernels that may themselves run inside another kernel's
-// threads (gemm_single_thread inside attention) must use this or
+// threads (attention's tile products, gemm_packed_b) must use this or
 // parallel_for, never a bare `#pragma omp for`: outside a parallel region
 // of their own, that would bind to the caller's threads.
 template <typename MakeScratch, typename Body>

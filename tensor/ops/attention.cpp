@@ -32,7 +32,8 @@
 //   dq_i += scale ds_ij k_j,    dk_j += scale ds_ij q_i
 //
 // Every product of two tiles (Q K^T, P V, and the five of backward) is a
-// small GEMM on the calling thread (gemm_single_thread, gemm.cpp): the same
+// small GEMM on the calling thread (gemm_packed_b, gemm.h: the operand the
+// tile's bands share packed once, below): the same
 // packed micro-kernel as the big matrix multiplies (the best the CPU has:
 // AVX-512, AVX2 or NEON, chosen at run time), or, for a tile of one query
 // (generating a token), the unpacked one-row product of gemv.h. Threads split
