@@ -168,25 +168,42 @@ static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::
 // length from 1 to 11 rows, read in place too), K longer than one slice of
 // 256, outputs 96 and 128 wide. (On CPUs without AVX-512 all three are
 // packed, and agree as well.)
+// Each kernel that can read A in place (a row-major or transposed A, for
+// outputs at most 4 panels wide: gemm.cpp) against the same kernel on a
+// strided A, which is always packed: the same bits, last panels of every
+// length from 1 to MR - 1 included.
 TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
     Generator gen(17);
-    std::vector<std::array<int64_t, 3>> shapes{{50, 300, 96}, {37, 70, 128}};
-    for (int64_t last_panel = 1; last_panel < 12; ++last_panel) shapes.push_back({24 + last_panel, 40, 80});
-    for (auto [M, K, N] : shapes) {
-        INFO(M << " x " << K << " x " << N);
-        Tensor spread = raw::randn({M, K, 2}, gen);
-        Tensor a_strided = raw::squeeze(raw::narrow(spread, 2, 0, 1), 2);  // strides (2K, 2): packed
-        Tensor a_rows = raw::contiguous(a_strided);                          // row-major: read in place
-        Tensor a_cols = raw::transpose(raw::contiguous(raw::transpose(a_strided, 0, 1)), 0, 1);  // transposed
-        REQUIRE(a_strided.strides()[1] == 2);
-        REQUIRE(a_cols.strides()[0] == 1);
-        Tensor b = raw::randn({K, N}, gen);
-        // All three products held at once: a freed output's memory, reused by
-        // the next product, would hide rows a kernel never wrote.
-        Tensor packed = raw::matmul(a_strided, b), rows = raw::matmul(a_rows, b), cols = raw::matmul(a_cols, b);
-        CHECK(rows.to_vector() == packed.to_vector());
-        CHECK(cols.to_vector() == packed.to_vector());
+    int tested = 0;
+    for (cpu::SimdIsa isa : cpu::compiled_simd_isas()) {
+        const cpu::MicroKernel& kernel = cpu::micro_kernel_for(isa);
+        if (!kernel.run_unpacked_a || !cpu::cpu_supports(isa)) continue;
+        ++tested;
+        const int64_t N = 3 * kernel.nr - 3;  // read in place, and not a whole number of panels
+        std::vector<std::array<int64_t, 3>> shapes{{50, 300, N}, {37, 70, N}};
+        for (int64_t last_panel = 1; last_panel < kernel.mr; ++last_panel)
+            shapes.push_back({2 * kernel.mr + last_panel, 40, N});
+        for (auto [M, K, N] : shapes) {
+            INFO(cpu::simd_isa_name(isa) << ": " << M << " x " << K << " x " << N);
+            Tensor spread = raw::randn({M, K, 2}, gen);
+            Tensor a_strided = raw::squeeze(raw::narrow(spread, 2, 0, 1), 2);  // strides (2K, 2): packed
+            Tensor a_rows = raw::contiguous(a_strided);                          // row-major: read in place
+            Tensor a_cols = raw::transpose(raw::contiguous(raw::transpose(a_strided, 0, 1)), 0, 1);  // transposed
+            REQUIRE(a_strided.strides()[1] == 2);
+            REQUIRE(a_cols.strides()[0] == 1);
+            Tensor b = raw::randn({K, N}, gen);
+            // Every output starts as zeros, which a row or column the kernel
+            // never wrote would keep.
+            Tensor packed = gemm_with(isa, a_strided, b), rows = gemm_with(isa, a_rows, b),
+                   cols = gemm_with(isa, a_cols, b);
+            CHECK(rows.to_vector() == packed.to_vector());
+            CHECK(cols.to_vector() == packed.to_vector());
+            check_values(packed, reference_matmul(a_strided, b), 2e-4 * std::sqrt((double)K));
+        }
     }
+#if defined(__x86_64__)
+    if (cpu::cpu_supports(cpu::SimdIsa::Avx2)) CHECK(tested >= 1);
+#endif
 }
 
 // Attention's tile products pass their thread's own packing buffers
@@ -737,23 +754,37 @@ TEST_CASE("every dot_columns kernel adds in the one order", "[matmul][gemv][simd
 #endif
 }
 
-TEST_CASE("the AVX-512 packing transpose equals the plain loop", "[matmul][simd]") {
-    const cpu::MicroKernel& k = cpu::micro_kernel_for(cpu::SimdIsa::Avx512);
-    if (!cpu::cpu_supports(cpu::SimdIsa::Avx512) || !k.transpose16) {
-        WARN("skipping the AVX-512 transpose: this CPU does not support AVX-512");
-        return;
-    }
+// Packing's 16 x 16 transpose (gemm_kernels.h) of every kernel that has
+// one and runs here: AVX-512's in one register per row, AVX2's as four
+// 8 x 8 blocks. Rows past `rows` read as zero; nothing past `width` is
+// written (the destination keeps its -7 there).
+TEST_CASE("each packing transpose equals the plain loop", "[matmul][simd]") {
     std::vector<float> src(16 * 21);
     for (size_t i = 0; i < src.size(); ++i) src[i] = (float)i + 0.5f;
-    for (int rows : {0, 1, 5, 12, 16})
-        for (int width : {1, 12, 16}) {
-            std::vector<float> dst(16 * 17, -7.0f);
-            k.transpose16(src.data(), 21, rows, dst.data(), 17, width);
-            for (int p = 0; p < 16; ++p)
-                for (int i = 0; i < 17; ++i) {
-                    float expected = i >= width ? -7.0f : (i < rows ? src[i * 21 + p] : 0.0f);  // untouched past width
-                    INFO("rows " << rows << " width " << width << " p " << p << " i " << i);
-                    REQUIRE(dst[p * 17 + i] == expected);
-                }
+    int tested = 0;
+    for (cpu::SimdIsa isa : cpu::compiled_simd_isas()) {
+        const cpu::MicroKernel& k = cpu::micro_kernel_for(isa);
+        if (!k.transpose16) continue;
+        if (!cpu::cpu_supports(isa)) {
+            WARN("skipping the " << cpu::simd_isa_name(isa) << " transpose: this CPU does not support it");
+            continue;
         }
+        ++tested;
+        for (int rows : {0, 1, 5, 6, 9, 12, 16})
+            for (int width : {1, 6, 7, 8, 12, 16}) {
+                std::vector<float> dst(16 * 17, -7.0f);
+                k.transpose16(src.data(), 21, rows, dst.data(), 17, width);
+                int wrong = 0;
+                for (int p = 0; p < 16; ++p)
+                    for (int i = 0; i < 17; ++i) {
+                        float expected = i >= width ? -7.0f : (i < rows ? src[i * 21 + p] : 0.0f);
+                        wrong += dst[p * 17 + i] != expected;
+                    }
+                INFO(cpu::simd_isa_name(isa) << ": rows " << rows << " width " << width);
+                CHECK(wrong == 0);
+            }
+    }
+#if defined(__x86_64__)
+    if (cpu::cpu_supports(cpu::SimdIsa::Avx2)) CHECK(tested >= 1);
+#endif
 }

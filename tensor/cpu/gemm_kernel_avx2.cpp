@@ -2,10 +2,17 @@
 //
 // AVX2 has 16 vector registers of 8 floats: 6 rows x 2 registers = 12
 // accumulators, 2 for the B row, 1 for the broadcast A value, the classic
-// Haswell sgemm shape. Compiled for AVX2 whatever the build's -march says;
-// only called after cpu_supports(SimdIsa::Avx2).
+// Haswell sgemm shape. Each step p loads two B vectors and, for each of the
+// 6 rows, broadcasts one A value and issues two FMAs: 12 FMAs for 2 loads
+// + 6 broadcasts, and 12 independent chains to hide an FMA's latency. The
+// file has the same parts as the AVX-512 one (gemm_kernel_avx512.cpp),
+// narrower: shorter last panels, A read in place, and packing's transpose.
 //
-// Shapes: packed a [kc, 6], packed b [kc, 16] -> a 6 x 16 block of C (gemm.cpp).
+// Shapes: packed a [kc, 6], packed b [kc, 16] -> a 6 x 16 block of C (gemm.cpp);
+// kernel_unpacked_a_avx2: up to 6 rows of a row-major or transposed A read in place instead.
+//
+// Compiled for AVX2 whatever the build's -march says; only called after
+// cpu_supports(SimdIsa::Avx2).
 #if defined(__x86_64__) || defined(__i386__)  // x86 only: empty on other CPUs
 
 #include <immintrin.h>
@@ -23,22 +30,12 @@ namespace cpu {
 namespace {
 constexpr int MR = 6, NR = 16;
 
-void kernel_avx2(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c,
-                 int64_t ldc, int m, int n, bool accumulate) {
-    __m256 acc[MR][2];
-    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    for (int64_t p = 0; p < kc; ++p) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-        for (int i = 0; i < MR; ++i) {
-            __m256 ai = _mm256_broadcast_ss(a + i);
-            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-        }
-        a += MR;
-        b += NR;
-    }
-    if (m == MR && n == NR) {
-        for (int i = 0; i < MR; ++i) {
+// The accumulators of a ROWS x NR block to C: only the first m rows and n
+// columns exist in C at an edge, written with masked loads and stores.
+template <int ROWS>
+inline void store_block(__m256 (&acc)[ROWS][2], float* __restrict c, int64_t ldc, int m, int n, bool accumulate) {
+    if (m == ROWS && n == NR) {  // a full block: straight from registers to C
+        for (int i = 0; i < ROWS; ++i) {
             float* row = c + i * ldc;
             if (accumulate) {
                 acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(row));
@@ -49,17 +46,143 @@ void kernel_avx2(int64_t kc, const float* __restrict a, const float* __restrict 
         }
         return;
     }
-    alignas(32) float block[MR][NR];
-    for (int i = 0; i < MR; ++i) {
-        _mm256_store_ps(block[i], acc[i][0]);
-        _mm256_store_ps(block[i] + 8, acc[i][1]);
+    // Lane l of the first register is column l, of the second column 8 + l.
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i first = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+    const __m256i second = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lane);
+    for (int i = 0; i < ROWS; ++i) {
+        if (i >= m) break;
+        float* row = c + i * ldc;
+        if (accumulate) {
+            acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_maskload_ps(row, first));
+            acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_maskload_ps(row + 8, second));
+        }
+        _mm256_maskstore_ps(row, first, acc[i][0]);
+        _mm256_maskstore_ps(row + 8, second, acc[i][1]);
     }
-    for (int i = 0; i < m; ++i)
-        for (int j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + block[i][j] : block[i][j];
+}
+
+// The block's first ROWS rows (ROWS <= MR), from A values that sit side by
+// side, a_step apart from one step p to the next: a packed panel (a_step =
+// MR; it still holds MR values per step when ROWS < MR), or a transposed A
+// read in place (a_step = its row length). The full kernel is ROWS = MR; the
+// shorter ones serve a last panel of fewer rows, which need not compute the
+// packed panel's rows of zeros.
+template <int ROWS>
+void kernel_rows(int64_t kc, const float* __restrict a, int64_t a_step, const float* __restrict b,
+                 float* __restrict c, int64_t ldc, int m, int n, bool accumulate) {
+    __m256 acc[ROWS][2];
+    for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    // An empty K, apart, for the compiler's sake: where the loop below might
+    // run zero times, GCC 12 at -O3 kept the accumulators in memory as well
+    // as in registers and stored all 12 of them at every step p (12 stores
+    // per 12 FMAs, where a core does one 32-byte store a cycle): 1024 x 1024
+    // x 1024 ran at 31% of the FMA peak on a Zen 3 (AVX-512's 24 of 32
+    // registers did not have the problem).
+    if (kc < 1) return store_block<ROWS>(acc, c, ldc, m, n, accumulate);
+    for (int64_t p = 0; p < kc; ++p) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        for (int i = 0; i < ROWS; ++i) {
+            __m256 ai = _mm256_broadcast_ss(a + i);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += a_step;
+        b += NR;
+    }
+    store_block<ROWS>(acc, c, ldc, m, n, accumulate);
+}
+
+void kernel_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n,
+                 bool accumulate) {
+    if (m <= 2) kernel_rows<2>(kc, a, MR, b, c, ldc, m, n, accumulate);
+    else if (m <= 4) kernel_rows<4>(kc, a, MR, b, c, ldc, m, n, accumulate);
+    else kernel_rows<MR>(kc, a, MR, b, c, ldc, m, n, accumulate);
+}
+
+// ROWS rows of A read in place (gemm_kernels.h). Transposed (a_rs = 1), the
+// values of a step already sit side by side, as in a packed panel, only
+// a_cs apart from one step to the next: kernel_rows with that step.
+// Row-major (a_cs = 1), the broadcasts come from ROWS rows a_rs apart.
+template <int ROWS>
+void unpacked_rows(int64_t kc, const float* __restrict a, int64_t a_rs, int64_t a_cs, const float* __restrict b,
+                   float* __restrict c, int64_t ldc, int n, bool accumulate) {
+    if (a_cs != 1) return kernel_rows<ROWS>(kc, a, a_cs, b, c, ldc, ROWS, n, accumulate);
+    __m256 acc[ROWS][2];
+    for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    if (kc < 1) return store_block<ROWS>(acc, c, ldc, ROWS, n, accumulate);  // (kernel_rows)
+    for (int64_t p = 0; p < kc; ++p) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        for (int i = 0; i < ROWS; ++i) {
+            __m256 ai = _mm256_broadcast_ss(a + i * a_rs + p);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        b += NR;
+    }
+    store_block<ROWS>(acc, c, ldc, ROWS, n, accumulate);
+}
+
+// A panel of m <= MR rows read in place: exactly m rows, each with the
+// multiply-adds of the packed kernel, in the same order.
+void kernel_unpacked_a_avx2(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* c,
+                            int64_t ldc, int m, int n, bool accumulate) {
+    switch (m) {
+        case 1: return unpacked_rows<1>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 2: return unpacked_rows<2>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 3: return unpacked_rows<3>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 4: return unpacked_rows<4>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        case 5: return unpacked_rows<5>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+        default: return unpacked_rows<MR>(kc, a, a_rs, a_cs, b, c, ldc, n, accumulate);
+    }
+}
+
+// An 8 x 8 transpose in registers: three rounds of shuffles, each swapping
+// ever larger sub-blocks (1 float, 2 floats, 4 floats) between pairs of
+// rows. Afterwards r[j] holds column j of the input.
+inline void transpose8_in_registers(__m256 (&r)[8]) {
+    __m256 t[8];
+    // Round 1: interleave floats of row pairs (0,1), (2,3), ...
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);      // r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5]
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // r0[2] r1[2] r0[3] r1[3] | r0[6] ...
+    }
+    // Round 2: pairs of floats between rows (0,2), (1,3), (4,6), (5,7).
+    for (int i = 0; i < 8; i += 4)
+        for (int k = 0; k < 2; ++k) {
+            r[i + 2 * k] = _mm256_shuffle_ps(t[i + k], t[i + k + 2], 0x44);      // low pairs
+            r[i + 2 * k + 1] = _mm256_shuffle_ps(t[i + k], t[i + k + 2], 0xee);  // high pairs
+        }
+    // Now r[i + c] (i = 0 or 4, c < 4) holds column c of rows i..i+3 in its
+    // lower 128 bits and column c + 4 in its upper ones. Round 3: the
+    // 128-bit halves between rows (0,4), (1,5), ...
+    for (int c = 0; c < 4; ++c) {
+        t[c] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x20);
+        t[c + 4] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x31);
+    }
+    for (int j = 0; j < 8; ++j) r[j] = t[j];
+}
+
+// Packing's transpose (gemm_kernels.h), as four 8 x 8 blocks: rows past
+// `rows` read as zero; only `width` floats of each output row are stored
+// (a masked store).
+void transpose16_avx2(const float* src, int64_t src_stride, int rows, float* dst, int64_t dst_stride, int width) {
+    for (int i0 = 0; i0 < 16 && i0 < width; i0 += 8) {
+        // Lanes i0 + l of an output row exist for l < width - i0.
+        const int lanes = width - i0 < 8 ? width - i0 : 8;
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int p0 = 0; p0 < 16; p0 += 8) {
+            __m256 r[8];
+            for (int l = 0; l < 8; ++l)
+                r[l] = i0 + l < rows ? _mm256_loadu_ps(src + (i0 + l) * src_stride + p0) : _mm256_setzero_ps();
+            transpose8_in_registers(r);
+            for (int j = 0; j < 8; ++j) _mm256_maskstore_ps(dst + (p0 + j) * dst_stride + i0, mask, r[j]);
+        }
+    }
 }
 }  // namespace
 
-const MicroKernel kAvx2Kernel{SimdIsa::Avx2, MR, NR, kernel_avx2, nullptr};
+const MicroKernel kAvx2Kernel{SimdIsa::Avx2, MR, NR, kernel_avx2, transpose16_avx2, kernel_unpacked_a_avx2, nullptr};
 
 float fma_loop_avx2(int64_t iterations) {
     __m256 acc[12];
