@@ -63,7 +63,7 @@ endif
 # with a comparison in it (exp_fast's clamp, ReLU, GELU) may become vector
 # code on CPUs without AVX-512's masks. Without it, on AVX2 and NEON, GCC 12
 # left such loops scalar ("control flow in loop"): GELU's forward and
-# backward were 23% of train's step on a Zen 3.
+# backward were 23% of a training run's time on a Zen 3.
 # OpenMP: GCC and Linux clang take -fopenmp. Apple's clang has no OpenMP
 # runtime of its own: Homebrew's libomp (brew install libomp), reached
 # through the preprocessor; Homebrew's headers (nlohmann-json) are added
