@@ -193,9 +193,83 @@ void transpose16_avx2(const float* src, int64_t src_stride, int rows, float* dst
         }
     }
 }
+
+// The lanes i of the 16 partial sums lie in two registers, lanes 0-7 and
+// 8-15. lanes_below(r) is the mask of lanes l < r of one of them.
+inline __m256i lanes_below(int r) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// COLUMNS (1 or 4) dot products in the order of gemm_kernels.h: 16
+// partial sums per column in two registers, lane i taking k = i, i + 16,
+// ...; the last K mod 16 terms come through masked loads (masked *loads*
+// are not slow on Zen), the lanes past K adding 0 x 0.
+template <int COLUMNS>
+inline void dot_columns_block(int64_t K, const float* __restrict a, const float* __restrict b, int64_t b_cs,
+                              float* __restrict c, bool accumulate) {
+    __m256 partial[COLUMNS][2];
+    for (int j = 0; j < COLUMNS; ++j) partial[j][0] = partial[j][1] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        const __m256 a0 = _mm256_loadu_ps(a + k), a1 = _mm256_loadu_ps(a + k + 8);
+        for (int j = 0; j < COLUMNS; ++j) {
+            partial[j][0] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b + j * b_cs + k), partial[j][0]);
+            partial[j][1] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + j * b_cs + k + 8), partial[j][1]);
+        }
+    }
+    if (k < K) {
+        const int rest = (int)(K - k);
+        const __m256i first = lanes_below(rest), second = lanes_below(rest - 8);
+        const __m256 a0 = _mm256_maskload_ps(a + k, first), a1 = _mm256_maskload_ps(a + k + 8, second);
+        for (int j = 0; j < COLUMNS; ++j) {
+            partial[j][0] = _mm256_fmadd_ps(a0, _mm256_maskload_ps(b + j * b_cs + k, first), partial[j][0]);
+            partial[j][1] = _mm256_fmadd_ps(a1, _mm256_maskload_ps(b + j * b_cs + k + 8, second), partial[j][1]);
+        }
+    }
+    if constexpr (COLUMNS == 4) {
+        // The left-to-right sums of the four columns side by side, in one
+        // register of 4 floats: four lanes i at a time, the 4 x 4 block
+        // (column j, lane i0 + q) transposed so that register q holds lane
+        // i0 + q of every column, then added in order. 16 vector adds
+        // instead of 4 x 16 scalar ones, each waiting for the one before.
+        __m128 sum = _mm_setzero_ps();
+        for (int half = 0; half < 2; ++half)
+            for (int upper = 0; upper < 2; ++upper) {
+                __m128 r[4];
+                for (int j = 0; j < 4; ++j)
+                    r[j] = upper ? _mm256_extractf128_ps(partial[j][half], 1) : _mm256_castps256_ps128(partial[j][half]);
+                const __m128 t0 = _mm_unpacklo_ps(r[0], r[1]), t1 = _mm_unpackhi_ps(r[0], r[1]);
+                const __m128 t2 = _mm_unpacklo_ps(r[2], r[3]), t3 = _mm_unpackhi_ps(r[2], r[3]);
+                sum = _mm_add_ps(sum, _mm_movelh_ps(t0, t2));  // lane i0 of columns 0..3
+                sum = _mm_add_ps(sum, _mm_movehl_ps(t2, t0));  // lane i0 + 1
+                sum = _mm_add_ps(sum, _mm_movelh_ps(t1, t3));  // lane i0 + 2
+                sum = _mm_add_ps(sum, _mm_movehl_ps(t3, t1));  // lane i0 + 3
+            }
+        if (accumulate) sum = _mm_add_ps(_mm_loadu_ps(c), sum);
+        _mm_storeu_ps(c, sum);
+    } else {
+        alignas(32) float lanes[16];
+        _mm256_store_ps(lanes, partial[0][0]);
+        _mm256_store_ps(lanes + 8, partial[0][1]);
+        float sum = 0;
+        for (int i = 0; i < 16; ++i) sum += lanes[i];
+        *c = accumulate ? *c + sum : sum;
+    }
+}
+
+// Four columns at a time from the cache (four independent pairs of chains;
+// each loaded piece of a used four times), or one after the other when
+// streaming B from memory (one sequential read).
+void dot_columns_avx2(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
+                      bool accumulate, bool streaming) {
+    int64_t j = 0;
+    for (; !streaming && j + 4 <= columns; j += 4) dot_columns_block<4>(K, a, b + j * b_cs, b_cs, c + j, accumulate);
+    for (; j < columns; ++j) dot_columns_block<1>(K, a, b + j * b_cs, b_cs, c + j, accumulate);
+}
 }  // namespace
 
-const MicroKernel kAvx2Kernel{SimdIsa::Avx2, MR, NR, kernel_avx2, transpose16_avx2, kernel_unpacked_a_avx2, nullptr};
+const MicroKernel kAvx2Kernel{SimdIsa::Avx2, MR, NR, kernel_avx2, transpose16_avx2, kernel_unpacked_a_avx2,
+                              dot_columns_avx2};
 
 float fma_loop_avx2(int64_t iterations) {
     __m256 acc[12];
