@@ -59,11 +59,14 @@ endif
 # IEEE-safe flags only: no -ffast-math (it changes results and once broke a GELU
 # backward in llm.c). -fno-math-errno just lets sqrt compile to one instruction.
 # -fno-trapping-math tells GCC that no one reads the floating-point exception
-# flags (clang's default): every result stays the same to the bit, and a loop
-# with a comparison in it (exp_fast's clamp, ReLU, GELU) may become vector
-# code on CPUs without AVX-512's masks. Without it, on AVX2 and NEON, GCC 12
-# left such loops scalar ("control flow in loop"): GELU's forward and
-# backward were 23% of a training run's time on a Zen 3.
+# flags (clang's default), so a loop with a comparison in it (exp_fast's
+# clamp, GELU) may become vector code on CPUs without AVX-512's masks.
+# Without it, on AVX2 and NEON, GCC 12 left such loops scalar ("control flow
+# in loop"): GELU's forward and backward were 23% of a training run's time on
+# a Zen 3. No operation changes meaning, but GCC fuses a * b + c into one FMA
+# where it sees fit (its default), and a loop laid out differently may fuse
+# differently: a last bit can change. 30 training steps on the Zen 3 wrote a
+# byte-identical checkpoint with and without it.
 # OpenMP: GCC and Linux clang take -fopenmp. Apple's clang has no OpenMP
 # runtime of its own: Homebrew's libomp (brew install libomp), reached
 # through the preprocessor; Homebrew's headers (nlohmann-json) are added

@@ -161,17 +161,11 @@ TEST_CASE("gemm reads transposed operands without copying them first", "[matmul]
 // accumulate on (C's old values kept).
 static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::narrow(batch, 0, i, 1), 0); }
 
-// With an output at most 128 wide, a row-major or transposed A is read in
-// place by the AVX-512 kernel (gemm.cpp, multiply_rows), and an A with
-// neither stride 1 is packed. The multiply-adds are the same, so the three
-// must agree to the bit: rows not a multiple of 12 (a last panel of every
-// length from 1 to 11 rows, read in place too), K longer than one slice of
-// 256, outputs 96 and 128 wide. (On CPUs without AVX-512 all three are
-// packed, and agree as well.)
 // Each kernel that can read A in place (a row-major or transposed A, for
 // outputs at most 4 panels wide: gemm.cpp) against the same kernel on a
-// strided A, which is always packed: the same bits, last panels of every
-// length from 1 to MR - 1 included.
+// strided A, which is always packed: the same bits, for the widest output
+// read in place (4 panels) and one that ends in part of a panel, K longer
+// than one slice of 256, and last panels of every length from 1 to MR - 1.
 TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
     Generator gen(17);
     int tested = 0;
@@ -179,10 +173,10 @@ TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
         const cpu::MicroKernel& kernel = cpu::micro_kernel_for(isa);
         if (!kernel.run_unpacked_a || !cpu::cpu_supports(isa)) continue;
         ++tested;
-        const int64_t N = 3 * kernel.nr - 3;  // read in place, and not a whole number of panels
-        std::vector<std::array<int64_t, 3>> shapes{{50, 300, N}, {37, 70, N}};
+        const int64_t widest = 4 * kernel.nr, ragged = 3 * kernel.nr - 3;
+        std::vector<std::array<int64_t, 3>> shapes{{50, 300, widest}, {37, 70, ragged}};
         for (int64_t last_panel = 1; last_panel < kernel.mr; ++last_panel)
-            shapes.push_back({2 * kernel.mr + last_panel, 40, N});
+            shapes.push_back({2 * kernel.mr + last_panel, 40, ragged});
         for (auto [M, K, N] : shapes) {
             INFO(cpu::simd_isa_name(isa) << ": " << M << " x " << K << " x " << N);
             Tensor spread = raw::randn({M, K, 2}, gen);
@@ -202,6 +196,9 @@ TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
         }
     }
 #if defined(__x86_64__)
+    // Both x86 kernels read A in place; AVX2 runs on every AVX-512 CPU too.
+    CHECK(cpu::micro_kernel_for(cpu::SimdIsa::Avx2).run_unpacked_a != nullptr);
+    CHECK(cpu::micro_kernel_for(cpu::SimdIsa::Avx512).run_unpacked_a != nullptr);
     if (cpu::cpu_supports(cpu::SimdIsa::Avx2)) CHECK(tested >= 1);
 #endif
 }
@@ -723,8 +720,9 @@ TEST_CASE("every dot_columns kernel adds in the one order", "[matmul][gemv][simd
             WARN(cpu::simd_isa_name(isa) << "'s dot_columns does not fuse multiply-adds (a build without FMA): "
                                             "checked to rounding only");
         exact += bitwise;
-        // K: a multiple of 16, short ones, tails of 1 to 15; columns: 16 at a
-        // time and the rest one by one, streamed or not; accumulate on and off.
+        // K: a multiple of 16, short ones, tails of 1 to 15; columns: 16
+        // (AVX-512) or 4 (AVX2) at a time and the rest one by one, streamed or
+        // not; accumulate on and off.
         for (int64_t K : {1, 5, 16, 17, 32, 50, 128, 200, 344, 768})
             for (int64_t columns : {1, 15, 16, 37}) {
                 const int64_t b_cs = K + 3;  // columns apart by more than their length
@@ -750,7 +748,10 @@ TEST_CASE("every dot_columns kernel adds in the one order", "[matmul][gemv][simd
             }
     }
 #if defined(__x86_64__)
-    if (cpu::cpu_supports(cpu::SimdIsa::Avx512)) CHECK(exact >= 1);  // its kernel uses FMA instructions
+    // Both x86 kernels use FMA instructions; AVX2 runs on every AVX-512 CPU too.
+    CHECK(cpu::micro_kernel_for(cpu::SimdIsa::Avx2).dot_columns != nullptr);
+    if (cpu::cpu_supports(cpu::SimdIsa::Avx2)) CHECK(exact >= 1);
+    if (cpu::cpu_supports(cpu::SimdIsa::Avx512)) CHECK(exact >= 2);
 #endif
 }
 
@@ -771,7 +772,7 @@ TEST_CASE("each packing transpose equals the plain loop", "[matmul][simd]") {
         }
         ++tested;
         for (int rows : {0, 1, 5, 6, 9, 12, 16})
-            for (int width : {1, 6, 7, 8, 12, 16}) {
+            for (int width : {1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 16}) {
                 std::vector<float> dst(16 * 17, -7.0f);
                 k.transpose16(src.data(), 21, rows, dst.data(), 17, width);
                 int wrong = 0;
@@ -785,6 +786,8 @@ TEST_CASE("each packing transpose equals the plain loop", "[matmul][simd]") {
             }
     }
 #if defined(__x86_64__)
+    CHECK(cpu::micro_kernel_for(cpu::SimdIsa::Avx2).transpose16 != nullptr);
+    CHECK(cpu::micro_kernel_for(cpu::SimdIsa::Avx512).transpose16 != nullptr);
     if (cpu::cpu_supports(cpu::SimdIsa::Avx2)) CHECK(tested >= 1);
 #endif
 }

@@ -18,7 +18,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/old"
 git archive "$rev" tensor | tar -x -C "$work/old"
-flags=(-O3 -march=native -fno-math-errno -fopenmp -std=c++17)
+flags=(-O3 -march=native -fno-math-errno -fno-trapping-math -fopenmp -std=c++17)  # the release build's
 # gemv.cpp (the one-row products) exists from commit 5454755 on; a side
 # without it skips it.
 sources=(tensor/cpu/gemm.cpp tensor/cpu/allocator.cpp tensor/cpu/gemm_kernels.cpp tensor/cpu/gemm_kernel_avx512.cpp

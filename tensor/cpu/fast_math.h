@@ -5,7 +5,8 @@
 // element at a time (GCC only uses vector versions under -ffast-math, which
 // we do not use because it changes results elsewhere). These versions are
 // plain arithmetic with no branches, so `for (i) y[i] = exp_fast(x[i])`
-// becomes AVX-512 code: 16 exponentials per instruction sequence.
+// becomes AVX-512 code: 16 exponentials per instruction sequence (AVX2 and
+// NEON code too, given -fno-trapping-math: the Makefile says why).
 //
 // The polynomials are Cephes' expf and tanhf (S. Moshier), accurate to about
 // 2 ulp (relative error under 3e-7); tests/test_elementwise.cpp checks them
@@ -39,8 +40,9 @@ namespace cpu {
     // bench/results/gelu-sigmoid-rope-2026-12-06.txt).
     float xc = std::min(std::max(lo, x), hi);
     // Round to the nearest integer by adding and subtracting 1.5 * 2^23: the
-    // float adder rounds away the fraction. (std::floor would be a library
-    // call GCC does not vectorize unless -fno-trapping-math.)
+    // float adder rounds away the fraction. (std::floor is vector code only
+    // under -fno-trapping-math, which the release build has but a build with
+    // other flags may lack; the adder needs no flag.)
     const float round_magic = 12582912.0f;
     float n = (xc * 1.44269504088896341f + round_magic) - round_magic;
     // r = x - n ln2, with ln2 split in a short and a tiny part (Cody-Waite)
