@@ -90,11 +90,11 @@ void kernel_rows(int64_t kc, const float* __restrict a, int64_t a_step, const fl
     __m256 acc[ROWS][2];
     for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     // An empty K, apart, for the compiler's sake: where the loop below might
-    // run zero times, GCC 12 at -O3 kept the accumulators in memory as well
-    // as in registers and stored all 12 of them at every step p (12 stores
-    // per 12 FMAs, where a core does one 32-byte store a cycle): 1024 x 1024
-    // x 1024 ran at 31% of the FMA peak on a Zen 3 (AVX-512's 24 of 32
-    // registers did not have the problem).
+    // run zero times, GCC 12 at -O3 (-fpeel-loops, which -O2 lacks) kept the
+    // accumulators in memory as well as in registers and stored all 12 of
+    // them at every step p (12 stores per 12 FMAs, where a core does one
+    // 32-byte store a cycle): 1024 x 1024 x 1024 ran at 31% of the FMA peak
+    // on a Zen 3. (The AVX-512 kernel's loop never had the stores.)
     if (kc < 1) return store_block<ROWS>(acc, c, ldc, m, n, accumulate);
     for (int64_t p = 0; p < kc; ++p) {
         __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
