@@ -6,7 +6,10 @@
 // 6 rows, broadcasts one A value and issues two FMAs: 12 FMAs for 2 loads
 // + 6 broadcasts, and 12 independent chains to hide an FMA's latency. The
 // file has the same parts as the AVX-512 one (gemm_kernel_avx512.cpp),
-// narrower: shorter last panels, A read in place, and packing's transpose.
+// narrower: shorter last panels, A read in place, packing's transpose, and
+// the dot products of one-row products (four columns at a time, not 16).
+// The loops repeat the AVX-512 file's on another vector type: each file is
+// compiled alone for its instruction set.
 //
 // Shapes: packed a [kc, 6], packed b [kc, 16] -> a 6 x 16 block of C (gemm.cpp);
 // kernel_unpacked_a_avx2: up to 6 rows of a row-major or transposed A read in place instead.
