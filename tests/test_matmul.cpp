@@ -241,8 +241,9 @@ TEST_CASE("gemm_single_thread with its own packing buffers: same bits, no alloca
 // Each part must give gemm_single_thread's bits on the same part of B, and
 // the reference's values, for B row-major and transposed (keys as K^T),
 // parts that start at row 0 and inside, widths not a multiple of the
-// kernel's panels, A transposed, one-row products (gemv), accumulation, and
-// a B deeper than one cache slice (not packed: gemm_single_thread's path).
+// kernel's panels, A transposed, one-row products (gemv), accumulation, a B
+// deeper than one cache slice and a B for one-row products only (neither
+// packed: gemm_single_thread's path).
 template <typename T>
 static void check_packed_b_parts(double tol) {
     Generator gen(29);
@@ -259,12 +260,16 @@ static void check_packed_b_parts(double tol) {
                 Tensor bt = raw::contiguous(raw::transpose(b, 0, 1));
                 const T* b_data = b_transposed ? bt.data<T>() : b.data<T>();
                 const int64_t b_rs = b_transposed ? 1 : width, b_cs = b_transposed ? depth : 1;
-                const cpu::PackedB<T> packed = cpu::pack_b_once(depth, width, b_data, b_rs, b_cs, buffers);
-                CHECK((packed.panels != nullptr) == (depth <= 256));
+                // Packed for products of up to 33 rows; for one-row products only, not packed.
+                for (int64_t max_rows : {33, 1})
                 for (Part part : {Part{33, width, 0, depth}, Part{12, 37, 0, depth / 2}, Part{20, width, depth / 3,
                                   depth - depth / 3}, Part{1, 50, 5, depth - 5}, Part{24, 64, depth - 8, 8}}) {
+                    if (part.M > max_rows) continue;
+                    const cpu::PackedB<T> packed = cpu::pack_b_once(max_rows, depth, width, b_data, b_rs, b_cs, buffers);
+                    CHECK((packed.panels != nullptr) == (max_rows > 1 && depth <= 256));
                     INFO("depth " << depth << (b_transposed ? ", B transposed" : "") << (a_transposed ? ", A transposed" : "")
-                                  << ": M " << part.M << " N " << part.N << " rows " << part.k0 << " + " << part.K);
+                                  << ", packed for " << max_rows << " rows: M " << part.M << " N " << part.N << " rows "
+                                  << part.k0 << " + " << part.K);
                     Tensor a = raw::to_dtype(raw::randn({part.M, part.K}, gen), dtype);
                     Tensor at = raw::contiguous(raw::transpose(a, 0, 1));
                     const T* a_data = a_transposed ? at.data<T>() : a.data<T>();

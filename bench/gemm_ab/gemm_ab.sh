@@ -31,7 +31,14 @@ for side in old new; do
         obj="$work/$side-$(basename "$src" .cpp).o"
         from=$([ "$src" = bench/gemm_ab/side.cpp ] && echo "$src" || echo "$root/$src")
         [ -f "$from" ] || [ $side = new ] || continue  # only the old side may lack one
-        g++ "${flags[@]}" -I"$root" $rename -DAB_RUN=run_$side -c "$from" -o "$obj" &
+        # The kernel files' own instruction sets, as the Makefile gives them
+        # (so that an AVX2-only CPU builds the AVX-512 file too).
+        case $src in
+            */gemm_kernel_avx2.cpp) isa=(-mavx2 -mfma) ;;
+            */gemm_kernel_avx512.cpp) isa=(-mavx512f -mfma) ;;
+            *) isa=() ;;
+        esac
+        g++ "${flags[@]}" "${isa[@]}" -I"$root" $rename -DAB_RUN=run_$side -c "$from" -o "$obj" &
         objects+=("$obj")
     done
     wait

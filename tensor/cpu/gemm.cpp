@@ -699,11 +699,12 @@ namespace {
 // one strip (nc) packs B whole, as here, then runs multiply_rows over all
 // its rows, as gemm_packed_b does.
 template <typename T, typename Kernel>
-PackedB<T> pack_b_once_with(int64_t K, int64_t N, const T* B, int64_t b_rs, int64_t b_cs, const Kernel& kernel,
-                            PackingBuffers<T>& buffers) {
+PackedB<T> pack_b_once_with(int64_t max_rows, int64_t K, int64_t N, const T* B, int64_t b_rs, int64_t b_cs,
+                            const Kernel& kernel, PackingBuffers<T>& buffers) {
     PackedB<T> packed{B, b_rs, b_cs, nullptr, K, N, 0};
     const Blocking blk = blocking_for(kernel.mr, kernel.nr);
-    if (K == 0 || K > blk.kc || N > blk.nc) return packed;  // gemm_packed_b then calls gemm_single_thread
+    // gemm_packed_b then calls gemm_single_thread
+    if (max_rows <= 1 || K == 0 || K > blk.kc || N > blk.nc) return packed;
     const int64_t zero = 0;
     GemmProblem<T, Kernel> g{0, N, K, {nullptr, &zero, 0, 0}, {B, &zero, b_rs, b_cs}, nullptr, &zero, 0, kernel, blk,
                              false, &buffers};
@@ -734,13 +735,13 @@ void gemm_packed_b_with(int64_t M, int64_t N, int64_t k0, int64_t K, const T* A,
 
 }  // namespace
 
-PackedB<float> pack_b_once(int64_t K, int64_t N, const float* B, int64_t b_rs, int64_t b_cs,
+PackedB<float> pack_b_once(int64_t max_rows, int64_t K, int64_t N, const float* B, int64_t b_rs, int64_t b_cs,
                            PackingBuffers<float>& buffers) {
-    return pack_b_once_with(K, N, B, b_rs, b_cs, micro_kernel_for(best_simd_isa()), buffers);
+    return pack_b_once_with(max_rows, K, N, B, b_rs, b_cs, micro_kernel_for(best_simd_isa()), buffers);
 }
-PackedB<double> pack_b_once(int64_t K, int64_t N, const double* B, int64_t b_rs, int64_t b_cs,
+PackedB<double> pack_b_once(int64_t max_rows, int64_t K, int64_t N, const double* B, int64_t b_rs, int64_t b_cs,
                             PackingBuffers<double>& buffers) {
-    return pack_b_once_with(K, N, B, b_rs, b_cs, kDoubleKernel, buffers);
+    return pack_b_once_with(max_rows, K, N, B, b_rs, b_cs, kDoubleKernel, buffers);
 }
 void gemm_packed_b(int64_t M, int64_t N, int64_t k0, int64_t K, const float* A, int64_t a_rs, int64_t a_cs,
                    const PackedB<float>& b, float* C, int64_t ldc, bool accumulate, PackingBuffers<float>& buffers) {

@@ -346,7 +346,7 @@ void for_each_key_band(bool causal, int64_t i0, int64_t br, int64_t j0, int64_t 
 template <typename T>
 void tile_scores(bool causal, const T* q, int64_t q_rs, int64_t i0, int64_t br, const T* k, int64_t k_rs, int64_t j0,
                  int64_t bc, int64_t D, T* scores, PackingBuffers<T>& packing) {
-    const PackedB<T> keys_t = pack_b_once(D, bc, k + j0 * k_rs, 1, k_rs, packing);  // K_tile^T: D x bc
+    const PackedB<T> keys_t = pack_b_once(br, D, bc, k + j0 * k_rs, 1, k_rs, packing);  // K_tile^T: D x bc
     for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
         gemm_packed_b(rows, keys, 0, D, q + (i0 + r0) * q_rs, q_rs, 1, keys_t, scores + r0 * bc, bc,
                       /*accumulate=*/false, packing);
@@ -445,7 +445,7 @@ void attention_typed(const Tensor& q_tensor, const Tensor& k_tensor, const Tenso
                 for (int64_t e = 0; e < Dv; ++e) o[e] *= rescale;
             }
             // o += P_tile V_tile, band by band: each band's keys are the first rows of V_tile.
-            const PackedB<T> values = pack_b_once(bc, Dv, v + j0 * v_rs, v_rs, 1, tiles.packing);
+            const PackedB<T> values = pack_b_once(br, bc, Dv, v + j0 * v_rs, v_rs, 1, tiles.packing);
             for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
                 gemm_packed_b(rows, Dv, 0, keys, scores.data() + r0 * bc, bc, 1, values, acc.data() + r0 * Dv, Dv,
                               /*accumulate=*/true, tiles.packing);
@@ -522,7 +522,7 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                     std::fill(pr + visible, pr + bc, T(0));
                 }
                 // dp = dout_tile V_tile^T, band by band (like the scores)
-                const PackedB<T> values_t = pack_b_once(Dv, bc, v + j0 * v_rs, 1, v_rs, tiles.packing);
+                const PackedB<T> values_t = pack_b_once(br, Dv, bc, v + j0 * v_rs, 1, v_rs, tiles.packing);
                 for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t keys) {
                     gemm_packed_b(rows, keys, 0, Dv, dout + (i0 + r0) * dout_rs, dout_rs, 1, values_t,
                                   dp.data() + r0 * bc, bc, false, tiles.packing);
@@ -540,17 +540,17 @@ void attention_backward_typed(const Tensor& dout_tensor, const Tensor& q_tensor,
                 // dv_tile += P^T dout_tile and dk_tile += dS^T q_tile, by bands of keys
                 // (a band's queries are the last rows of the tile's dout and q);
                 // dq_tile += dS k_tile, by bands of queries.
-                const PackedB<T> dout_tile = pack_b_once(br, Dv, dout + i0 * dout_rs, dout_rs, 1, tiles.packing);
+                const PackedB<T> dout_tile = pack_b_once(bc, br, Dv, dout + i0 * dout_rs, dout_rs, 1, tiles.packing);
                 for_each_key_band(causal, i0, br, j0, bc, [&](int64_t c0, int64_t cols, int64_t first) {
                     gemm_packed_b(cols, Dv, first, br - first, p.data() + first * bc + c0, 1, bc, dout_tile,
                                   dv + (j0 + c0) * dv_rs, dv_rs, add_to_dk_dv, tiles.packing);
                 });
-                const PackedB<T> q_tile = pack_b_once(br, D, q + i0 * q_rs, q_rs, 1, tiles.packing);
+                const PackedB<T> q_tile = pack_b_once(bc, br, D, q + i0 * q_rs, q_rs, 1, tiles.packing);
                 for_each_key_band(causal, i0, br, j0, bc, [&](int64_t c0, int64_t cols, int64_t first) {
                     gemm_packed_b(cols, D, first, br - first, dp.data() + first * bc + c0, 1, bc, q_tile,
                                   dk + (j0 + c0) * dk_rs, dk_rs, add_to_dk_dv, tiles.packing);
                 });
-                const PackedB<T> keys = pack_b_once(bc, D, k + j0 * k_rs, k_rs, 1, tiles.packing);
+                const PackedB<T> keys = pack_b_once(br, bc, D, k + j0 * k_rs, k_rs, 1, tiles.packing);
                 for_each_query_band(causal, i0, br, j0, bc, [&](int64_t r0, int64_t rows, int64_t visible) {
                     gemm_packed_b(rows, D, 0, visible, dp.data() + r0 * bc, bc, 1, keys, dq + (i0 + r0) * dq_rs, dq_rs,
                                   add_to_dq, tiles.packing);
