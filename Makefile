@@ -273,7 +273,29 @@ $(BUILD)/obj/tensor/cpu/gemm_kernel_avx512_bf16.o: CXXFLAGS += -mavx512f -mavx51
 $(BUILD)/obj/tensor/cpu/gemm_kernel_amx.o: CXXFLAGS += -mamx-tile -mamx-bf16
 endif
 
-$(BUILD)/obj/%.o: %.cpp
+# Make rebuilds a file when a prerequisite is newer; it never notices that
+# the flags changed. So the compiler and flags of this build directory are
+# written to $(BUILD)/build-flags whenever they differ from the last run's,
+# and every C++ object depends on that file: a new flag in this Makefile,
+# or ARCH=... or MODE=... given for the same BUILD, recompiles everything,
+# where the old objects would otherwise be kept and linked with new ones.
+# Not in it: the per-file flags above (fixed for their files) and nvcc's
+# flags, so that asking for other CUDA architectures does not recompile
+# the CUDA files (CI builds build/ for one, then runs gpu-check-dry-run,
+# which names none). $(file) needs GNU make 4.2; an older make (macOS's
+# 3.81) gets an empty file, once, and the old behaviour.
+BUILD_FLAGS_FILE := $(BUILD)/build-flags
+build_flags := $(CXX) $(CXXFLAGS) $(MPI_CFLAGS) NCCL=$(NCCL) | $(LDFLAGS) $(LDLIBS) $(MPI_LIBS)
+ifneq ($(build_flags),$(file <$(BUILD_FLAGS_FILE)))
+  ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)  # not for make -n, which changes nothing
+    $(shell mkdir -p $(BUILD))
+    $(file >$(BUILD_FLAGS_FILE),$(build_flags))
+  endif
+endif
+$(BUILD_FLAGS_FILE):
+	@mkdir -p $(dir $@) && touch $@
+
+$(BUILD)/obj/%.o: %.cpp $(BUILD_FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
@@ -338,7 +360,7 @@ $(BUILD)/bench/attention_time: $(BUILD)/obj/bench/attention/attention_time.o $(L
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/obj/bench/gemm_ab/side_%.o: bench/gemm_ab/side.cpp
+$(BUILD)/obj/bench/gemm_ab/side_%.o: bench/gemm_ab/side.cpp $(BUILD_FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -DAB_RUN=run_$* -c $< -o $@
 
@@ -361,6 +383,7 @@ test:
 	tools/pictures.sh $(BUILD) $(BUILD)/pictures
 	tools/run_exercises.sh $(BUILD)
 	tests/cli_test.sh $(BUILD)
+	tests/build_flags_test.sh
 	tests/fault_test.sh $(BUILD)
 	tests/mpi_test.sh $(BUILD)
 	$(BUILD)/bench/attention_time 2 70 8
