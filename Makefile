@@ -18,6 +18,23 @@
 CXX ?= g++
 MODE ?= release
 BUILD ?= build
+# The fuzz targets are built with clang (libFuzzer): set before anything
+# below asks the compiler what it is.
+ifeq ($(MODE),fuzz)
+  CXX := clang++
+endif
+# CXXFLAGS and LDFLAGS from the environment (a user's own, or conda's) go in
+# front of the Makefile's flags. Make hands an environment variable on to
+# the makes it starts with the value it has here, the Makefile's flags
+# added, so each recursive make (make test runs some) would add them once
+# more, and the build-flags file (below) would change at every level and
+# recompile everything. So the value the user gave is kept apart, and every
+# make starts from it.
+NORMCORE_USER_CXXFLAGS ?= $(CXXFLAGS)
+NORMCORE_USER_LDFLAGS ?= $(LDFLAGS)
+export NORMCORE_USER_CXXFLAGS NORMCORE_USER_LDFLAGS
+CXXFLAGS := $(NORMCORE_USER_CXXFLAGS)
+LDFLAGS := $(NORMCORE_USER_LDFLAGS)
 # The CPU the compiler builds for: x86-64 or 64-bit ARM (AArch64: Apple
 # Silicon, Linux on ARM), from the compiler itself, so a cross compiler
 # (CXX=aarch64-linux-gnu-g++) is handled like a native one.
@@ -434,7 +451,6 @@ FUZZ_IMAGE_RUNS ?= 25000
 FUZZ_NO_ASLR := $(if $(FUZZ_RUNS),$(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R))
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 ifeq ($(MODE),fuzz)
-CXX := clang++
 $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ -fsanitize=address,undefined,fuzzer -fopenmp $(LDLIBS)

@@ -11,19 +11,34 @@ mkdir -p build
 dir=$(mktemp -d build/flags-test.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 object=$dir/obj/tensor/dtype.o
-# (Without the variables of a make that runs this script: `make test
-# CXXFLAGS=...` would hide the environment's flags.)
-build() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 MPI=0 BUILD="$dir" "$object" 2>&1; }
+# build VAR=value...: make the object with those variables in the
+# environment, and without those of a make that runs this script (`make
+# test CXXFLAGS=...` would hide the environment's flags, and the user's
+# flags it hands on would replace them); make's messages in English.
+build() {
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u NORMCORE_USER_CXXFLAGS -u NORMCORE_USER_LDFLAGS LC_ALL=C "$@" \
+        make --no-print-directory CUDA=0 MPI=0 BUILD="$dir" "$object" 2>&1
+}
+# The object made a few seconds older than anything written next, so that a
+# file system that keeps whole seconds still sees the flags file as newer.
+age() { touch -d '-5 sec' "$object"; }
 fail() { echo "build_flags_test: $1"; echo "make said:"; echo "$2"; exit 1; }
 
-out=$(CXXFLAGS=-DNORMCORE_FLAGS_TEST build)
+out=$(build CXXFLAGS=-DNORMCORE_FLAGS_TEST)
 [[ $out == *"-DNORMCORE_FLAGS_TEST"* ]] || fail "the first build did not compile with the flag" "$out"
-out=$(CXXFLAGS=-DNORMCORE_FLAGS_TEST build)
+out=$(build CXXFLAGS=-DNORMCORE_FLAGS_TEST)
 [[ $out == *"up to date"* ]] || fail "the same flags again recompiled the object" "$out"
+age
 out=$(build)
 [[ $out == *"dtype.cpp"* && $out != *"-DNORMCORE_FLAGS_TEST"* ]] ||
     fail "without the flag the object was not recompiled (or still had it)" "$out"
-out=$(CXXFLAGS=-DNORMCORE_FLAGS_TEST build)
+age
+out=$(build CXXFLAGS=-DNORMCORE_FLAGS_TEST)
 [[ $out == *"-DNORMCORE_FLAGS_TEST"* ]] || fail "with the flag back the object was not recompiled" "$out"
+# A make started by another (make test starts some) is handed CXXFLAGS with
+# the first one's flags added, and the user's own apart: it must start
+# from the user's, see the same flags and find nothing to do.
+out=$(build NORMCORE_USER_CXXFLAGS=-DNORMCORE_FLAGS_TEST CXXFLAGS="-DNORMCORE_FLAGS_TEST -DADDED_BY_THE_FIRST_MAKE")
+[[ $out == *"up to date"* ]] || fail "a make started by another recompiled the object" "$out"
 grep -q -- "-DNORMCORE_FLAGS_TEST" "$dir/build-flags" || fail "build-flags does not hold the flags" "$(cat "$dir/build-flags")"
-echo "build_flags_test: a change of flags recompiles, the same flags do not"
+echo "build_flags_test: a change of flags recompiles; the same flags, also in a make started by another, do not"

@@ -260,39 +260,41 @@ static void check_packed_b_parts(double tol) {
                 Tensor bt = raw::contiguous(raw::transpose(b, 0, 1));
                 const T* b_data = b_transposed ? bt.data<T>() : b.data<T>();
                 const int64_t b_rs = b_transposed ? 1 : width, b_cs = b_transposed ? depth : 1;
-                // Packed for products of up to 33 rows; for one-row products only, not packed.
-                for (int64_t max_rows : {33, 1})
-                for (Part part : {Part{33, width, 0, depth}, Part{12, 37, 0, depth / 2}, Part{20, width, depth / 3,
-                                  depth - depth / 3}, Part{1, 50, 5, depth - 5}, Part{24, 64, depth - 8, 8}}) {
-                    if (part.M > max_rows) continue;
+                // Packed once for products of up to 33 rows, which all the parts
+                // below then read; for one-row products only, not packed.
+                for (int64_t max_rows : {33, 1}) {
                     const cpu::PackedB<T> packed = cpu::pack_b_once(max_rows, depth, width, b_data, b_rs, b_cs, buffers);
                     CHECK((packed.panels != nullptr) == (max_rows > 1 && depth <= 256));
-                    INFO("depth " << depth << (b_transposed ? ", B transposed" : "") << (a_transposed ? ", A transposed" : "")
-                                  << ", packed for " << max_rows << " rows: M " << part.M << " N " << part.N << " rows "
-                                  << part.k0 << " + " << part.K);
-                    Tensor a = raw::to_dtype(raw::randn({part.M, part.K}, gen), dtype);
-                    Tensor at = raw::contiguous(raw::transpose(a, 0, 1));
-                    const T* a_data = a_transposed ? at.data<T>() : a.data<T>();
-                    const int64_t a_rs = a_transposed ? 1 : part.K, a_cs = a_transposed ? part.M : 1;
-                    const T* b_part = b_data + part.k0 * b_rs;
-                    for (bool accumulate : {false, true}) {
-                        std::vector<T> start(part.M * part.N);
-                        for (size_t i = 0; i < start.size(); ++i) start[i] = T(0.25) * T(i % 7);
-                        std::vector<T> got = start, expected = start;
-                        cpu::gemm_packed_b(part.M, part.N, part.k0, part.K, a_data, a_rs, a_cs, packed, got.data(),
-                                           part.N, accumulate, buffers);
-                        cpu::gemm_single_thread(part.M, part.N, part.K, a_data, a_rs, a_cs, b_part, b_rs, b_cs,
-                                                expected.data(), part.N, accumulate);
-                        CHECK(got == expected);
-                        std::vector<double> reference = reference_matmul(
-                            a, raw::narrow(raw::narrow(b, 0, part.k0, part.K), 1, 0, part.N));
-                        double worst = 0;
-                        for (size_t i = 0; i < got.size(); ++i) {
-                            const double error =
-                                std::abs((double)got[i] - (accumulate ? (double)start[i] : 0.0) - reference[i]);
-                            worst = std::isnan(error) ? error : std::max(worst, error);
+                    for (Part part : {Part{33, width, 0, depth}, Part{12, 37, 0, depth / 2}, Part{20, width, depth / 3,
+                                      depth - depth / 3}, Part{1, 50, 5, depth - 5}, Part{24, 64, depth - 8, 8}}) {
+                        if (part.M > max_rows) continue;
+                        INFO("depth " << depth << (b_transposed ? ", B transposed" : "") << (a_transposed ? ", A transposed" : "")
+                                      << ", packed for " << max_rows << " rows: M " << part.M << " N " << part.N << " rows "
+                                      << part.k0 << " + " << part.K);
+                        Tensor a = raw::to_dtype(raw::randn({part.M, part.K}, gen), dtype);
+                        Tensor at = raw::contiguous(raw::transpose(a, 0, 1));
+                        const T* a_data = a_transposed ? at.data<T>() : a.data<T>();
+                        const int64_t a_rs = a_transposed ? 1 : part.K, a_cs = a_transposed ? part.M : 1;
+                        const T* b_part = b_data + part.k0 * b_rs;
+                        for (bool accumulate : {false, true}) {
+                            std::vector<T> start(part.M * part.N);
+                            for (size_t i = 0; i < start.size(); ++i) start[i] = T(0.25) * T(i % 7);
+                            std::vector<T> got = start, expected = start;
+                            cpu::gemm_packed_b(part.M, part.N, part.k0, part.K, a_data, a_rs, a_cs, packed, got.data(),
+                                               part.N, accumulate, buffers);
+                            cpu::gemm_single_thread(part.M, part.N, part.K, a_data, a_rs, a_cs, b_part, b_rs, b_cs,
+                                                    expected.data(), part.N, accumulate);
+                            CHECK(got == expected);
+                            std::vector<double> reference = reference_matmul(
+                                a, raw::narrow(raw::narrow(b, 0, part.k0, part.K), 1, 0, part.N));
+                            double worst = 0;
+                            for (size_t i = 0; i < got.size(); ++i) {
+                                const double error =
+                                    std::abs((double)got[i] - (accumulate ? (double)start[i] : 0.0) - reference[i]);
+                                worst = std::isnan(error) ? error : std::max(worst, error);
+                            }
+                            CHECK(worst < tol * std::sqrt((double)part.K));
                         }
-                        CHECK(worst < tol * std::sqrt((double)part.K));
                     }
                 }
             }

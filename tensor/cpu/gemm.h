@@ -119,7 +119,8 @@ struct PackedB {
 // Packs B (K x N, strided) into buffers.b(). A product of the same thread with
 // these buffers between this and the last gemm_packed_b would overwrite it.
 // max_rows: the most rows of A any of those products will have. With one
-// row each reads B in place (gemv), so nothing is packed: generating a
+// row none reads the panels (float32 goes to gemv, which reads B in place;
+// float64 packs B its own way), so nothing is packed: generating a
 // token attends with one query, and packing its keys and values, copies
 // the products then never read, took 18% of a token's time on a Zen 3.
 PackedB<float> pack_b_once(int64_t max_rows, int64_t K, int64_t N, const float* B, int64_t b_rs, int64_t b_cs,
