@@ -30,8 +30,14 @@ endif
 # more, and the build-flags file (below) would change at every level and
 # recompile everything. So the value the user gave is kept apart, and every
 # make starts from it.
-NORMCORE_USER_CXXFLAGS ?= $(CXXFLAGS)
-NORMCORE_USER_LDFLAGS ?= $(LDFLAGS)
+# (Taken with :=, their value now: a `?=` would hand on a reference to
+# CXXFLAGS, read after the flags below were added.)
+ifeq ($(origin NORMCORE_USER_CXXFLAGS),undefined)
+  NORMCORE_USER_CXXFLAGS := $(CXXFLAGS)
+endif
+ifeq ($(origin NORMCORE_USER_LDFLAGS),undefined)
+  NORMCORE_USER_LDFLAGS := $(LDFLAGS)
+endif
 export NORMCORE_USER_CXXFLAGS NORMCORE_USER_LDFLAGS
 CXXFLAGS := $(NORMCORE_USER_CXXFLAGS)
 LDFLAGS := $(NORMCORE_USER_LDFLAGS)

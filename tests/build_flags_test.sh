@@ -35,10 +35,15 @@ out=$(build)
 age
 out=$(build CXXFLAGS=-DNORMCORE_FLAGS_TEST)
 [[ $out == *"-DNORMCORE_FLAGS_TEST"* ]] || fail "with the flag back the object was not recompiled" "$out"
-# A make started by another (make test starts some) is handed CXXFLAGS with
-# the first one's flags added, and the user's own apart: it must start
-# from the user's, see the same flags and find nothing to do.
-out=$(build NORMCORE_USER_CXXFLAGS=-DNORMCORE_FLAGS_TEST CXXFLAGS="-DNORMCORE_FLAGS_TEST -DADDED_BY_THE_FIRST_MAKE")
+# A make started by another, as make test starts some: the first one's
+# recipe makes the same object. The second is handed CXXFLAGS with the
+# first one's flags added, and the user's own apart: it must start from
+# the user's, see the same flags and find nothing to do.
+printf '%s\n' 'include Makefile' 'second-make:' \
+    '	@$(MAKE) --no-print-directory -f Makefile CUDA=0 MPI=0 BUILD=$(BUILD) $(OBJECT)' > "$dir/recursive.mk"
+out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u NORMCORE_USER_CXXFLAGS -u NORMCORE_USER_LDFLAGS LC_ALL=C \
+      CXXFLAGS=-DNORMCORE_FLAGS_TEST make --no-print-directory -f "$dir/recursive.mk" CUDA=0 MPI=0 BUILD="$dir" \
+      OBJECT="$object" second-make 2>&1)
 [[ $out == *"up to date"* ]] || fail "a make started by another recompiled the object" "$out"
 grep -q -- "-DNORMCORE_FLAGS_TEST" "$dir/build-flags" || fail "build-flags does not hold the flags" "$(cat "$dir/build-flags")"
 echo "build_flags_test: a change of flags recompiles; the same flags, also in a make started by another, do not"
