@@ -110,9 +110,8 @@ void scaled_rows(int64_t first, int64_t last, int64_t K, const float* a, int64_t
 // does not, and B's two paths below must give the same bits.
 DotColumnsFn dot_kernel_for_cache() {
     static const DotColumnsFn dot = [] {
-        DotColumnsFn own = micro_kernel_for(best_simd_isa()).dot_columns;
 #ifdef FP_FAST_FMAF
-        if (own) return own;
+        if (DotColumnsFn own = micro_kernel_for(best_simd_isa()).dot_columns) return own;
 #endif
         return kPortableKernel.dot_columns;
     }();
