@@ -30,8 +30,8 @@ endif
 # more, and the build-flags file (below) would change at every level and
 # recompile everything. So the value the user gave is kept apart, and every
 # make starts from it.
-# (Taken with :=, their value now: a `?=` would hand on a reference to
-# CXXFLAGS, read after the flags below were added.)
+# (`:=` copies the value at this point; `?=` would export a reference to
+# CXXFLAGS, expanded after the flags below are appended.)
 ifeq ($(origin NORMCORE_USER_CXXFLAGS),undefined)
   NORMCORE_USER_CXXFLAGS := $(CXXFLAGS)
 endif
