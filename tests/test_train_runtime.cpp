@@ -13,6 +13,7 @@
 #include "helpers.h"
 #include "studies/study.h"
 #include "train/lm.h"
+#include "train/run_log.h"
 #include "train/train.h"
 
 using namespace nc;
@@ -114,6 +115,61 @@ TEST_CASE("training runtime: the result is the run's own log, and result.json ke
     std::ofstream(run_dir + "/bad.json") << "{\"stop\": \"finished\"}";
     nc_test::check_error([&] { read_result(run_dir + "/bad.json"); }, {"bad.json' is not a run's result.json"});
     nc_test::check_error([&] { read_result(run_dir + "/missing.json"); }, {"cannot read '"});
+}
+
+TEST_CASE("progress: the MFU is over the best FMA peak sampled so far, sampled again during the run", "[train]") {
+    // A peak sample can only come out too low (another process held a
+    // core). Here the first samples say 50 GFLOP/s, the next the true 200,
+    // the third a slowed 120: the lines must use 200 from the second on, and
+    // sample again only at a report line at least 2 s of training after the
+    // previous sample.
+    std::vector<int> asked;  // the sample counts asked for, call by call
+    auto sample_peak = [&](int samples) {
+        asked.push_back(samples);
+        return asked.size() == 1 ? 50.0 : asked.size() == 2 ? 200.0 : 120.0;
+    };
+    std::FILE* out = std::tmpfile();
+    REQUIRE(out != nullptr);
+    // 40 steps (a line every 2), 1000 tokens a step, 1e8 FLOPs a token: at 1
+    // s a step, 100 GFLOP/s, MFU 200% over the first peak, 50% over the true one.
+    Progress progress(out, 0, 40, 40, 1000, 1e8, sample_peak);
+    CHECK(asked == std::vector<int>{3});
+    CHECK(progress.peak_gflops() == 50.0);
+    CHECK(progress.mfu(1000) == Approx(200.0));
+    progress.step(1, 1.0, 1.0, 5.0, NAN, 1e-3);  // not a report line: no sample
+    CHECK(asked.size() == 1);
+    progress.step(2, 1.0, 2.0, 5.0, NAN, 1e-3);  // a report line, 2 s after the first sample (at 0 s)
+    CHECK(asked == std::vector<int>{3, 1});
+    CHECK(progress.peak_gflops() == 200.0);
+    progress.step(3, 1.0, 3.0, 5.0, NAN, 1e-3);
+    progress.step(4, 1.0, 3.5, 5.0, NAN, 1e-3);  // a report line only 1.5 s after the last sample
+    CHECK(asked.size() == 2);
+    progress.step(5, 1.0, 4.5, 5.0, NAN, 1e-3);
+    progress.step(6, 1.0, 5.5, 5.0, NAN, 1e-3);  // 3.5 s after it
+    CHECK(asked.size() == 3);
+    CHECK(progress.peak_gflops() == 200.0);  // the best, not the last
+    CHECK(progress.mfu(1000) == Approx(50.0));
+    // What was printed: the line of step 2 on, over the best peak.
+    std::rewind(out);
+    std::string text(4096, '\0');
+    text.resize(std::fread(&text[0], 1, text.size(), out));
+    std::fclose(out);
+    CHECK(text.find("step     2/40") != std::string::npos);
+    CHECK(text.find("MFU 50.0%") != std::string::npos);
+    CHECK(text.find("MFU 200.0%") == std::string::npos);
+
+    // Without a sampler (a GPU): no peak, no MFU, nothing sampled.
+    std::FILE* quiet = std::tmpfile();
+    REQUIRE(quiet != nullptr);
+    Progress gpu(quiet, 0, 10, 10, 1000, 1e8, nullptr);
+    gpu.step(10, 1.0, 10.0, 5.0, NAN, 1e-3);
+    CHECK(gpu.peak_gflops() == 0.0);
+    std::rewind(quiet);
+    std::string gpu_text(1024, '\0');
+    gpu_text.resize(std::fread(&gpu_text[0], 1, gpu_text.size(), quiet));
+    std::fclose(quiet);
+    CHECK(gpu_text.find("step    10/10") != std::string::npos);
+    CHECK(gpu_text.find("MFU") == std::string::npos);
 }
 
 TEST_CASE("training runtime: a NaN or Inf stops the run as a result; a bad flag is an error", "[train]") {

@@ -66,13 +66,23 @@ static std::string format_duration(double seconds) {
 }
 
 Progress::Progress(std::FILE* out, int64_t first_step, int64_t stop, int64_t steps, double tokens_per_step,
-                   double flops_per_token, double peak_gflops)
+                   double flops_per_token, std::function<double(int)> sample_peak)
     : out_(out), first_step_(first_step), stop_(stop), steps_(steps), report_every_(std::max<int64_t>(1, steps / 20)),
-      tokens_per_step_(tokens_per_step), flops_per_token_(flops_per_token), peak_gflops_(peak_gflops),
-      tty_(isatty(fileno(out))) {}
+      tokens_per_step_(tokens_per_step), flops_per_token_(flops_per_token), sample_peak_(std::move(sample_peak)),
+      tty_(isatty(fileno(out))) {
+    if (sample_peak_) peak_gflops_ = sample_peak_(3);
+}
+
+// The peak is sampled again at the report lines, at most once per this many
+// seconds of training. A sample can only come out too low (another process
+// took a core while it ran), and on a shared machine the three samples of
+// the start, 30 ms in all, can fall in one slow stretch: a run on a 2-core
+// virtual machine then showed "MFU 104%" on every line. A sample takes
+// about 15 ms (10 ms of FMAs after a short probe): under 1% of the time.
+constexpr double kPeakResampleSeconds = 2.0;
 
 // Model FLOPs utilization: the step's FLOPs (nn/models.h) per second over
-// the FMA peak of the CPU.
+// the best FMA peak of the CPU sampled so far.
 double Progress::mfu(double tok_per_s) const {
     return peak_gflops_ > 0 ? 100.0 * tok_per_s * flops_per_token_ / (peak_gflops_ * 1e9) : NAN;
 }
@@ -91,6 +101,11 @@ void Progress::step(int64_t done, double seconds, double train_seconds, double l
     for (double s : recent_seconds_) recent += s;
     double tok_per_s_now = tokens_per_step_ * (double)recent_seconds_.size() / recent;
     double eta = train_seconds / (double)done_here * (double)(stop_ - done);
+    const bool report = !std::isnan(val) || done % report_every_ == 0 || done == stop_;
+    if (sample_peak_ && report && train_seconds - peak_sampled_at_ >= kPeakResampleSeconds) {
+        peak_gflops_ = std::max(peak_gflops_, sample_peak_(1));
+        peak_sampled_at_ = train_seconds;
+    }
     char line[320], mfu_text[32] = "", val_text[32] = "";
     if (peak_gflops_ > 0) std::snprintf(mfu_text, sizeof mfu_text, " | MFU %.1f%%", mfu(tok_per_s_now));
     if (!std::isnan(val)) std::snprintf(val_text, sizeof val_text, " | val %.4f", val);
@@ -113,7 +128,7 @@ void Progress::step(int64_t done, double seconds, double train_seconds, double l
         std::fprintf(out_, "\r%s\033[K%s", shown.c_str(), std::isnan(val) ? "" : "\n");
         line_open_ = std::isnan(val);
         std::fflush(out_);
-    } else if (!std::isnan(val) || done % report_every_ == 0 || done == stop_) {
+    } else if (report) {
         std::fprintf(out_, "%s\n", line);
         std::fflush(out_);
     }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,15 +38,18 @@ private:
 // 5% of the steps, at each validation and at the end.
 class Progress {
 public:
-    // peak_gflops > 0: show the model FLOPs utilization of the tokens/s.
-    // The lines go to `out` (a bar only when it is a terminal).
+    // sample_peak(n): the FMA peak in GFLOP/s, the best of n short samples;
+    // given, the lines show the model FLOPs utilization of the tokens/s
+    // (empty on a GPU: no MFU). The lines go to `out` (a bar only when it
+    // is a terminal).
     Progress(std::FILE* out, int64_t first_step, int64_t stop, int64_t steps, double tokens_per_step, double flops_per_token,
-             double peak_gflops);
+             std::function<double(int)> sample_peak);
     // After step `done` (1-based) took `seconds`, train_seconds since the
     // run (or its resumption) started: draw the line.
     void step(int64_t done, double seconds, double train_seconds, double loss, double val, double lr);
     // Leave the progress line before printing something else.
     void interrupt();
+    // The best peak sampled so far (0 without a sampler).
     double peak_gflops() const { return peak_gflops_; }
     double flops_per_token() const { return flops_per_token_; }
     // MFU in percent of a tokens/s rate (NaN without a peak).
@@ -54,7 +58,9 @@ public:
 private:
     std::FILE* out_;
     int64_t first_step_, stop_, steps_, report_every_;
-    double tokens_per_step_, flops_per_token_, peak_gflops_;
+    double tokens_per_step_, flops_per_token_;
+    std::function<double(int)> sample_peak_;
+    double peak_gflops_ = 0, peak_sampled_at_ = 0;  // the best sample; the train_seconds of the last one
     bool tty_, line_open_ = false;
     std::vector<double> recent_seconds_;  // the last 10 steps, for the rate now
 };

@@ -30,12 +30,13 @@
 namespace nc {
 namespace app {
 
-// The CPU's float32 FMA peak, the best of three samples of about 10 ms
+// The CPU's float32 FMA peak, the best of `samples` samples of about 10 ms
 // after a warm-up (`normcore bench` takes longer and more samples).
-static double quick_fma_peak_gflops() {
+static double quick_fma_peak_gflops(int samples) {
     cpu::SimdIsa isa = cpu::best_simd_isa();
     int threads = omp_get_max_threads();
-    return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); }, 3, 0.010);
+    return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); }, samples,
+                                 0.010);
 }
 
 // What a killed or failed run can leave behind: the temporaries that are
@@ -303,8 +304,9 @@ static diag::RunDiagnostics make_diagnostics(const Flags& flags, Run& run) {
 }
 
 // The progress line, with the model FLOPs utilization against this CPU's FMA
-// peak, sampled quickly here as `bench` measures it (no peak is known for a
-// GPU, so no MFU there).
+// peak, sampled quickly as `bench` measures it, at the start and again
+// during the run (Progress keeps the best; no peak is known for a GPU, so
+// no MFU there).
 static Progress make_progress(const Flags& flags, const Run& run) {
     const nn::TransformerConfig& cfg = run.cfg;
     int64_t positions = cfg.family == nn::Family::ViT
@@ -312,7 +314,7 @@ static Progress make_progress(const Flags& flags, const Run& run) {
                             : flags.integer("seq");
     return Progress(run.output.text, run.first_step, run.plan.stop, run.plan.steps,
                     (double)(run.task->tokens_per_batch() * run.plan.accum), nn::training_flops_per_token(cfg, positions),
-                    run.device == kCPU ? quick_fma_peak_gflops() : 0);
+                    run.device == kCPU ? std::function<double(int)>(quick_fma_peak_gflops) : nullptr);
 }
 
 // One step of the run (train/train_step.h). Data parallel: the ranks average
