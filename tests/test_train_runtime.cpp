@@ -136,7 +136,7 @@ TEST_CASE("progress: the MFU is over the best FMA peak sampled so far, sampled a
     CHECK(asked == std::vector<int>{3});
     CHECK(progress.peak_gflops() == 50.0);
     CHECK(progress.mfu(1000) == Approx(200.0));
-    progress.step(1, 1.0, 1.0, 5.0, NAN, 1e-3);  // not a report line: no sample
+    progress.step(1, 1.0, 1.0, 5.0, NAN, 1e-3);  // 1 s after the first sample: none
     CHECK(asked.size() == 1);
     progress.step(2, 1.0, 2.0, 5.0, NAN, 1e-3);  // a report line, 2 s after the first sample (at 0 s)
     CHECK(asked == std::vector<int>{3, 1});
@@ -144,8 +144,9 @@ TEST_CASE("progress: the MFU is over the best FMA peak sampled so far, sampled a
     progress.step(3, 1.0, 3.0, 5.0, NAN, 1e-3);
     progress.step(4, 1.0, 3.5, 5.0, NAN, 1e-3);  // a report line only 1.5 s after the last sample
     CHECK(asked.size() == 2);
-    progress.step(5, 1.0, 4.5, 5.0, NAN, 1e-3);
-    progress.step(6, 1.0, 5.5, 5.0, NAN, 1e-3);  // 3.5 s after it
+    progress.step(5, 1.0, 4.5, 5.0, NAN, 1e-3);  // 2.5 s after it, but not a report line: none
+    CHECK(asked.size() == 2);
+    progress.step(6, 1.0, 5.5, 5.0, NAN, 1e-3);  // a report line 3.5 s after it
     CHECK(asked.size() == 3);
     CHECK(progress.peak_gflops() == 200.0);  // the best, not the last
     CHECK(progress.mfu(1000) == Approx(50.0));

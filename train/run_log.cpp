@@ -74,11 +74,14 @@ Progress::Progress(std::FILE* out, int64_t first_step, int64_t stop, int64_t ste
 }
 
 // The peak is sampled again at the report lines, at most once per this many
-// seconds of training. A sample can only come out too low (another process
-// took a core while it ran), and on a shared machine the three samples of
-// the start, 30 ms in all, can fall in one slow stretch: a run on a 2-core
-// virtual machine then showed "MFU 104%" on every line. A sample takes
-// about 15 ms (10 ms of FMAs after a short probe): under 1% of the time.
+// seconds of training, and the best sample so far is used. A sample comes
+// out too low when another program holds a core while it runs, and on a
+// shared machine the three samples of the start, 30 ms in all, can fall in
+// one slow stretch: a run on a 2-core virtual machine then showed "MFU
+// 104%" on every line. (A sample can also catch a short burst of a higher
+// clock, after a pause; keeping the best then lowers the MFU a little.) A
+// sample takes about 15 ms (10 ms of FMAs after a short probe): under 1% of
+// the time. The final throughput line uses the best of the whole run.
 constexpr double kPeakResampleSeconds = 2.0;
 
 // Model FLOPs utilization: the step's FLOPs (nn/models.h) per second over

@@ -38,10 +38,10 @@ private:
 // 5% of the steps, at each validation and at the end.
 class Progress {
 public:
-    // sample_peak(n): the FMA peak in GFLOP/s, the best of n short samples;
-    // given, the lines show the model FLOPs utilization of the tokens/s
-    // (empty on a GPU: no MFU). The lines go to `out` (a bar only when it
-    // is a terminal).
+    // sample_peak(n): the FMA peak in GFLOP/s, the best of n short samples.
+    // When set, the lines show the model FLOPs utilization of the tokens/s;
+    // left empty (on a GPU), they show none. The lines go to `out` (a bar
+    // only when it is a terminal).
     Progress(std::FILE* out, int64_t first_step, int64_t stop, int64_t steps, double tokens_per_step, double flops_per_token,
              std::function<double(int)> sample_peak);
     // After step `done` (1-based) took `seconds`, train_seconds since the

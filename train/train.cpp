@@ -305,16 +305,17 @@ static diag::RunDiagnostics make_diagnostics(const Flags& flags, Run& run) {
 
 // The progress line, with the model FLOPs utilization against this CPU's FMA
 // peak, sampled quickly as `bench` measures it, at the start and again
-// during the run (Progress keeps the best; no peak is known for a GPU, so
-// no MFU there).
-static Progress make_progress(const Flags& flags, const Run& run) {
+// during the run (Progress keeps the best). No peak is known for a GPU, so
+// no MFU there; nor on the ranks other than the root, whose lines nobody
+// reads and whose samples would take the cores the root samples on.
+static Progress make_progress(const Flags& flags, const Run& run, const Distributed& dist) {
     const nn::TransformerConfig& cfg = run.cfg;
     int64_t positions = cfg.family == nn::Family::ViT
                             ? (cfg.image_size / cfg.patch_size) * (cfg.image_size / cfg.patch_size) + 1
                             : flags.integer("seq");
     return Progress(run.output.text, run.first_step, run.plan.stop, run.plan.steps,
                     (double)(run.task->tokens_per_batch() * run.plan.accum), nn::training_flops_per_token(cfg, positions),
-                    run.device == kCPU ? std::function<double(int)>(quick_fma_peak_gflops) : nullptr);
+                    run.device == kCPU && dist.root() ? std::function<double(int)>(quick_fma_peak_gflops) : nullptr);
 }
 
 // One step of the run (train/train_step.h). Data parallel: the ranks average
@@ -479,7 +480,7 @@ static void run_steps(Run& run, Totals& totals, TrainStep& one_step, diag::RunDi
 TrainResult train_run(const Flags& flags, const Distributed& dist, const TrainOutput& output) {
     Run run = set_up_run(flags, dist, output);
     diag::RunDiagnostics diagnostics = make_diagnostics(flags, run);
-    Progress progress = make_progress(flags, run);
+    Progress progress = make_progress(flags, run, dist);
     GradientAverager averager(dist, run.params);
     TrainStep one_step = make_step(flags, run, averager, dist, diagnostics);
     Totals totals;

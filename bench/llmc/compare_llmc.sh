@@ -20,10 +20,13 @@
 #     none). The losses must agree to 1e-4 at every step, or the script
 #     stops: a comparison of two different computations would mean nothing;
 #  3. the speed, in ROUNDS rounds, each timing normcore (`normcore bench`,
-#     median of 10 steps) and then llm.c (median of its steps 3 to 6; its
-#     small step takes seconds), so that both see the same stretch of a
-#     machine whose speed drifts. Then a summary: the medians and the median
-#     and range of the rounds' own ratios (normcore / llm.c).
+#     median of 10 steps, with its own random weights and tokens: the speed
+#     does not depend on them; its batch, length and parameter count are
+#     checked against the model of step 2) and llm.c (median of its steps 3
+#     to 6; its small step takes seconds), which goes first in every other
+#     round, so that both see the same stretches of a machine whose speed
+#     drifts. Then a summary: the medians and the median and range of the
+#     rounds' own ratios (normcore / llm.c).
 #
 # llm.c is built as its Makefile builds train_gpt2 on Linux: gcc -Ofast
 # -march=native with OpenMP. Its CPU trainer is its reference
@@ -40,19 +43,20 @@ normcore=${4:-build/normcore}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-gcc -Ofast -march=native -fopenmp -DOMP -Wno-unused-result -I "$llmc" bench/llmc/llmc_steps.c -lm -o "$work/llmc_steps"
-"$normcore" tokenize --data /usr/share/games/fortunes --out "$work/fortunes.tok" > /dev/null
-echo "llm.c: $(git -C "$llmc" log -1 --format='%h %cs' 2>/dev/null || echo 'not a git checkout'); normcore: $(git log -1 --format='%h %cs')"
-echo "$(nproc) cores, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset} (both use all cores unless it is set)"
-
-shape() {  # size -> "layers width heads T B"
+shape() {  # size -> "layers width heads T B", as bench_config in cli/bench.cpp
     case $1 in
         train) echo 4 128 4 128 16 ;;
         tiny) echo 4 256 4 128 8 ;;
         small) echo 6 384 6 256 8 ;;
-        *) echo "compare_llmc: unknown size '$1' (train, tiny, small)" >&2; exit 2 ;;
+        *) echo "compare_llmc: unknown size '$1' (train, tiny, small)" >&2; return 2 ;;
     esac
 }
+for size in ${sizes//,/ }; do shape "$size" > /dev/null; done  # a bad size stops here, before any work
+
+gcc -Ofast -march=native -fopenmp -DOMP -Wno-unused-result -I "$llmc" bench/llmc/llmc_steps.c -lm -o "$work/llmc_steps"
+"$normcore" tokenize --data /usr/share/games/fortunes --out "$work/fortunes.tok" > /dev/null
+echo "llm.c: $(git -C "$llmc" log -1 --format='%h %cs' 2>/dev/null || echo 'not a git checkout'); normcore: $(git log -1 --format='%h %cs')"
+echo "$(nproc) cores, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset} (both use all cores unless it is set)"
 
 # 1 and 2: the weights, and the same five steps in both.
 for size in ${sizes//,/ }; do
@@ -69,13 +73,34 @@ import csv, re, sys
 size, ours, theirs = sys.argv[1:]
 a = [float(r["loss"]) for r in csv.DictReader(open(ours))]
 b = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss ([\d.]+)", open(theirs).read(), re.M)]
+if len(a) != 5 or len(b) != 5:
+    sys.exit(f"compare_llmc: {size}: expected 5 losses from each, got {len(a)} from normcore and {len(b)} from llm.c")
 diff = max(abs(x - y) for x, y in zip(a, b))
 print(f"{size:5s} same steps: losses normcore {' '.join(f'{x:.5f}' for x in a)}")
 print(f"{'':5s}             llm.c    {' '.join(f'{y:.5f}' for y in b)}   largest difference {diff:.1e}")
-if len(a) != 5 or len(b) != 5 or diff > 1e-4:
+if diff > 1e-4:
     sys.exit(f"compare_llmc: {size}: the two do not compute the same steps (losses differ by {diff:.1e}); not timing them")
 PY
+    sed -n 's/^num_parameters: \([0-9]*\)$/\1/p' "$work/$size-llmc.txt" > "$work/$size-params"
 done
+
+# One timed run of each: prints "ms/step" (the median of its timed steps).
+time_normcore() {  # size B T
+    "$normcore" bench --models gpt2 --sizes "$1" --skip-gemm --steps 10 --json "$work/bench.json" > /dev/null
+    /usr/bin/python3 - "$work/bench.json" "$2" "$3" "$(cat "$work/$1-params")" <<'PY'
+import json, sys
+step = json.load(open(sys.argv[1]))["training"][0]
+B, T, params = (int(x) for x in sys.argv[2:])
+if (step["batch"], step["seq"], step["params"]) != (B, T, params):
+    sys.exit(f"compare_llmc: normcore bench timed B={step['batch']} T={step['seq']} with {step['params']} parameters, "
+             f"not the checked B={B} T={T} with {params}")
+print(f"{step['ms_per_step']:.1f}")
+PY
+}
+time_llmc() {  # size B T
+    "$work/llmc_steps" "$work/$1/llmc.bin" "$work/fortunes.tok" "$2" "$3" 6 3e-4 0.9 0.95 1e-8 0.1 |
+        sed -n 's/^llm.c: median \([0-9.]*\) ms.*/\1/p'
+}
 
 # 3: the speed, interleaved.
 log="$work/times.txt"
@@ -83,9 +108,14 @@ for r in $(seq 1 "$rounds"); do
     echo "== round $r $(date -u +%H:%M:%S) UTC"
     for size in ${sizes//,/ }; do
         read -r L C H T B <<< "$(shape "$size")"
-        ours=$("$normcore" bench --models gpt2 --sizes "$size" --skip-gemm --steps 10 | awk '$1 == "gpt2" && $2 == "'"$size"'" && $3 ~ /M$/ {print $4}')
-        theirs=$("$work/llmc_steps" "$work/$size/llmc.bin" "$work/fortunes.tok" "$B" "$T" 6 3e-4 0.9 0.95 1e-8 0.1 |
-                 sed -n 's/^llm.c: median \([0-9.]*\) ms.*/\1/p')
+        if (( r % 2 == 1 )); then
+            ours=$(time_normcore "$size" "$B" "$T")
+            theirs=$(time_llmc "$size" "$B" "$T")
+        else
+            theirs=$(time_llmc "$size" "$B" "$T")
+            ours=$(time_normcore "$size" "$B" "$T")
+        fi
+        [ -n "$ours" ] && [ -n "$theirs" ] || { echo "compare_llmc: $size: could not read a time" >&2; exit 1; }
         echo "  gpt2 $size: normcore $ours ms/step, llm.c $theirs ms/step"
         echo "$size $ours $theirs" >> "$log"
     done

@@ -15,8 +15,9 @@
 // the B windows of T + 1 tokens that start at token (i B + j) T, j < B:
 // inputs the first T, targets the last T (normcore's --no-shuffle rule).
 // Prints each step's loss and time, then the median time of the steps after
-// the first two (which allocate llm.c's activations, gradients and AdamW
-// state), as normcore bench and bench/compare_pytorch.py time theirs.
+// the first two: the first allocates llm.c's activations, gradients and
+// AdamW state, and normcore bench and bench/compare_pytorch.py leave two
+// warm-up steps out of theirs.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
