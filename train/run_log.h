@@ -40,8 +40,8 @@ class Progress {
 public:
     // sample_peak(n): the FMA peak in GFLOP/s, the best of n short samples.
     // When set, the lines show the model FLOPs utilization of the tokens/s;
-    // left empty (on a GPU), they show none. The lines go to `out` (a bar
-    // only when it is a terminal).
+    // left empty (on a GPU, and on the ranks other than the root), they
+    // show none. The lines go to `out` (a bar only when it is a terminal).
     Progress(std::FILE* out, int64_t first_step, int64_t stop, int64_t steps, double tokens_per_step, double flops_per_token,
              std::function<double(int)> sample_peak);
     // After step `done` (1-based) took `seconds`, train_seconds since the

@@ -74,14 +74,14 @@ static void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
 // the same output); each keeps the block's running sums in double and walks
 // the rows in order, reading every row's block contiguously.
 //
-// Blocks of 32 columns: 32 running sums in double are 8 AVX2 registers (4
-// AVX-512 ones, 16 of NEON's 32), so they stay in registers while the rows
-// go by. Blocks of 128 (32 AVX2 registers' worth) kept them in memory, a load
-// and a store per addition, and left a 128-column output (a bias gradient
-// of train's default model) to one thread. Warm, on the Zen 3 (2 threads,
-// medians of 200 calls): 2048 x 128 from 33-48 to 18-24 us, 2048 x 384 from
-// 86-124 to 59-67, 1024 x 1024 from 117-141 to 81-106; blocks of 16 were
-// slower than 32, blocks of 64 level with it
+// Blocks of 32 columns. Blocks of 128 left a 128-column output (a bias
+// gradient of train's default model) to one thread; with at most 32
+// columns GCC also writes the block out in full, eight vector additions per
+// row and no inner loop (the running sums still go through memory: the
+// block's width is not known when compiling). Warm, on the Zen 3 (2
+// threads, medians of 200 calls): 2048 x 128 from 33-48 to 18-24 us, 2048 x
+// 384 from 86-124 to 59-67, 1024 x 1024 from 117-141 to 81-106; blocks of
+// 16 were slower than 32, blocks of 64 level with it
 // (bench/results/column-sums-2026-12-07.txt). Each column is still summed
 // in row order, so the results are the same to the last bit.
 template <typename T>
