@@ -30,6 +30,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pytorch_setup  # noqa: E402
+from safetensors_file import write_safetensors  # noqa: E402
 
 
 def parse_args():
@@ -71,22 +72,6 @@ def read_safetensors(path):
         t = torch.frombuffer(bytearray(data[a:b]), dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
         out[name] = t.to(torch.float32)
     return out
-
-
-def write_safetensors(path, tensors):
-    names = sorted(tensors)
-    header, blobs, offset = {}, [], 0
-    for name in names:
-        blob = tensors[name].contiguous().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h)
-        for blob in blobs:
-            f.write(blob)
 
 
 def write_random_124m(d):

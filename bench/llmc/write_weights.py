@@ -20,9 +20,12 @@ to 128, as llm.c's own train_gpt2.py does, the extra rows zero).
 import argparse
 import json
 import os
-import struct
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from safetensors_file import write_safetensors  # noqa: E402
 
 
 def parse_args():
@@ -38,21 +41,6 @@ def parse_args():
     if min(a.layers, a.width, a.heads, a.positions, a.vocab) < 1 or a.width % a.heads:
         p.error("layers, width, heads, positions and vocab must be at least 1, and heads must divide width")
     return a
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        blob = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h)
-        for blob in blobs:
-            f.write(blob)
 
 
 def main():
