@@ -1,6 +1,7 @@
 """PyTorch's best CPU setting on this machine, shared by the benchmarks that
 time it beside normcore (compare_pytorch.py, generate/pytorch_generate.py).
-Call tune_environment() before `import torch`.
+Call tune_environment() before `import torch` or `import numpy` (both load
+the same OpenBLAS, which reads its settings once, when it loads).
 
 - GOMP_SPINCOUNT=0, so PyTorch's OpenMP pool does not spin while OpenBLAS's
   own thread pool works (they fight over the cores otherwise);

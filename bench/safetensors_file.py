@@ -10,11 +10,15 @@ tensor's dtype, shape and byte range; padded with spaces to a multiple of
 import json
 import struct
 
-import numpy as np
-
 
 def write_safetensors(path, tensors):
     """tensors: name -> NumPy array or PyTorch tensor (written as float32)."""
+    # NumPy is imported here, not with this module: it loads the same
+    # OpenBLAS as Debian's PyTorch, which reads its core type and thread
+    # count once, when it loads, so a benchmark must be able to import this
+    # module before tuning them (pytorch_setup.py) and still have them tuned.
+    import numpy as np
+
     header, blobs, offset = {}, [], 0
     for name in sorted(tensors):
         t = tensors[name]

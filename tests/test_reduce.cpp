@@ -132,10 +132,11 @@ TEST_CASE("reductions report bad dims", "[reduce][errors]") {
 
 TEST_CASE("sums over leading dims (the column-sum path) equal an explicit loop", "[reduce]") {
     // Shapes around the 32-column block (reduce.cpp): fewer, exactly, one
-    // more, several, not a multiple.
+    // more, several, not a multiple; the last one large enough for the
+    // threads to share the blocks (kParallelMin).
     Generator gen(31);
     for (auto [a, b, c] : std::vector<std::array<int64_t, 3>>{
-             {1, 1, 1}, {3, 5, 7}, {2, 40, 32}, {3, 9, 33}, {4, 33, 128}, {2, 50, 300}}) {
+             {1, 1, 1}, {3, 5, 7}, {2, 40, 32}, {3, 9, 33}, {4, 33, 128}, {2, 50, 300}, {2, 64, 300}}) {
         Tensor x = raw::randn({a, b, c}, gen);
         std::vector<float> v(x.data<float>(), x.data<float>() + x.numel());
         std::vector<double> over_ab(c, 0.0), over_a(b * c, 0.0);

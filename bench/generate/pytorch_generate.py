@@ -30,7 +30,6 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pytorch_setup  # noqa: E402
-from safetensors_file import write_safetensors  # noqa: E402
 
 
 def parse_args():
@@ -90,6 +89,7 @@ def write_random_124m(d):
                   b + "mlp.c_fc.weight": w(C, 4 * C), b + "mlp.c_fc.bias": torch.zeros(4 * C),
                   b + "mlp.c_proj.weight": w(4 * C, C), b + "mlp.c_proj.bias": torch.zeros(C)})
     os.makedirs(d, exist_ok=True)
+    from safetensors_file import write_safetensors  # here: it loads NumPy, whose OpenBLAS must start tuned
     write_safetensors(os.path.join(d, "model.safetensors"), t)
     cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_layer": L, "n_embd": C, "n_head": 12,
            "vocab_size": V, "n_positions": P, "n_ctx": P, "layer_norm_epsilon": 1e-5,

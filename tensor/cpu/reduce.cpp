@@ -76,7 +76,7 @@ static void reduce_rows(ReduceOp op, const Tensor& in, const Tensor& out) {
 //
 // Blocks of 32 columns. Blocks of 128 left a 128-column output (a bias
 // gradient of train's default model) to one thread; with at most 32
-// columns GCC also writes the block out in full, eight vector additions per
+// columns GCC also writes the block out in full, eight AVX2 additions per
 // row and no inner loop (the running sums still go through memory: the
 // block's width is not known when compiling). Warm, on the Zen 3 (2
 // threads, medians of 200 calls): 2048 x 128 from 33-48 to 18-24 us, 2048 x

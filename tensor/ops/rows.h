@@ -58,9 +58,10 @@ T* mut_or_null(const Tensor& t) { return t.defined() ? static_cast<T*>(t.raw_dat
 // threads write the same entry. Blocks of 32 columns, as the column sums of
 // reduce.cpp (blocks of 64 before): LayerNorm's whole backward on 2048 x
 // 384 went from 736-904 to 515-575 us, on 1024 x 768 from 798-931 to
-// 508-568 (2 threads, Zen 3, medians of 200 calls in two alternating runs;
-// blocks of 16 were slower; bench/results/column-sums-2026-12-07.txt).
-// Each column is still summed in row order.
+// 508-568; 128 wide it was mixed, 171-223 against 205-215 (2 threads, Zen
+// 3, medians of 200 calls in two alternating runs; blocks of 16 were
+// slower; bench/results/column-sums-2026-12-07.txt). Each column is still
+// summed in row order.
 template <typename T, typename Normalized>
 void affine_param_grads(int64_t rows, int64_t C, const T* dy, T* dgamma, T* dbeta, Normalized normalized) {
     if (!dgamma && !dbeta) return;
