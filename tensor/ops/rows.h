@@ -65,7 +65,7 @@ T* mut_or_null(const Tensor& t) { return t.defined() ? static_cast<T*>(t.raw_dat
 template <typename T, typename Normalized>
 void affine_param_grads(int64_t rows, int64_t C, const T* dy, T* dgamma, T* dbeta, Normalized normalized) {
     if (!dgamma && !dbeta) return;
-    const int64_t block = 32;
+    constexpr int64_t block = 32;
     parallel_for((C + block - 1) / block, rows * C >= kParallelMin, [&](int64_t piece) {
         const int64_t c0 = piece * block, c1 = std::min(C, c0 + block);
         double g[block] = {}, b[block] = {};
