@@ -166,9 +166,10 @@ static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::
 // the same kernel on a strided A, which is always packed: the same bits, for
 // the widest outputs read in place (128 columns, 4 panels) and ones that end
 // in part of a panel, K longer than one slice of 256, and last panels of
-// every length from 1 to MR - 1. The 128-column ones have more than 256
-// rows: a product with fewer is cut into narrower column strips, one per
-// thread, which would never reach the widest case.
+// every length from 1 to MR - 1. The widest ones have more than 256 rows:
+// with 2 or more threads, a product with fewer rows can be cut into
+// narrower column strips (two per thread, gemm.cpp), which would miss the
+// widest case.
 TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
     Generator gen(17);
     int tested = 0;
@@ -177,7 +178,8 @@ TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
         if (!kernel.run_unpacked_a || !cpu::cpu_supports(isa)) continue;
         ++tested;
         const int64_t widest = 4 * kernel.nr, ragged = 3 * kernel.nr - 3;
-        std::vector<std::array<int64_t, 3>> shapes{{50, 300, widest}, {37, 70, ragged}, {300, 300, 128}, {263, 70, 125}};
+        std::vector<std::array<int64_t, 3>> shapes{{50, 300, widest}, {300, 300, widest}, {37, 70, ragged},
+                                                    {300, 300, 128}, {263, 70, 125}};
         for (int64_t last_panel = 1; last_panel < kernel.mr; ++last_panel)
             shapes.push_back({2 * kernel.mr + last_panel, 40, ragged});
         for (auto [M, K, N] : shapes) {

@@ -340,8 +340,8 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     // A row-major or transposed A can be read in place, panels of mr rows
     // at a time, a last, shorter one included (gemm_kernels.h). Worth it
     // when each panel serves few B panels, so that packing would copy A for
-    // little reuse: attention's tile products, and x W^T, d(x) = d(y) W and
-    // the weight gradient d(y)^T x of a layer 128 wide. With wide outputs
+    // little reuse: attention's tile products, x W^T and d(x) = d(y) W of a
+    // layer 128 wide, and with AVX-512 its weight gradient d(y)^T x. With wide outputs
     // packing pays: from rows 4 KiB apart (K = 1024) the in-place reads also
     // fight over the same L1 cache sets, and 1024 x 1024 x 1024 fell from
     // 89.5% to 81.2% of the peak in one alternating pair, and from 82.1% to
@@ -350,10 +350,10 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     //     streams the prefetcher follows. In place for outputs up to 128
     //     columns (8 panels for AVX2, 4 for AVX-512): with AVX2, whose panels
     //     are half as wide, 2048 x 128 x 128 and 2048 x 512 x 128 ran 6-15%
-    //     faster so than packed, 256 columns no faster
+    //     faster in place than packed, 256 columns no faster with cold operands
     //     (bench/results/gemm-a-in-place-avx2-2026-12-07.txt).
-    //   - A transposed: each step reads mr values from a new row, a new
-    //     cache line every step or two. In place for at most 4 B panels:
+    //   - A transposed: each step reads its mr values from another row, at
+    //     least one new cache line every step. In place for at most 4 B panels:
     //     with 8 (AVX2, 128 columns), 512 x 2048 x 128 TN ran 5-10% slower.
     const bool a_in_place = (g.A.col_stride == 1 && n <= 128) || (g.A.row_stride == 1 && n <= 4 * nr);
     MicroKernelUnpackedAFn unpacked = a_in_place ? unpacked_a_of(g.kernel) : nullptr;
