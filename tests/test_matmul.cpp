@@ -409,21 +409,22 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
     omp_set_num_threads(saved_threads);
 }
 
-// With few rows (gemm.cpp's kFewRows) the threads share a product's
+// With few rows (gemm.cpp's kFewRowPanels) the threads share a product's
 // columns, in strips that depend on the thread count. Each element is
 // still the same sum in the same order, so every thread count must give
 // the same bits, and the reference's values. Shapes: a 64-token prompt's
 // projection with two K slices, columns not a multiple of the kernel's
-// width, a wide output, fewer columns than two strips of AVX-512's width
-// (the rows then stay shared), and a batch.
+// width, a wide output (128 rows: few for every kernel; 200 rows: few for
+// AVX-512's, shared rows for AVX2's), fewer columns than two strips of
+// AVX-512's width (the rows then stay shared), and a batch.
 TEST_CASE("gemm with few rows shares its columns: the same bits for 1 2 and 3 threads", "[matmul][threads]") {
     Generator gen(29);
     const int saved_threads = omp_get_max_threads();
     struct Case {
         int64_t batch, M, K, N;
     };
-    for (Case c : {Case{1, 64, 300, 384}, Case{1, 64, 128, 100}, Case{1, 200, 70, 2304}, Case{1, 256, 40, 33},
-                   Case{3, 50, 60, 200}}) {
+    for (Case c : {Case{1, 64, 300, 384}, Case{1, 64, 128, 100}, Case{1, 128, 70, 2304}, Case{1, 200, 70, 2304},
+                   Case{1, 256, 40, 33}, Case{3, 50, 60, 200}}) {
         Tensor a = raw::randn({c.batch, c.M, c.K}, gen), b = raw::randn({c.batch, c.K, c.N}, gen);
         Tensor bt = raw::transpose(raw::contiguous(raw::transpose(b, 1, 2)), 1, 2);  // x W^T's layout
         std::vector<double> first, first_t;

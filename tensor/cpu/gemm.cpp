@@ -66,8 +66,10 @@ struct Blocking {
 };
 Blocking blocking_for(int mr, int nr) { return {256, round_up(144, mr), round_up(1024, nr)}; }
 
-// At most this many rows, the threads of a product share its columns, not
-// its rows (blocked_loops). On a 2-core AMD EPYC (Zen 5), 2 threads, warm
+// At most this many micro-panels of rows (22: 264 rows for AVX-512's
+// kernel of 12 rows, 132 for AVX2's of 6), the threads of a product share
+// its columns, not its rows (blocked_loops). On a 2-core AMD EPYC (Zen 5,
+// AVX-512), 2 threads, warm
 // operands, against sharing the rows: 64 x 128 x 384 NT (a 64-token
 // prompt through the default model's qkv projection) from 140 to 206-223
 // GFLOP/s, where one thread alone ran 186; 64 x 768 x 2304 NT (GPT-2
@@ -75,8 +77,16 @@ Blocking blocking_for(int mr, int nr) { return {256, round_up(144, mr), round_up
 // 293-302; 256 rows -3% to +21%. With the limit at 1024 rows, products of
 // 384 and 512 rows ran 4-9% slower with column strips than with shared
 // rows (one shape of 384 rows 1-5% faster), 768 and 1024 rows even
-// (bench/results/gemm-few-rows-column-strips-2026-12-05.txt).
-constexpr int64_t kFewRows = 256;
+// (bench/results/gemm-few-rows-column-strips-2026-12-05.txt). With the
+// limit at 256 rows for AVX2 too, on a 2-core Zen 3, products of 192 and
+// 256 rows ran up to 17% faster warm (256 x 1024 x 1024 TN, the tiny
+// model's MLP weight gradient) and 23% faster cold with shared rows,
+// those of 96 and 128 rows within -11% to +9% either way
+// (bench/results/gemm-few-rows-avx2-2026-12-07.txt). Counted in rows the
+// two machines' limits differ by the kernel's height; counted in panels
+// they agree, so the limit is in panels. (The 8-row NEON and portable
+// kernels' 176 rows were not measured.)
+constexpr int64_t kFewRowPanels = 22;
 
 // Packed A micro-panels (kc x mr values each) sit one cache line further
 // apart than they need to. With kc = 256 and mr = 12, back-to-back panels
@@ -505,7 +515,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     // Columns are cut into strips of equal width (a multiple of nr), at most
     // nc: 1152 = 576 + 576 rather than 1024 + 128.
     int64_t strips = ceil_div(g.N, blk.nc), strip_width = round_up(ceil_div(g.N, strips), nr);
-    // A product with few rows (kFewRows) and too few strips for every
+    // A product with few rows (kFewRowPanels) and too few strips for every
     // thread to take two is cut into narrower strips instead, 2 per thread
     // where the columns allow strips of 2 nr: each thread then packs its own
     // strips of B and all of A (small, the rows being few), and no thread
@@ -514,7 +524,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     // Kept only if every thread then has a strip: else the rows are shared
     // as before, over the strips of at most nc (narrower ones would only
     // add barriers).
-    const bool few_rows = g.M <= kFewRows;
+    const bool few_rows = ceil_div(g.M, mr) <= kFewRowPanels;
     if (threads > 1 && few_rows && batch * strips < 2 * threads) {
         const int64_t narrow = std::max(strips, std::min<int64_t>(ceil_div(2 * threads, batch), ceil_div(g.N, 2 * nr)));
         const int64_t narrow_width = round_up(ceil_div(g.N, narrow), nr);
