@@ -166,8 +166,9 @@ static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::
 // the same kernel on a strided A, which is always packed: the same bits, for
 // the widest outputs read in place (128 columns, 4 panels) and ones that end
 // in part of a panel, K longer than one slice of 256, and last panels of
-// every length from 1 to MR - 1. The widest ones have more than 256 rows:
-// with 2 or more threads, a product with fewer rows can be cut into
+// every length from 1 to MR - 1. The widest ones have more than 22
+// micro-panels of rows (264 rows for AVX-512): with 2 or more threads, a
+// product with fewer can be cut into
 // narrower column strips (two per thread, gemm.cpp), which would miss the
 // widest case.
 TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
@@ -414,9 +415,11 @@ TEST_CASE("gemm agrees with the reference whether 1 2 or 3 threads share it", "[
 // still the same sum in the same order, so every thread count must give
 // the same bits, and the reference's values. Shapes: a 64-token prompt's
 // projection with two K slices, columns not a multiple of the kernel's
-// width, a wide output (128 rows: few for every kernel; 200 rows: few for
-// AVX-512's, shared rows for AVX2's), fewer columns than two strips of
-// AVX-512's width (the rows then stay shared), and a batch.
+// width, a wide output (128 rows: few for every kernel; 200 rows: few
+// only for AVX-512's 12-row kernel, shared rows for the others), an output
+// of 33 columns, too narrow for a strip per thread wherever the strips are
+// 32 wide or more (the rows then stay shared: with 3 threads for AVX2 at 128
+// rows, with 2 or 3 for AVX-512), and a batch.
 TEST_CASE("gemm with few rows shares its columns: the same bits for 1 2 and 3 threads", "[matmul][threads]") {
     Generator gen(29);
     const int saved_threads = omp_get_max_threads();
@@ -424,7 +427,7 @@ TEST_CASE("gemm with few rows shares its columns: the same bits for 1 2 and 3 th
         int64_t batch, M, K, N;
     };
     for (Case c : {Case{1, 64, 300, 384}, Case{1, 64, 128, 100}, Case{1, 128, 70, 2304}, Case{1, 200, 70, 2304},
-                   Case{1, 256, 40, 33}, Case{3, 50, 60, 200}}) {
+                   Case{1, 128, 40, 33}, Case{1, 256, 40, 33}, Case{3, 50, 60, 200}}) {
         Tensor a = raw::randn({c.batch, c.M, c.K}, gen), b = raw::randn({c.batch, c.K, c.N}, gen);
         Tensor bt = raw::transpose(raw::contiguous(raw::transpose(b, 1, 2)), 1, 2);  // x W^T's layout
         std::vector<double> first, first_t;

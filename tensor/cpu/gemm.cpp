@@ -84,8 +84,9 @@ Blocking blocking_for(int mr, int nr) { return {256, round_up(144, mr), round_up
 // those of 96 and 128 rows within -11% to +9% either way
 // (bench/results/gemm-few-rows-avx2-2026-12-07.txt). Counted in rows the
 // two machines' limits differ by the kernel's height; counted in panels
-// they agree, so the limit is in panels. (The 8-row NEON and portable
-// kernels' 176 rows were not measured.)
+// they agree (both sides measured place it between 22 and 31 panels on
+// both machines; 22 is the lowest), so the limit is in panels. (The 8-row
+// NEON, portable and float64 kernels' 176 rows were not measured.)
 constexpr int64_t kFewRowPanels = 22;
 
 // Packed A micro-panels (kc x mr values each) sit one cache line further
