@@ -252,6 +252,23 @@ grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work
 grep -qE 'gpt2 train +[0-9]+ shapes, slowest: [0-9]+ x [0-9]+ x [0-9]+ [NT][NT] [0-9]+ GF/s' <<<"$out" || fail "bench: no per-shape GEMM line for the step: $out"
 grep -q '"gemm_shapes"' "$work/bench.json" || fail "bench --json: no per-shape GEMMs of the step"
 
+# 6''. bench/step_ab.py (two builds' steps, alternating) reads bench's JSON: this binary against
+#      itself, 2 rounds, each side first once; a missing binary is named. Python is not one of
+#      normcore's dependencies, so without python3 this check says so and skips.
+step_ab="$(dirname "$0")/../bench/step_ab.py"
+if [ "$quick" != 1 ] && command -v python3 > /dev/null; then
+  out=$(python3 "$step_ab" "$bin" "$bin" --rounds 2 --steps 1 2>&1) || fail "step_ab.py: $out"
+  grep -q 'round 1 of 2 done (old first)' <<<"$out" && grep -q 'round 2 of 2 done (new first)' <<<"$out" \
+    || fail "step_ab.py: the order should alternate: $out"
+  grep -qE '^gpt2 train: time new / old [0-9.]+ \[[0-9.]+-[0-9.]+\]' <<<"$out" || fail "step_ab.py: no ratio line: $out"
+  grep -qE '^  ms/step +[0-9.]+ \[ *[0-9.]+- *[0-9.]+\] +[0-9.]+ \[' <<<"$out" || fail "step_ab.py: no ms/step row: $out"
+  grep -qE '^  2048 x 128 x 128 NN +[0-9.]+ \[' <<<"$out" || fail "step_ab.py: no GEMM shape row: $out"
+  out=$(python3 "$step_ab" "$work/no-such-normcore" "$bin" 2>&1) && fail "step_ab.py with a missing binary should fail"
+  grep -q "step_ab: $work/no-such-normcore is not an executable file" <<<"$out" || fail "step_ab.py: unclear error: $out"
+elif [ "$quick" != 1 ]; then
+  echo "cli: bench/step_ab.py not checked: no python3 here (it is a bench tool; normcore does not need Python)"
+fi
+
 # 7. experiment isometry at smoke scale writes its CSV, table and plot script.
 out=$("$bin" experiment isometry --smoke --out "$work/iso" 2>&1) || fail "experiment isometry --smoke: $out"
 grep -q '| relu | 0.733 |' <<<"$out" || fail "experiment isometry: ReLU's beta0 should be 0.733: $out"
