@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""step_ab.py OLD NEW [--rounds N] [--models M] [--sizes S] [--steps K] -- two normcore
-binaries' training steps, alternating, on a machine whose speed drifts.
+"""Two builds of normcore, their training steps timed in alternation.
 
-Each round runs `OLD bench` and `NEW bench` (--skip-gemm, the same models, sizes and steps,
---json), the first of the two alternating from round to round, so that both see the same
-stretches of a shared machine. Printed per model and size: the medians and ranges over the
-rounds of the step time, the MFU (against the FMA peak each run samples) and the rate of
-its GEMMs, the median of the rounds' own time ratios (new / old: below 1, NEW is faster),
-and every GEMM shape of the step as a percentage of the peak. A change is believable when
-its ratio range sits on one side of 1, or when the shapes it touches move and the others
-do not.
+On a shared machine the speed drifts from minute to minute, so timing one
+build and then the other compares two stretches of time as much as two
+builds. Each round here runs `OLD bench` and `NEW bench` (--skip-gemm, the
+same models, sizes and steps, --json), and which one goes first alternates
+from round to round. Printed per model and size, as medians and ranges over
+the rounds: the step time, the MFU (against the FMA peak each run samples),
+the GEMMs' rate inside the step, every GEMM shape of the step as a
+percentage of that peak, and the median of the rounds' own time ratios
+(new / old: below 1, NEW is faster). A change is believable when its ratios
+sit on one side of 1, or when the shapes it touches move and the others do
+not.
 
   bench/step_ab.py /tmp/normcore_old build/normcore --rounds 8 --models gpt2 --sizes train
 
@@ -24,20 +26,45 @@ import sys
 import tempfile
 
 
+def fail(message):
+    sys.exit("step_ab: " + message)
+
+
 def run_bench(binary, args, json_path):
-    """One `bench` run; its training results, one dict per model and size."""
+    """One `bench` run: its training results, one dict per model and size."""
+    if os.path.exists(json_path):
+        os.remove(json_path)  # a run that writes nothing must not pass off the last round's file
     command = [binary, "bench", "--models", args.models, "--sizes", args.sizes, "--skip-gemm",
                "--steps", str(args.steps), "--json", json_path]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-        sys.exit("step_ab: %s failed (exit %d):\n  %s" % (" ".join(command), done.returncode, "\n  ".join(tail)))
-    with open(json_path) as f:
-        return json.load(f)["training"]
+    completed = subprocess.run(command, capture_output=True, text=True)
+    if completed.returncode != 0:
+        tail = (completed.stdout + completed.stderr).strip().splitlines()[-5:]
+        fail("%s failed (exit %d):\n  %s" % (" ".join(command), completed.returncode, "\n  ".join(tail)))
+    try:
+        with open(json_path) as f:
+            steps = json.load(f).get("training")
+    except (OSError, ValueError) as e:
+        fail("%s wrote no readable JSON to %s (%s)" % (binary, json_path, e))
+    if not steps:
+        fail("%s's bench timed no training step (models '%s', sizes '%s')" % (binary, args.models, args.sizes))
+    return steps
+
+
+def record(table, step, binary):
+    """Adds one run's numbers for one model and size to `table` (label -> list over rounds)."""
+    if "ms_per_step" not in step:
+        fail("%s's JSON has no ms_per_step for %s %s" % (binary, step.get("model"), step.get("size")))
+    for label, field in (("ms/step", "ms_per_step"), ("MFU %", "mfu_percent"), ("GEMM GF/s", "gemm_gflops_in_step")):
+        if field in step:  # an older build's JSON, or a 16-bit step (no MFU), may lack one
+            table.setdefault(label, []).append(step[field])
+    for shape in step.get("gemm_shapes", []):
+        table.setdefault(shape["shape"], []).append(shape["percent_of_peak"])
 
 
 def spread(values):
-    return "%7.1f [%6.1f-%6.1f]" % (statistics.median(values), min(values), max(values))
+    if not values:
+        return "%24s" % "-"
+    return "%7.1f [%6.1f-%6.1f]   " % (statistics.median(values), min(values), max(values))
 
 
 def main():
@@ -49,38 +76,40 @@ def main():
     parser.add_argument("--sizes", default="train", help="bench --sizes (default train)")
     parser.add_argument("--steps", type=int, default=10, help="bench --steps (default 10)")
     args = parser.parse_args()
-    for binary in (args.old, args.new):
+    binaries = {"old": os.path.abspath(args.old), "new": os.path.abspath(args.new)}  # never a lookup on PATH
+    for binary in binaries.values():
         if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-            sys.exit("step_ab: %s is not an executable file (build it, or give its path)" % binary)
+            fail("%s is not an executable file (build it, or give its path)" % binary)
     if args.rounds < 1 or args.steps < 1:
-        sys.exit("step_ab: --rounds and --steps must be at least 1")
+        fail("--rounds and --steps must be at least 1")
 
-    # results[side][(model, size)][what] -> one value per round
+    # results[side][(model, size)][label] -> one value per round
     results = {"old": {}, "new": {}}
-    with tempfile.TemporaryDirectory() as work:
+    try:
+        work = tempfile.TemporaryDirectory()
+    except OSError as e:
+        fail("no temporary directory to write bench's JSON in (%s)" % e)
+    with work as directory:
         for r in range(args.rounds):
             order = ["old", "new"] if r % 2 == 0 else ["new", "old"]
             for side in order:
-                binary = args.old if side == "old" else args.new
-                for t in run_bench(binary, args, os.path.join(work, side + ".json")):
-                    row = results[side].setdefault((t["model"], t["size"]), {})
-                    row.setdefault("ms/step", []).append(t["ms_per_step"])
-                    row.setdefault("MFU %", []).append(t["mfu_percent"])
-                    row.setdefault("GEMM GF/s", []).append(t["gemm_gflops_in_step"])
-                    for shape in t["gemm_shapes"]:
-                        row.setdefault(shape["shape"], []).append(shape["percent_of_peak"])
+                for step in run_bench(binaries[side], args, os.path.join(directory, side + ".json")):
+                    record(results[side].setdefault((step["model"], step["size"]), {}), step, binaries[side])
             print("round %d of %d done (%s first)" % (r + 1, args.rounds, order[0]), file=sys.stderr)
+    if results["old"].keys() != results["new"].keys():
+        fail("the two builds timed different steps: old %s, new %s" %
+             (sorted(results["old"]), sorted(results["new"])))
 
+    print("old: %s\nnew: %s" % (binaries["old"], binaries["new"]))
     print("%d rounds, alternating; medians [ranges]; shapes as %% of the FMA peak sampled in each run" % args.rounds)
-    for key, old_row in results["old"].items():
-        new_row = results["new"][key]
-        ratios = [n / o for o, n in zip(old_row["ms/step"], new_row["ms/step"])]
+    for key, old in results["old"].items():
+        new = results["new"][key]
+        ratios = [n / o for o, n in zip(old["ms/step"], new["ms/step"])]  # round by round
         print("\n%s %s: time new / old %.3f [%.3f-%.3f] (median of the rounds' ratios)" %
               (key[0], key[1], statistics.median(ratios), min(ratios), max(ratios)))
         print("  %-24s %-24s %-24s" % ("", "old", "new"))
-        for what, values in old_row.items():
-            if what in new_row and len(new_row[what]) == len(values):
-                print("  %-24s %s  %s" % (what, spread(values), spread(new_row[what])))
+        for label in list(old) + [label for label in new if label not in old]:
+            print("  %-24s %s %s" % (label, spread(old.get(label, [])), spread(new.get(label, []))))
 
 
 if __name__ == "__main__":

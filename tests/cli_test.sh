@@ -252,20 +252,48 @@ grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work
 grep -qE 'gpt2 train +[0-9]+ shapes, slowest: [0-9]+ x [0-9]+ x [0-9]+ [NT][NT] [0-9]+ GF/s' <<<"$out" || fail "bench: no per-shape GEMM line for the step: $out"
 grep -q '"gemm_shapes"' "$work/bench.json" || fail "bench --json: no per-shape GEMMs of the step"
 
-# 6''. bench/step_ab.py (two builds' steps, alternating) reads bench's JSON: this binary against
-#      itself, 2 rounds, each side first once; a missing binary is named. Python is not one of
-#      normcore's dependencies, so without python3 this check says so and skips.
+# 6''. bench/step_ab.py (two builds' steps, bench runs alternating) on two stand-ins for
+#      normcore that log their turn and write fixed JSON: OLD 100 ms, NEW 50 ms and one GEMM
+#      shape more. The turns must alternate, the ratio be new / old paired by round, a shape
+#      of one side only be shown with a dash for the other, a failing or missing binary be
+#      named; then one round of this binary against itself, for bench's real JSON. Python is
+#      not one of normcore's dependencies: without python3 the check says so and skips.
 step_ab="$(dirname "$0")/../bench/step_ab.py"
-if [ "$quick" != 1 ] && command -v python3 > /dev/null; then
-  out=$(python3 "$step_ab" "$bin" "$bin" --rounds 2 --steps 1 2>&1) || fail "step_ab.py: $out"
-  grep -q 'round 1 of 2 done (old first)' <<<"$out" && grep -q 'round 2 of 2 done (new first)' <<<"$out" \
-    || fail "step_ab.py: the order should alternate: $out"
-  grep -qE '^gpt2 train: time new / old [0-9.]+ \[[0-9.]+-[0-9.]+\]' <<<"$out" || fail "step_ab.py: no ratio line: $out"
-  grep -qE '^  ms/step +[0-9.]+ \[ *[0-9.]+- *[0-9.]+\] +[0-9.]+ \[' <<<"$out" || fail "step_ab.py: no ms/step row: $out"
-  grep -qE '^  2048 x 128 x 128 NN +[0-9.]+ \[' <<<"$out" || fail "step_ab.py: no GEMM shape row: $out"
+if command -v python3 > /dev/null; then
+  for side in old new; do
+    ms=$([ $side = old ] && echo 100 || echo 50)
+    extra=$([ $side = new ] && echo ', {"shape": "9 x 9 x 9 TN", "percent_of_peak": 60}' || true)
+    cat > "$work/stub-$side" <<STUB
+#!/usr/bin/env bash
+echo $side >> "$work/stub-turns"
+while [ \$# -gt 0 ]; do [ "\$1" = --json ] && json=\$2; shift; done
+echo '{"training": [{"model": "gpt2", "size": "train", "ms_per_step": $ms, "mfu_percent": 50,
+  "gemm_gflops_in_step": 100, "gemm_shapes": [{"shape": "8 x 8 x 8 NN", "percent_of_peak": 70}$extra]}]}' > "\$json"
+STUB
+    chmod +x "$work/stub-$side"
+  done
+  out=$(python3 "$step_ab" "$work/stub-old" "$work/stub-new" --rounds 3 --steps 1 2>&1) || fail "step_ab.py: $out"
+  [ "$(tr '\n' ' ' < "$work/stub-turns")" = "old new new old old new " ] \
+    || fail "step_ab.py: the turns should alternate: $(tr '\n' ' ' < "$work/stub-turns")"
+  grep -q '^gpt2 train: time new / old 0.500 \[0.500-0.500\]' <<<"$out" || fail "step_ab.py: the ratio should be 0.500: $out"
+  grep -qE '^  ms/step +100.0 \[ 100.0- 100.0\] +50.0 \[  50.0-  50.0\]' <<<"$out" || fail "step_ab.py: ms/step row: $out"
+  grep -qE '^  9 x 9 x 9 TN +- +60.0 \[' <<<"$out" || fail "step_ab.py: a shape of one side only: $out"
+  printf '#!/usr/bin/env bash\necho "no such size" >&2; exit 3\n' > "$work/stub-broken"; chmod +x "$work/stub-broken"
+  out=$(python3 "$step_ab" "$work/stub-old" "$work/stub-broken" 2>&1) && fail "step_ab.py with a failing binary should fail"
+  grep -q 'stub-broken bench .* failed (exit 3)' <<<"$out" && grep -q 'no such size' <<<"$out" \
+    || fail "step_ab.py: a failing binary's error: $out"
+  # A binary that writes its JSON once only: the second round must not reuse the first's file.
+  printf '#!/usr/bin/env bash\n[ -e "%s" ] && exit 0; touch "%s"\nexec "%s" "$@"\n' "$work/once" "$work/once" "$work/stub-old" \
+    > "$work/stub-once"; chmod +x "$work/stub-once"
+  out=$(python3 "$step_ab" "$work/stub-once" "$work/stub-new" --rounds 2 2>&1) && fail "step_ab.py: a run without JSON should fail"
+  grep -q 'stub-once wrote no readable JSON' <<<"$out" || fail "step_ab.py: a run that wrote no JSON: $out"
   out=$(python3 "$step_ab" "$work/no-such-normcore" "$bin" 2>&1) && fail "step_ab.py with a missing binary should fail"
   grep -q "step_ab: $work/no-such-normcore is not an executable file" <<<"$out" || fail "step_ab.py: unclear error: $out"
-elif [ "$quick" != 1 ]; then
+  if [ "$quick" != 1 ]; then
+    out=$(python3 "$step_ab" "$bin" "$bin" --rounds 1 --steps 1 2>&1) || fail "step_ab.py on bench: $out"
+    grep -qE '^  2048 x 128 x 128 NN +[0-9.]+ \[' <<<"$out" || fail "step_ab.py on bench: no GEMM shape row: $out"
+  fi
+else
   echo "cli: bench/step_ab.py not checked: no python3 here (it is a bench tool; normcore does not need Python)"
 fi
 
