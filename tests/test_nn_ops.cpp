@@ -4,6 +4,7 @@
 #include "autograd/ops_nn.h"
 #include "helpers.h"
 #include "tensor/ops/geodesic_update.h"
+#include "tensor/profile.h"
 
 using namespace nc;
 using nc_test::check_error;
@@ -374,6 +375,46 @@ TEST_CASE("attention_grid views an operand as [batch, heads, R, C]", "[nn][atten
     CHECK(g5c.raw_data() != crossed.raw_data());
     CHECK(g5c.to_vector() == raw::contiguous(crossed).to_vector());
     check_error([] { raw::attention_grid(raw::randn({4})); }, {"attention", "at least 2 dims", "[4]"});
+}
+
+// Heads split from projections of their own (Llama's q, k and v): the op
+// writes its output, and the gradient of a heads-last input, in the
+// [B, T, H, D] layout, so that merging the heads back after it and
+// splitting them before it (transpose and reshape) are views on the way
+// forward and back (the profiler counts copies as "movement"): forward
+// copies nothing, backward only stores each leaf's gradient, one copy per
+// leaf as for any leaf. The numbers are those of contiguous operands, to
+// the bit.
+TEST_CASE("attention on heads split from projections copies nothing to merge them", "[nn][attention]") {
+    const int64_t B = 2, T = 5, H = 3, D = 4, C = H * D;
+    auto heads = [&](const Tensor& t) { return transpose(view(t, {B, T, H, D}), 1, 2); };
+    for (bool causal : {false, true}) {
+        INFO("causal " << causal);
+        Generator gen(69);
+        Tensor dy = raw::randn({B, T, C}, gen);
+        std::vector<Tensor> viewed, copied;
+        for (int i = 0; i < 3; ++i) {
+            Tensor x = raw::randn({B, T, C}, gen);
+            viewed.push_back(raw::clone(x).set_requires_grad(true));
+            copied.push_back(raw::clone(x).set_requires_grad(true));
+        }
+        reset_profile();
+        set_profiling(true);
+        Tensor y = scaled_dot_product_attention(heads(viewed[0]), heads(viewed[1]), heads(viewed[2]), causal);
+        Tensor merged = reshape(transpose(y, 1, 2), {B, T, C});
+        CHECK(profile_totals().calls[(int)OpKind::Movement] == 0);
+        backward(sum(merged * dy));
+        set_profiling(false);
+        CHECK(profile_totals().calls[(int)OpKind::Movement] == 3);   // the three leaves' gradients
+        CHECK(profile_totals().calls[(int)OpKind::Attention] == 2);  // forward and backward ran
+        reset_profile();
+        auto apart = [&](const Tensor& t) { return contiguous(heads(t)); };
+        Tensor y2 = scaled_dot_product_attention(apart(copied[0]), apart(copied[1]), apart(copied[2]), causal);
+        Tensor merged2 = reshape(contiguous(transpose(y2, 1, 2)), {B, T, C});
+        backward(sum(merged2 * dy));
+        CHECK(merged.to_vector() == merged2.to_vector());
+        for (int i = 0; i < 3; ++i) CHECK(viewed[i].grad().to_vector() == copied[i].grad().to_vector());
+    }
 }
 
 // q, k, v side by side in one [B, T, 3C] tensor (GPT-2's one projection):

@@ -172,16 +172,52 @@ AttentionBackward attention_backward(const Tensor& dout, const Tensor& q, const 
 
 using Grads = std::vector<Tensor>;
 
+// Where a 4-D product [B, H, T, Dv] is written: into a [B, T, H, Dv]
+// tensor, seen as [B, H, T, Dv] (the kernels take views, attention.h), so
+// that merging the heads back, transpose(1, 2) and reshape to [B, T, H Dv],
+// is a view and not a copy; its gradient then comes back in that layout
+// too, again a view. Other ranks: undefined (raw::attention allocates).
+// With gradient_like below, Llama's step makes two copies of a [B, T, C]
+// tensor fewer per layer, and its peak memory is 4 MiB lower for train's
+// model; no change in step time could be measured on a 2-core Zen 3
+// (bench/results/attention-output-layout-2026-12-07.txt).
+static Tensor output_heads_last(const Tensor& q, const Tensor& v) {
+    if (q.dim() != 4 || v.dim() != 4) return Tensor();
+    Tensor out = empty({q.size(0), q.size(2), q.size(1), v.size(3)}, product_dtype(q.dtype()), q.device());
+    return raw::transpose(out, 1, 2);
+}
+
+// Whether t [B, H, T, D] is a [B, T, H, D] tensor seen as [B, H, T, D] (a
+// projection's output split into heads, or output_heads_last's).
+static bool heads_last(const Tensor& t) {
+    if (t.dim() != 4) return false;
+    const auto& st = t.strides();
+    const int64_t H = t.size(1), D = t.size(3);
+    return st[3] == 1 && st[1] == D && st[2] == H * D && st[0] == t.size(2) * H * D;
+}
+
+// The gradient of an input, laid out as the input is: heads last for a
+// heads-last input, so that splitting the heads stays a view on the way
+// back too (the gradient of Llama's v, split from its projection); else
+// contiguous (q and k after RoPE).
+static Tensor gradient_like(const Tensor& t) {
+    if (!heads_last(t)) return empty(t.shape(), product_dtype(t.dtype()), t.device());
+    return raw::transpose(empty({t.size(0), t.size(2), t.size(1), t.size(3)}, product_dtype(t.dtype()), t.device()), 1, 2);
+}
+static raw::AttentionBackward gradients_like(const Tensor& q, const Tensor& k, const Tensor& v) {
+    return {gradient_like(q), gradient_like(k), gradient_like(v)};
+}
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
     if (q.dim() < 2) fail("attention", "q needs at least 2 dims [..., T, D], got " + shape_str(q.shape()));
     if (scale <= 0) scale = 1.0 / std::sqrt((double)q.size(-1));
-    raw::AttentionForward f = raw::attention(q, k, v, causal, scale);
+    raw::AttentionForward f = raw::attention(q, k, v, causal, scale, output_heads_last(q, v));
     // Saved for backward: the inputs, the output (a detached header: no cycle
     // through the node) and one log-sum-exp per query; no T x S matrix.
     raw::AttentionForward saved{f.out.detach(), f.logsumexp};
     // dV = P^T dO; dZ = P (dP - rowsum(dP P)) with dP = dO V^T; dQ = s dZ K; dK = s dZ^T Q.
     return record("Attention", f.out, {q, k, v}, [q, k, v, saved, causal, scale](const Tensor& g) {
-        raw::AttentionBackward d = raw::attention_backward(g, q, k, v, saved, causal, scale);
+        raw::AttentionBackward d = raw::attention_backward(g, q, k, v, saved, causal, scale, gradients_like(q, k, v));
         return Grads{d.dq, d.dk, d.dv};
     });
 }
@@ -204,10 +240,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     // the operands' own rounding.
     Tensor q16 = raw::to_dtype(q, operand_dtype), k16 = raw::to_dtype(k, operand_dtype),
            v16 = raw::to_dtype(v, operand_dtype);
-    raw::AttentionForward f = raw::attention(q16, k16, v16, causal, scale);
+    raw::AttentionForward f = raw::attention(q16, k16, v16, causal, scale, output_heads_last(q, v));
     raw::AttentionForward saved{raw::to_dtype(f.out, operand_dtype), f.logsumexp};
     return record("Attention", f.out, {q, k, v}, [q16, k16, v16, saved, causal, scale](const Tensor& g) {
-        raw::AttentionBackward d = raw::attention_backward(g, q16, k16, v16, saved, causal, scale);
+        raw::AttentionBackward d = raw::attention_backward(g, q16, k16, v16, saved, causal, scale, gradients_like(q16, k16, v16));
         return Grads{d.dq, d.dk, d.dv};
     });
 }
