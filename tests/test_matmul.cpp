@@ -168,9 +168,8 @@ static Tensor matrix(const Tensor& batch, int64_t i) { return raw::squeeze(raw::
 // in part of a panel, K longer than one slice of 256, and last panels of
 // every length from 1 to MR - 1. The widest ones have more than 22
 // micro-panels of rows (264 rows for AVX-512): with 2 or more threads, a
-// product with fewer can be cut into
-// narrower column strips (two per thread, gemm.cpp), which would miss the
-// widest case.
+// product with fewer can be cut into narrower column strips (two per
+// thread, gemm.cpp), which would miss the widest case.
 TEST_CASE("gemm reads A in place with the same bits as packed", "[matmul]") {
     Generator gen(17);
     int tested = 0;

@@ -74,15 +74,16 @@ Progress::Progress(std::FILE* out, int64_t first_step, int64_t stop, int64_t ste
 }
 
 // The peak is sampled again at the report lines, at most once per this many
-// seconds of training, and the best sample so far is used. A sample comes
-// out too low when another program holds a core while it runs, and on a
-// shared machine the three samples of the start can fall in one slow
-// stretch: a run on a 2-core virtual machine then showed "MFU 104%" on
-// every line (bench/results/train-mfu-peak-2026-12-07.txt). (A sample can also catch a short burst of a higher, boost
-// clock after the cores were idle; keeping the best then lowers the MFU a
-// little.) Each call runs a short probe (about 5 ms) and then 10 ms per
-// sample: about 35 ms at the start, 15 ms at each later sample, under 1% of
-// 2 s. The final throughput line uses the best of the whole run.
+// seconds of training, and the best sample so far is used. A sample comes out
+// too low when another program holds a core while it runs, and on a shared
+// machine the three samples of the start can fall in one slow stretch: a run
+// on a 2-core virtual machine then showed "MFU 104%" on every line
+// (bench/results/train-mfu-peak-2026-12-07.txt). (A sample can also catch a
+// short burst of a higher, boost clock after the cores were idle; keeping the
+// best then lowers the MFU a little.) Each call runs a short probe (about 5
+// ms) and then 10 ms per sample: about 35 ms at the start, 15 ms at each later
+// sample, under 1% of 2 s. The final throughput line uses the best of the
+// whole run.
 constexpr double kPeakResampleSeconds = 2.0;
 
 // Model FLOPs utilization: the step's FLOPs (nn/models.h) per second over

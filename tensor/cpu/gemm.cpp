@@ -66,27 +66,26 @@ struct Blocking {
 };
 Blocking blocking_for(int mr, int nr) { return {256, round_up(144, mr), round_up(1024, nr)}; }
 
-// At most this many micro-panels of rows (22: 264 rows for AVX-512's
-// kernel of 12 rows, 132 for AVX2's of 6), the threads of a product share
-// its columns, not its rows (blocked_loops). On a 2-core AMD EPYC (Zen 5,
-// AVX-512), 2 threads, warm
-// operands, against sharing the rows: 64 x 128 x 384 NT (a 64-token
-// prompt through the default model's qkv projection) from 140 to 206-223
-// GFLOP/s, where one thread alone ran 186; 64 x 768 x 2304 NT (GPT-2
-// 124M's) from 173-179 to 281-282; 128 x 1024 x 1024 NT from 255 to
-// 293-302; 256 rows -3% to +21%. With the limit at 1024 rows, products of
-// 384 and 512 rows ran 4-9% slower with column strips than with shared
-// rows (one shape of 384 rows 1-5% faster), 768 and 1024 rows even
-// (bench/results/gemm-few-rows-column-strips-2026-12-05.txt). With the
-// limit at 256 rows for AVX2 too, on a 2-core Zen 3, products of 192 and
-// 256 rows ran up to 17% faster warm (256 x 1024 x 1024 TN, the tiny
-// model's MLP weight gradient) and 23% faster cold with shared rows,
-// those of 96 and 128 rows within -11% to +9% either way
-// (bench/results/gemm-few-rows-avx2-2026-12-07.txt). Counted in rows the
-// two machines' limits differ by the kernel's height; counted in panels
-// they agree (both sides measured place it between 22 and 31 panels on
-// both machines; 22 is the lowest), so the limit is in panels. (The 8-row
-// NEON, portable and float64 kernels' 176 rows were not measured.)
+// At most this many micro-panels of rows (22: 264 rows for AVX-512's kernel of
+// 12 rows, 132 for AVX2's of 6), the threads of a product share its columns,
+// not its rows (blocked_loops). On a 2-core AMD EPYC (Zen 5, AVX-512), 2
+// threads, warm operands, against sharing the rows: 64 x 128 x 384 NT (a
+// 64-token prompt through the default model's qkv projection) from 140 to
+// 206-223 GFLOP/s, where one thread alone ran 186; 64 x 768 x 2304 NT (GPT-2
+// 124M's) from 173-179 to 281-282; 128 x 1024 x 1024 NT from 255 to 293-302;
+// 256 rows -3% to +21%. With the limit at 1024 rows, products of 384 and 512
+// rows ran 4-9% slower with column strips than with shared rows (one shape of
+// 384 rows 1-5% faster), 768 and 1024 rows even
+// (bench/results/gemm-few-rows-column-strips-2026-12-05.txt). With the limit
+// at 256 rows for AVX2 too, on a 2-core Zen 3, products of 192 and 256 rows
+// ran up to 17% faster warm (256 x 1024 x 1024 TN, the tiny model's MLP weight
+// gradient) and 23% faster cold with shared rows, those of 96 and 128 rows
+// within -11% to +9% either way
+// (bench/results/gemm-few-rows-avx2-2026-12-07.txt). Counted in rows the two
+// machines' limits differ by the kernel's height; counted in panels they agree
+// (both sides measured place it between 22 and 31 panels on both machines; 22
+// is the lowest), so the limit is in panels. (The 8-row NEON, portable and
+// float64 kernels' 176 rows were not measured.)
 constexpr int64_t kFewRowPanels = 22;
 
 // Packed A micro-panels (kc x mr values each) sit one cache line further
@@ -352,11 +351,12 @@ void multiply_rows(const GemmProblem<T, Kernel>& g, int64_t bi, int64_t pc, int6
     // at a time, a last, shorter one included (gemm_kernels.h). Worth it
     // when each panel serves few B panels, so that packing would copy A for
     // little reuse: attention's tile products, x W^T and d(x) = d(y) W of a
-    // layer 128 wide, and with AVX-512 its weight gradient d(y)^T x. With wide outputs
-    // packing pays: from rows 4 KiB apart (K = 1024) the in-place reads also
-    // fight over the same L1 cache sets, and 1024 x 1024 x 1024 fell from
-    // 89.5% to 81.2% of the peak in one alternating pair, and from 82.1% to
-    // 76.9% in another (bench/results/gemm-a-in-place-2026-12-05.txt).
+    // layer 128 wide, and with AVX-512 its weight gradient d(y)^T x. With
+    // wide outputs packing pays: from rows 4 KiB apart (K = 1024) the
+    // in-place reads also fight over the same L1 cache sets, and
+    // 1024 x 1024 x 1024 fell from 89.5% to 81.2% of the peak in one
+    // alternating pair, and from 82.1% to 76.9% in another
+    // (bench/results/gemm-a-in-place-2026-12-05.txt).
     //   - A row-major: each step reads one value from each of mr rows, mr
     //     streams the prefetcher follows. In place for outputs up to 128
     //     columns (8 panels for AVX2, 4 for AVX-512): with AVX2, whose panels

@@ -181,10 +181,14 @@ using Grads = std::vector<Tensor>;
 // tensor fewer per layer, and its peak memory is 4 MiB lower for train's
 // model; no change in step time could be measured on a 2-core Zen 3
 // (bench/results/attention-output-layout-2026-12-07.txt).
+// A new [B, H, T, D] tensor (`shape`) stored as [B, T, H, D], in the dtype
+// a product of `dtype` operands has.
+static Tensor empty_heads_last(const Shape& shape, DType dtype, Device device) {
+    return raw::transpose(empty({shape[0], shape[2], shape[1], shape[3]}, product_dtype(dtype), device), 1, 2);
+}
 static Tensor output_heads_last(const Tensor& q, const Tensor& v) {
     if (q.dim() != 4 || v.dim() != 4) return Tensor();
-    Tensor out = empty({q.size(0), q.size(2), q.size(1), v.size(3)}, product_dtype(q.dtype()), q.device());
-    return raw::transpose(out, 1, 2);
+    return empty_heads_last({q.size(0), q.size(1), q.size(2), v.size(3)}, q.dtype(), q.device());
 }
 
 // Whether t [B, H, T, D] is a [B, T, H, D] tensor seen as [B, H, T, D] (a
@@ -202,7 +206,7 @@ static bool heads_last(const Tensor& t) {
 // contiguous (q and k after RoPE).
 static Tensor gradient_like(const Tensor& t) {
     if (!heads_last(t)) return empty(t.shape(), product_dtype(t.dtype()), t.device());
-    return raw::transpose(empty({t.size(0), t.size(2), t.size(1), t.size(3)}, product_dtype(t.dtype()), t.device()), 1, 2);
+    return empty_heads_last(t.shape(), t.dtype(), t.device());
 }
 static raw::AttentionBackward gradients_like(const Tensor& q, const Tensor& k, const Tensor& v) {
     return {gradient_like(q), gradient_like(k), gradient_like(v)};
@@ -243,7 +247,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     raw::AttentionForward f = raw::attention(q16, k16, v16, causal, scale, output_heads_last(q, v));
     raw::AttentionForward saved{raw::to_dtype(f.out, operand_dtype), f.logsumexp};
     return record("Attention", f.out, {q, k, v}, [q16, k16, v16, saved, causal, scale](const Tensor& g) {
-        raw::AttentionBackward d = raw::attention_backward(g, q16, k16, v16, saved, causal, scale, gradients_like(q16, k16, v16));
+        raw::AttentionBackward d =
+            raw::attention_backward(g, q16, k16, v16, saved, causal, scale, gradients_like(q16, k16, v16));
         return Grads{d.dq, d.dk, d.dv};
     });
 }
