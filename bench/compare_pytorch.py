@@ -33,7 +33,8 @@ def parse_args():
     p.add_argument("--sizes", default="tiny,small")
     p.add_argument("--json", default="")
     p.add_argument("--as-is", action="store_true", help="keep the environment's thread settings")
-    p.add_argument("--coretype", default="auto", help="OPENBLAS_CORETYPE (auto: probe SkylakeX, Cooperlake, Haswell)")
+    p.add_argument("--coretype", default="auto", help="OPENBLAS_CORETYPE (auto: probe SkylakeX, Cooperlake, Zen, Haswell and OpenBLAS's own choice; "
+                        "detected: OpenBLAS's own choice)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (PyTorch eager on the GPU; no BLAS tuning then)")
     p.add_argument("--precisions", default="fp32",
                    help="fp32 and/or bf16, comma-separated: bf16 runs forward and loss under "

@@ -297,6 +297,53 @@ else
   echo "cli: bench/step_ab.py not checked: no python3 here (it is a bench tool; normcore does not need Python)"
 fi
 
+# 6'''. bench/gemm_openblas.py (bench's GEMM table beside OpenBLAS's sgemm, the two alternating)
+#      on stand-ins that log their turn: a normcore whose bench writes two shapes at 100 GFLOP/s
+#      and a peak of 200, a timer that gives OpenBLAS 50 and 25 (and fails unless handed the
+#      shapes). The turns must alternate, the percentages be of the peak and the ratios
+#      normcore's rate over OpenBLAS's; a failing timer is named. Then one round on this binary
+#      and numpy's OpenBLAS, where /usr/bin/python3 has numpy (skipped with a message otherwise).
+gemm_openblas="$(dirname "$0")/../bench/gemm_openblas.py"
+if command -v python3 > /dev/null; then
+  rm -f "$work/stub-turns"
+  cat > "$work/stub-gemm" <<STUB
+#!/usr/bin/env bash
+echo normcore >> "$work/stub-turns"
+while [ \$# -gt 0 ]; do [ "\$1" = --json ] && json=\$2; shift; done
+echo '{"gemm": [{"m": 64, "k": 32, "n": 16, "layout": "TN", "what": "one", "gflops": 100},
+  {"m": 8, "k": 8, "n": 8, "layout": "NT", "what": "two", "gflops": 100}], "machine": {"fma_peak_gflops": 200}}' > "\$json"
+STUB
+  cat > "$work/stub-blas" <<STUB
+#!/usr/bin/env bash
+echo openblas >> "$work/stub-turns"
+grep -q '"m": 64, "k": 32, "n": 16, "layout": "TN"' <<<"\$1" || { echo "not the shapes: \$1" >&2; exit 4; }
+echo '{"gflops": [50, 25]}'
+STUB
+  chmod +x "$work/stub-gemm" "$work/stub-blas"
+  out=$(python3 "$gemm_openblas" "$work/stub-gemm" --rounds 3 --timer "$work/stub-blas" 2>&1) || fail "gemm_openblas.py: $out"
+  [ "$(tr '\n' ' ' < "$work/stub-turns")" = "normcore openblas openblas normcore normcore openblas " ] \
+    || fail "gemm_openblas.py: the turns should alternate: $(tr '\n' ' ' < "$work/stub-turns")"
+  grep -qE '^64 x 32 x 16 +TN +one +50.0 \[ 50.0- 50.0\] +25.0 \[ 25.0- 25.0\] +2.00$' <<<"$out" \
+    || fail "gemm_openblas.py: the first shape's row: $out"
+  grep -qE '^8 x 8 x 8 +NT +two +50.0 \[ 50.0- 50.0\] +12.5 \[ 12.5- 12.5\] +4.00$' <<<"$out" \
+    || fail "gemm_openblas.py: the second shape's row: $out"
+  printf '#!/usr/bin/env bash\necho "no BLAS here" >&2; exit 5\n' > "$work/stub-blas-broken"; chmod +x "$work/stub-blas-broken"
+  out=$(python3 "$gemm_openblas" "$work/stub-gemm" --timer "$work/stub-blas-broken" 2>&1) \
+    && fail "gemm_openblas.py with a failing timer should fail"
+  grep -q 'the OpenBLAS timer failed (exit 5)' <<<"$out" && grep -q 'no BLAS here' <<<"$out" \
+    || fail "gemm_openblas.py: a failing timer's error: $out"
+  if [ "$quick" != 1 ] && /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
+    out=$(/usr/bin/python3 "$gemm_openblas" "$bin" --rounds 1 --repeats 1 --coretype detected 2>&1) \
+      || fail "gemm_openblas.py on bench and numpy: $out"
+    grep -qE '^128 x 2048 x 512 +TN +train: dW, MLP down +[0-9.]+ \[.*\] +[0-9.]+ \[.*\] +[0-9.]+$' <<<"$out" \
+      || fail "gemm_openblas.py on bench and numpy: no row for train's MLP weight gradient: $out"
+  else
+    echo "cli: bench/gemm_openblas.py not run on OpenBLAS (quick mode, or no numpy for /usr/bin/python3)"
+  fi
+else
+  echo "cli: bench/gemm_openblas.py not checked: no python3 here (it is a bench tool; normcore does not need Python)"
+fi
+
 # 7. experiment isometry at smoke scale writes its CSV, table and plot script.
 out=$("$bin" experiment isometry --smoke --out "$work/iso" 2>&1) || fail "experiment isometry --smoke: $out"
 grep -q '| relu | 0.733 |' <<<"$out" || fail "experiment isometry: ReLU's beta0 should be 0.733: $out"
