@@ -14,7 +14,7 @@
 // with the same leading dims, logsumexp [N, T] (N: the leading dims'
 // product, batch times heads). The operands are views (tensor/ops/attention.h),
 // and the kernels read and write them where they lie, each described by
-// a MatrixLayout (cuda/attention_strides.cuh).
+// a MatrixLayout (tensor/matrix_layout.h).
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -42,11 +42,6 @@ bool use_tiled(const Tensor& q, const Tensor& k, const Tensor& v) {
     return q.dtype() == kFloat32 && k.size(-1) == D && widths;
 }
 
-// Where a [batch, heads, R, C] operand's matrices and rows are (raw::attention_grid makes one).
-MatrixLayout layout_of(const Tensor& t) {
-    return {std::max<int64_t>(1, t.size(1)), t.strides()[0], t.strides()[1], t.strides()[2]};
-}
-
 // A grid beyond CUDA's limits would be cut, silently, by the casts.
 dim3 checked(const TiledGrid& grid, const char* kernel) {
     if (!grid.fits())
@@ -65,7 +60,7 @@ void launch_forward_tiled(const Tensor& q, const Tensor& k, const Tensor& v, boo
         static_cast<const float*>(q.raw_data()), static_cast<const float*>(k.raw_data()),
         static_cast<const float*>(v.raw_data()), static_cast<float*>(out.raw_data()),
         static_cast<float*>(logsumexp.raw_data()), Tq, S, causal, scale,
-        ForwardLayouts{layout_of(q), layout_of(k), layout_of(v), layout_of(out)});
+        ForwardLayouts{matrix_layout_of(q), matrix_layout_of(k), matrix_layout_of(v), matrix_layout_of(out)});
     check_launch("attention_forward_tiled");
 }
 
@@ -80,8 +75,9 @@ void launch_backward_tiled(const Tensor& dout, const Tensor& q, const Tensor& k,
     // D_i for every row, in a scratch buffer. Freeing it right after the
     // launches is safe: any later use of the block is queued behind them.
     float* dots = static_cast<float*>(allocate((size_t)std::max<int64_t>(1, rows) * sizeof(float)));
-    const BackwardLayouts at{layout_of(dout), layout_of(out), layout_of(q),  layout_of(k),
-                             layout_of(v),    layout_of(dq),  layout_of(dk), layout_of(dv)};
+    const BackwardLayouts at{matrix_layout_of(dout), matrix_layout_of(out), matrix_layout_of(q),
+                             matrix_layout_of(k),    matrix_layout_of(v),   matrix_layout_of(dq),
+                             matrix_layout_of(dk),   matrix_layout_of(dv)};
     if (rows > 0) {
         attention_row_dots<Dv><<<blocks_for(rows), kThreads, 0, stream()>>>(
             static_cast<const float*>(dout.raw_data()), static_cast<const float*>(out.raw_data()), dots, rows, Tq, at);
@@ -135,7 +131,7 @@ static void attention_grid(const Tensor& q, const Tensor& k, const Tensor& v, bo
     if (use_tiled(q, k, v)) return run_forward_tiled(q, k, v, causal, (float)scale, out, logsumexp);
     int blocks = (int)std::min<int64_t>(N * Tq, 65535);
     size_t shared = (size_t)Dv * sizeof(double);
-    ForwardLayouts at{layout_of(q), layout_of(k), layout_of(v), layout_of(out)};
+    ForwardLayouts at{matrix_layout_of(q), matrix_layout_of(k), matrix_layout_of(v), matrix_layout_of(out)};
     if (q.dtype() == kFloat32)
         attention_forward_kernel<<<blocks, kSimpleTile, shared, stream()>>>(
             static_cast<const float*>(q.raw_data()), static_cast<const float*>(k.raw_data()),
@@ -160,8 +156,9 @@ static void attention_backward_grid(const Tensor& dout, const Tensor& q, const T
     fill(dv, 0.0);
     if (N * Tq == 0) return;
     int blocks = (int)std::min<int64_t>(N * Tq, 65535);
-    const BackwardLayouts at{layout_of(dout), layout_of(out), layout_of(q),  layout_of(k),
-                             layout_of(v),    layout_of(dq),  layout_of(dk), layout_of(dv)};
+    const BackwardLayouts at{matrix_layout_of(dout), matrix_layout_of(out), matrix_layout_of(q),
+                             matrix_layout_of(k),    matrix_layout_of(v),   matrix_layout_of(dq),
+                             matrix_layout_of(dk),   matrix_layout_of(dv)};
     if (q.dtype() == kFloat32)
         attention_backward_kernel<<<blocks, kSimpleTile, 0, stream()>>>(
             static_cast<const float*>(dout.raw_data()), static_cast<const float*>(q.raw_data()),

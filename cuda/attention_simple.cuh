@@ -6,7 +6,7 @@
 //
 // Shapes: q [N, T, D], k [N, S, D], v [N, S, Dv], out [N, T, Dv],
 // logsumexp [N, T], with N = B H (batch times heads). The operands are
-// views, each found through its MatrixLayout (attention_strides.cuh);
+// views, each found through its MatrixLayout (tensor/matrix_layout.h);
 // logsumexp is contiguous.
 //
 // Simple version, one thread block per (batch x head, query row): the block

@@ -8,7 +8,7 @@
 // logsumexp [N, T], with N = B H (batch times heads). D is 16, 32, 64 or
 // 128, and Dv is D or 2 D (differential attention's sub-heads) up to 128.
 // The operands are views, each found through its MatrixLayout
-// (attention_strides.cuh); logsumexp and the row dots are contiguous.
+// (tensor/matrix_layout.h); logsumexp and the row dots are contiguous.
 //
 // Splitting a row across a group of threads. One thread per query (or per
 // key) would hold a whole row of q and out (or of dk and dv) in registers:

@@ -1,7 +1,8 @@
 // rope.cu — rotary position embeddings on the GPU: the launches of
 // rope_kernels.cuh's kernels, and the op's entry of the CUDA table (add_rope).
 //
-// Shapes: x, y, dy, dx [rows, D] with rows = N T; cos, sin [T, D].
+// Shapes: x, y, dy, dx [rows, D] with rows = N T, or [B, H, T, D] views
+// (their MatrixLayout, tensor/ops/rope.h); cos, sin [T, D].
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
 #include "cuda/rope_kernels.cuh"
@@ -13,17 +14,19 @@ namespace {
 
 template <typename T>
 void forward_typed(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
-    int64_t rows = x.size(0), D = x.size(1);
+    const int64_t D = x.size(-1), rows = x.numel() / D, T_ = cos.size(0);
     rope_kernel<<<blocks_for(rows * D / 2), kThreads, 0, stream()>>>(
-        ptr_or_null<T>(x), ptr_or_null<T>(cos), ptr_or_null<T>(sin), ptr_or_null<T>(out), rows, D, cos.size(0));
+        ptr_or_null<T>(x), ptr_or_null<T>(cos), ptr_or_null<T>(sin), ptr_or_null<T>(out), rows, D, T_,
+        rope_layout(x, T_), rope_layout(out, T_));
     check_launch("rope_kernel");
 }
 
 template <typename T>
 void backward_typed(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx) {
-    int64_t rows = dy.size(0), D = dy.size(1);
+    const int64_t D = dy.size(-1), rows = dy.numel() / D, T_ = cos.size(0);
     rope_backward_kernel<<<blocks_for(rows * D / 2), kThreads, 0, stream()>>>(
-        ptr_or_null<T>(dy), ptr_or_null<T>(cos), ptr_or_null<T>(sin), ptr_or_null<T>(dx), rows, D, cos.size(0));
+        ptr_or_null<T>(dy), ptr_or_null<T>(cos), ptr_or_null<T>(sin), ptr_or_null<T>(dx), rows, D, T_,
+        rope_layout(dy, T_), rope_layout(dx, T_));
     check_launch("rope_backward_kernel");
 }
 

@@ -5,6 +5,7 @@
 // halves differ), and its errors.
 #include "helpers.h"
 #include "nn/rope.h"
+#include "tensor/profile.h"
 
 using namespace nc;
 using nc_test::check_error;
@@ -65,4 +66,46 @@ TEST_CASE("rope: bad inputs get one clear error", "[nn][rope][errors]") {
     Tensor learned = raw::clone(t.cos).set_requires_grad(true);
     check_error([&] { rope(leaf({5, 8}, 1), learned, t.sin); }, {"rope", "constants", "require a gradient"});
     check_error([&] { raw::rope_backward(leaf({2, 5, 6}, 1), t.cos, t.sin); }, {"rope_backward", "[5, 6]"});
+}
+
+// Llama's path through a layer's attention: q and k split into heads from
+// their projections, rotated, then attention, then the heads merged. RoPE
+// reads the heads-last layout in place (writing contiguous rotated heads,
+// which attention reads fastest) and writes q's and k's gradients heads
+// last, so nothing is copied forward, and in backward only the three
+// leaves' gradients are (as with attention alone, test_nn_ops.cpp); the
+// same bits as rotating contiguous copies.
+TEST_CASE("rope on heads split from projections copies nothing, forward or backward", "[nn][rope][attention]") {
+    const int64_t B = 2, T = 5, H = 3, D = 4, C = H * D;
+    auto heads = [&](const Tensor& t) { return transpose(view(t, {B, T, H, D}), 1, 2); };
+    for (DType dtype : {kFloat32, kFloat64}) {
+        INFO(dtype_name(dtype));
+        nn::RopeTables t = nn::rope_tables(T, D, 10000.0, dtype);
+        Generator gen(71);
+        Tensor dy = raw::to_dtype(raw::randn({B, T, C}, gen), dtype);
+        std::vector<Tensor> viewed, copied;
+        for (int i = 0; i < 3; ++i) {
+            Tensor x = raw::to_dtype(raw::randn({B, T, C}, gen), dtype);
+            viewed.push_back(raw::clone(x).set_requires_grad(true));
+            copied.push_back(raw::clone(x).set_requires_grad(true));
+        }
+        reset_profile();
+        set_profiling(true);
+        Tensor q = rope(heads(viewed[0]), t.cos, t.sin), k = rope(heads(viewed[1]), t.cos, t.sin);
+        CHECK(q.is_contiguous());
+        Tensor merged = reshape(transpose(scaled_dot_product_attention(q, k, heads(viewed[2]), true), 1, 2), {B, T, C});
+        CHECK(profile_totals().calls[(int)OpKind::Movement] == 0);
+        backward(sum(merged * dy));
+        set_profiling(false);
+        CHECK(profile_totals().calls[(int)OpKind::Movement] == 3);  // the three leaves' gradients
+        reset_profile();
+        auto apart = [&](const Tensor& x) { return contiguous(heads(x)); };
+        Tensor q2 = rope(apart(copied[0]), t.cos, t.sin), k2 = rope(apart(copied[1]), t.cos, t.sin);
+        Tensor y2 = scaled_dot_product_attention(q2, k2, apart(copied[2]), true);
+        Tensor merged2 = reshape(contiguous(transpose(y2, 1, 2)), {B, T, C});
+        backward(sum(merged2 * dy));
+        CHECK(q.to_vector() == q2.to_vector());
+        CHECK(merged.to_vector() == merged2.to_vector());
+        for (int i = 0; i < 3; ++i) CHECK(viewed[i].grad().to_vector() == copied[i].grad().to_vector());
+    }
 }

@@ -52,6 +52,7 @@
 #include "tensor/cpu/fast_math.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/cpu/parallel.h"
+#include "tensor/ops/heads_last.h"
 #include "tensor/profile.h"
 #include "tensor/raw_nn.h"
 
@@ -180,33 +181,21 @@ using Grads = std::vector<Tensor>;
 // With gradient_like below, Llama's step makes two copies of a [B, T, C]
 // tensor fewer per layer, and its peak memory is 4 MiB lower for train's
 // model; no change in step time could be measured on a 2-core Zen 3
-// (bench/results/attention-output-layout-2026-12-07.txt).
-// A new [B, H, T, D] tensor (`shape`) stored as [B, T, H, D], in the dtype
-// a product of `dtype` operands has.
-static Tensor empty_heads_last(const Shape& shape, DType dtype, Device device) {
-    return raw::transpose(empty({shape[0], shape[2], shape[1], shape[3]}, product_dtype(dtype), device), 1, 2);
-}
+// (bench/results/attention-output-layout-2026-12-07.txt). The layout and
+// the check for it are in heads_last.h; the output has the dtype a product
+// of q's dtype has.
 static Tensor output_heads_last(const Tensor& q, const Tensor& v) {
     if (q.dim() != 4 || v.dim() != 4) return Tensor();
-    return empty_heads_last({q.size(0), q.size(1), q.size(2), v.size(3)}, q.dtype(), q.device());
-}
-
-// Whether t [B, H, T, D] is a [B, T, H, D] tensor seen as [B, H, T, D] (a
-// projection's output split into heads, or output_heads_last's).
-static bool heads_last(const Tensor& t) {
-    if (t.dim() != 4) return false;
-    const auto& st = t.strides();
-    const int64_t H = t.size(1), D = t.size(3);
-    return st[3] == 1 && st[1] == D && st[2] == H * D && st[0] == t.size(2) * H * D;
+    return empty_heads_last({q.size(0), q.size(1), q.size(2), v.size(3)}, product_dtype(q.dtype()), q.device());
 }
 
 // The gradient of an input, laid out as the input is: heads last for a
 // heads-last input, so that splitting the heads stays a view on the way
-// back too (the gradient of Llama's v, split from its projection); else
-// contiguous (q and k after RoPE).
+// back too (Llama's q, k and v, split from their projections, q and k
+// rotated by RoPE in that layout); else contiguous.
 static Tensor gradient_like(const Tensor& t) {
     if (!heads_last(t)) return empty(t.shape(), product_dtype(t.dtype()), t.device());
-    return empty_heads_last(t.shape(), t.dtype(), t.device());
+    return empty_heads_last(t.shape(), product_dtype(t.dtype()), t.device());
 }
 static raw::AttentionBackward gradients_like(const Tensor& q, const Tensor& k, const Tensor& v) {
     return {gradient_like(q), gradient_like(k), gradient_like(v)};

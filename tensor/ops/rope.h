@@ -19,13 +19,17 @@
 #pragma once
 
 #include "tensor/host_device.h"
+#include "tensor/matrix_layout.h"
 #include "tensor/tensor.h"
 
 namespace nc {
 
-// The backend entry Backend::rope. x, out, dy, dx: contiguous [rows, D] with
-// rows = N T (N matrices of T positions: row r is position r % T); cos,
-// sin: contiguous [T, D]; D even.
+// The backend entry Backend::rope. x, out, dy, dx: either contiguous
+// [rows, D] with rows = N T (N matrices of T positions: row r is position
+// r % T), or [B, H, T, D] with the channels contiguous and any other strides
+// (a projection's output split into heads, [B, T, H, D] seen as
+// [B, H, T, D], read and written in place: rope_layout below); cos, sin:
+// contiguous [T, D]; D even.
 struct RopeKernels {
     void (*forward)(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out);
     void (*backward)(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx);
@@ -51,13 +55,30 @@ NC_HOST_DEVICE inline T rope_second_dx(T dy, T dy_partner, T cos, T sin_partner)
     return dy * cos - dy_partner * sin_partner;
 }
 
+// Where row r of an operand starts, r = n T + t counting the rows of its
+// matrices in order (n = b H + h of [B, H, T, D]; for [rows, D], n = r / T):
+// in matrix n's layout (tensor/matrix_layout.h), t rows further. Shared by
+// the CPU loop and the CUDA kernels, so that both read a view the same way.
+NC_HOST_DEVICE inline int64_t rope_row_start(const MatrixLayout& at, int64_t positions, int64_t r) {
+    return at.matrix(r / positions) + r % positions * at.row_stride;
+}
+// An operand's layout: [B, H, T, D] with its own strides, or contiguous
+// [rows, D] as rows / T matrices of T rows.
+inline MatrixLayout rope_layout(const Tensor& t, int64_t positions) {
+    return t.dim() == 4 ? matrix_layout_of(t) : contiguous_layout(positions, t.size(1));
+}
+
 namespace raw {
 
 // x: [..., T, D], float32 or float64; cos, sin: [T, D] of x's dtype and
-// device. Returns y of x's shape (contiguous).
+// device. Returns y of x's shape, contiguous. A 4-D x [B, H, T, D] with
+// contiguous channels is read in place, whatever its other strides.
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
-// dy: [..., T, D] -> dx of dy's shape: the rotation by the opposite angle.
-Tensor rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin);
+// dy: [..., T, D] -> dx of dy's shape: the rotation by the opposite angle,
+// written into `dx` when given (dy's shape and dtype, any layout with
+// contiguous channels: the differentiable op gives a heads-last x its
+// gradient heads last), else into a new contiguous tensor.
+Tensor rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx = Tensor());
 
 }  // namespace raw
 

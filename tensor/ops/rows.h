@@ -14,11 +14,16 @@
 namespace nc {
 namespace raw {
 
+// What the fused ops compute in: a floating-point dtype with kernels.
+inline void check_rows_dtype(const Tensor& x, const std::string& op) {
+    check_compute_dtype(x.dtype(), op);
+    if (!is_floating(x.dtype())) fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(x.dtype()));
+}
+
 // x as a contiguous [rows, C] matrix, C = the last dim.
 inline Tensor as_rows(const Tensor& x, const std::string& op) {
     if (x.dim() == 0) fail(op, "needs at least one dim (the features), got a scalar");
-    check_compute_dtype(x.dtype(), op);
-    if (!is_floating(x.dtype())) fail(op, std::string("needs a floating-point tensor, got ") + dtype_name(x.dtype()));
+    check_rows_dtype(x, op);
     int64_t C = x.size(-1);
     return view(contiguous(x), {C == 0 ? 0 : x.numel() / C, C});
 }

@@ -109,7 +109,8 @@ void check_close(const char* what, const std::vector<T>& got, const std::vector<
 // apart: whole matrices apart, their rows apart, as the first S positions
 // of a key/value cache. A kernel that ignored a stride would read NaN or
 // the wrong numbers, or write into a gap.
-using nc::cuda::MatrixLayout;
+using nc::MatrixLayout;
+using nc::contiguous_layout;
 MatrixLayout side_by_side(int64_t N, int64_t rows, int64_t width) {
     const int64_t heads = N >= 4 && N % 2 == 0 ? N / 2 : std::max<int64_t>(1, N), row_stride = heads * (width + 1) + 3;
     return {heads, rows * row_stride + 7, width + 1, row_stride};

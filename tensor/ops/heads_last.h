@@ -1,0 +1,29 @@
+// heads_last.h — the layout attention's heads keep between the projections
+// and the attention op: a [B, T, H, D] tensor seen as [B, H, T, D].
+//
+// A projection writes [B, T, C] with C = H D; splitting it into heads is a
+// view (reshape to [B, T, H, D], then transpose to [B, H, T, D]), and so is
+// merging them back, as long as every op in between reads that view in
+// place and writes its outputs (and its inputs' gradients) the same way. The
+// ops that do: RoPE (rope.cpp) and attention (attention.cpp). Internal to
+// tensor/ops/.
+#pragma once
+
+#include "tensor/raw_ops.h"
+
+namespace nc {
+
+// Whether t [B, H, T, D] is a [B, T, H, D] tensor seen as [B, H, T, D].
+inline bool heads_last(const Tensor& t) {
+    if (t.dim() != 4) return false;
+    const auto& st = t.strides();
+    const int64_t H = t.size(1), D = t.size(3);
+    return st[3] == 1 && st[1] == D && st[2] == H * D && st[0] == t.size(2) * H * D;
+}
+
+// A new [B, H, T, D] tensor (`shape`) stored as [B, T, H, D].
+inline Tensor empty_heads_last(const Shape& shape, DType dtype, Device device) {
+    return raw::transpose(empty({shape[0], shape[2], shape[1], shape[3]}, dtype, device), 1, 2);
+}
+
+}  // namespace nc
