@@ -5,9 +5,11 @@
 the FMA peak it samples. This puts a library beside it: OpenBLAS (the BLAS
 under Debian's numpy and PyTorch) multiplying the same shapes, stored the
 same way (TN: A stored transposed, as a weight gradient reads dY; NT: B
-stored transposed, as x W^T reads W), into an output made once, best of the
-same number of calls, taken round-robin over the shapes as normcore's bench
-takes them. Each round runs `normcore bench --skip-training` and the
+stored transposed, as x W^T reads W), best of the same number of calls,
+taken round-robin over the shapes, each timed call right after an untimed
+one of the same shape, as normcore's bench takes them (cli/bench.cpp;
+OpenBLAS writes into an output made once, normcore into a new one, which
+its allocator hands back without touching it). Each round runs `normcore bench --skip-training` and the
 OpenBLAS timer, each in a fresh process, which one goes first alternating
 from round to round, because the machine's speed drifts. OpenBLAS gets its
 best setting (pytorch_setup.py: the fastest OPENBLAS_CORETYPE of a probe,
@@ -15,17 +17,19 @@ its own threads, as many as normcore's).
 
 Printed per shape: each side's rate as a percentage of the peak normcore
 sampled in the same round (medians and ranges over the rounds), and the
-median of the rounds' own ratios, normcore's rate over OpenBLAS's (above 1:
-normcore faster).
+median and range of the rounds' own ratios, normcore's rate over
+OpenBLAS's (above 1: normcore faster); then the median of those per-shape
+medians.
 
   /usr/bin/python3 bench/gemm_openblas.py build/normcore --rounds 3
 
-Needs numpy linked to OpenBLAS (Debian: python3-numpy, libopenblas0-pthread)
-and PyTorch for the core-type probe; normcore itself never needs Python.
+Needs numpy linked to OpenBLAS (Debian: python3-numpy, libopenblas0-pthread);
+normcore itself never needs Python.
 """
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -50,6 +54,7 @@ for a, b, c, _ in cases:
     np.matmul(a, b, out=c)  # warm-up: OpenBLAS's threads, the pages
 for _ in range(repeats):
     for i, (a, b, c, _) in enumerate(cases):
+        np.matmul(a, b, out=c)  # untimed: this shape's operands back into the caches, as normcore's bench does
         start = time.perf_counter()
         np.matmul(a, b, out=c)
         best[i] = min(best[i], time.perf_counter() - start)
@@ -74,11 +79,15 @@ def run_normcore(binary, args, json_path, env):
     try:
         with open(json_path) as f:
             result = json.load(f)
-        rows, peak = result["gemm"], result["machine"]["fma_peak_gflops"]
+        peak = float(result["machine"]["fma_peak_gflops"])
+        rows = [{"m": int(row["m"]), "k": int(row["k"]), "n": int(row["n"]), "layout": str(row["layout"]),
+                 "what": str(row.get("what", "")), "gflops": float(row["gflops"])} for row in result["gemm"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
         fail("%s wrote no readable GEMM table to %s (%s)" % (binary, json_path, e))
     if not rows:
         fail("%s's bench timed no GEMM shape" % binary)
+    if peak <= 0 or any(row["gflops"] <= 0 for row in rows):
+        fail("%s's bench gave a rate or an FMA peak that is not positive" % binary)
     return rows, peak
 
 
@@ -90,11 +99,13 @@ def run_openblas(args, shapes):
         tail = (completed.stdout + completed.stderr).strip().splitlines()[-5:]
         fail("the OpenBLAS timer failed (exit %d):\n  %s" % (completed.returncode, "\n  ".join(tail)))
     try:
-        rates = json.loads(completed.stdout.strip().splitlines()[-1])["gflops"]
+        rates = [float(rate) for rate in json.loads(completed.stdout.strip().splitlines()[-1])["gflops"]]
     except (ValueError, KeyError, IndexError, TypeError) as e:
         fail("the OpenBLAS timer printed no rates (%s): %s" % (e, completed.stdout.strip()[-200:]))
     if len(rates) != len(shapes):
         fail("the OpenBLAS timer gave %d rates for %d shapes" % (len(rates), len(shapes)))
+    if any(rate <= 0 for rate in rates):
+        fail("the OpenBLAS timer gave a rate that is not positive: %s" % rates)
     return rates
 
 
@@ -119,6 +130,9 @@ def main():
     binary = os.path.abspath(args.normcore)  # never a lookup on PATH
     if not os.access(binary, os.X_OK):
         fail("%s is not an executable normcore binary" % binary)
+    # normcore runs in the environment this script was given, not the one
+    # tuned for OpenBLAS below (its --threads sets its own thread count).
+    normcore_env = dict(os.environ)
     if args.timer is None:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import pytorch_setup
@@ -127,10 +141,8 @@ def main():
         args.timer = [sys.executable, "-c", TIMER]
         setting = pytorch_setup.setting()
     else:
-        args.timer = args.timer.split()
+        args.timer = shlex.split(args.timer)
         setting = "a stand-in timer: " + " ".join(args.timer)
-    # normcore runs with its own OpenMP settings, not the ones tuned for OpenBLAS's pool.
-    normcore_env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_NUM_THREADS")}
 
     shapes, table = None, {}
     with tempfile.TemporaryDirectory() as scratch:
@@ -161,15 +173,18 @@ def main():
     print("OpenBLAS: %s; %d threads, %d rounds, best of %d calls per shape" %
           (setting, args.threads, args.rounds, args.repeats), flush=True)
     print("% of the FMA peak normcore sampled in each round: median [min-max] over the rounds;")
-    print("normcore / OpenBLAS: the median of the rounds' rate ratios (above 1: normcore faster)")
+    print("normcore / OpenBLAS: the rounds' rate ratios, median [min-max] (above 1: normcore faster)")
     print("%-20s %-6s %-24s %-20s %-20s %s" % ("M x K x N", "layout", "what", "normcore", "OpenBLAS",
                                              "normcore / OpenBLAS"))
+    medians = []
     for i, shape in enumerate(shapes):
         entry = table[i]
         dims = "%d x %d x %d" % (shape["m"], shape["k"], shape["n"])
-        print("%-20s %-6s %-24s %-20s %-20s %.2f" % (dims, shape["layout"], shape["what"][:24],
-                                                   spread(entry["normcore"]), spread(entry["openblas"]),
-                                                   statistics.median(entry["ratio"])))
+        medians.append(statistics.median(entry["ratio"]))
+        print("%-20s %-6s %-24s %-20s %-20s %.2f [%.2f-%.2f]" % (
+            dims, shape["layout"], shape["what"][:24], spread(entry["normcore"]), spread(entry["openblas"]),
+            medians[-1], min(entry["ratio"]), max(entry["ratio"])))
+    print("the median of the %d shapes' median ratios: %.2f" % (len(medians), statistics.median(medians)))
 
 
 if __name__ == "__main__":

@@ -2,10 +2,10 @@
 // which are views (tensor/ops/attention.h): each of q, k, v and out (and,
 // backward, dout, dq, dk and dv) is a batch of N = B H matrices [R, C]
 // found through a MatrixLayout (tensor/matrix_layout.h): GPT-2's q, k and v
-// where its [B, T, 3 C] projection wrote them, its output written into
-// [B, T, C] the same way (heads H, batch_stride T C, head_stride D,
-// row_stride C), a key/value cache's first S positions, so every operand is
-// read and written where it lies, with no copy. Shared by
+// where its [B, T, 3 C] projection wrote them (row_stride 3 C), its output
+// written into [B, T, C] the same way (row_stride C), a key/value cache's
+// first S positions, so every operand is read and written where it lies,
+// with no copy. Shared by
 // attention_tiled.cuh, attention_simple.cuh and the host code in
 // attention.cu, which reads the numbers off each tensor's shape and strides
 // (matrix_layout_of).

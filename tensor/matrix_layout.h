@@ -1,6 +1,6 @@
 // matrix_layout.h — where the matrices of a batch of views lie, for the
 // kernels that read views in place instead of copying them into blocks:
-// attention's (CPU and CUDA) and RoPE's.
+// the CUDA attention kernels, and RoPE's CPU loop and CUDA kernels.
 //
 // A batch of N matrices [R, C], the values along a row one step apart, the
 // rows row_stride apart, and the matrices in a [N / heads, heads] grid:

@@ -298,35 +298,41 @@ else
 fi
 
 # 6'''. bench/gemm_openblas.py (bench's GEMM table beside OpenBLAS's sgemm, the two alternating)
-#      on stand-ins that log their turn: a normcore whose bench writes two shapes at 100 GFLOP/s
-#      and a peak of 200, a timer that gives OpenBLAS 50 and 25 (and fails unless handed the
-#      shapes). The turns must alternate, the percentages be of the peak and the ratios
-#      normcore's rate over OpenBLAS's; a failing timer is named. Then one round on this binary
-#      and numpy's OpenBLAS, where /usr/bin/python3 has numpy (skipped with a message otherwise).
+#      on stand-ins that log their turn: a normcore whose bench writes two shapes and a peak of
+#      200, a timer that fails unless handed those shapes. The first shape's rates change from
+#      round to round (normcore 100, 200, 300; OpenBLAS 100, 50, 300: ratios 1, 4, 1), so that
+#      rates paired across rounds, or the ratio of the medians (2) instead of the median of the
+#      ratios (1), would show; the second's stay at 100 and 25. The turns must alternate, the
+#      percentages be of the peak; a failing timer is named. Then one round on this binary and
+#      numpy's OpenBLAS, where /usr/bin/python3 has numpy (skipped with a message otherwise).
 gemm_openblas="$(dirname "$0")/../bench/gemm_openblas.py"
 if command -v python3 > /dev/null; then
   rm -f "$work/stub-turns"
   cat > "$work/stub-gemm" <<STUB
 #!/usr/bin/env bash
 echo normcore >> "$work/stub-turns"
+rates=(100 200 300); rate=\${rates[\$(( \$(grep -c normcore "$work/stub-turns") - 1 ))]}
 while [ \$# -gt 0 ]; do [ "\$1" = --json ] && json=\$2; shift; done
-echo '{"gemm": [{"m": 64, "k": 32, "n": 16, "layout": "TN", "what": "one", "gflops": 100},
+echo '{"gemm": [{"m": 64, "k": 32, "n": 16, "layout": "TN", "what": "one", "gflops": '\$rate'},
   {"m": 8, "k": 8, "n": 8, "layout": "NT", "what": "two", "gflops": 100}], "machine": {"fma_peak_gflops": 200}}' > "\$json"
 STUB
   cat > "$work/stub-blas" <<STUB
 #!/usr/bin/env bash
 echo openblas >> "$work/stub-turns"
+rates=(100 50 300); rate=\${rates[\$(( \$(grep -c openblas "$work/stub-turns") - 1 ))]}
 grep -q '"m": 64, "k": 32, "n": 16, "layout": "TN"' <<<"\$1" || { echo "not the shapes: \$1" >&2; exit 4; }
-echo '{"gflops": [50, 25]}'
+echo '{"gflops": ['\$rate', 25]}'
 STUB
   chmod +x "$work/stub-gemm" "$work/stub-blas"
   out=$(python3 "$gemm_openblas" "$work/stub-gemm" --rounds 3 --timer "$work/stub-blas" 2>&1) || fail "gemm_openblas.py: $out"
   [ "$(tr '\n' ' ' < "$work/stub-turns")" = "normcore openblas openblas normcore normcore openblas " ] \
     || fail "gemm_openblas.py: the turns should alternate: $(tr '\n' ' ' < "$work/stub-turns")"
-  grep -qE '^64 x 32 x 16 +TN +one +50.0 \[ 50.0- 50.0\] +25.0 \[ 25.0- 25.0\] +2.00$' <<<"$out" \
+  grep -qE '^64 x 32 x 16 +TN +one +100.0 \[ 50.0-150.0\] +50.0 \[ 25.0-150.0\] +1.00 \[1.00-4.00\]$' <<<"$out" \
     || fail "gemm_openblas.py: the first shape's row: $out"
-  grep -qE '^8 x 8 x 8 +NT +two +50.0 \[ 50.0- 50.0\] +12.5 \[ 12.5- 12.5\] +4.00$' <<<"$out" \
+  grep -qE '^8 x 8 x 8 +NT +two +50.0 \[ 50.0- 50.0\] +12.5 \[ 12.5- 12.5\] +4.00 \[4.00-4.00\]$' <<<"$out" \
     || fail "gemm_openblas.py: the second shape's row: $out"
+  grep -q "^the median of the 2 shapes' median ratios: 2.50$" <<<"$out" || fail "gemm_openblas.py: the overall median: $out"
+  rm -f "$work/stub-turns"  # the stand-in normcore's rates start again at its first
   printf '#!/usr/bin/env bash\necho "no BLAS here" >&2; exit 5\n' > "$work/stub-blas-broken"; chmod +x "$work/stub-blas-broken"
   out=$(python3 "$gemm_openblas" "$work/stub-gemm" --timer "$work/stub-blas-broken" 2>&1) \
     && fail "gemm_openblas.py with a failing timer should fail"

@@ -66,6 +66,14 @@ TEST_CASE("rope: bad inputs get one clear error", "[nn][rope][errors]") {
     Tensor learned = raw::clone(t.cos).set_requires_grad(true);
     check_error([&] { rope(leaf({5, 8}, 1), learned, t.sin); }, {"rope", "constants", "require a gradient"});
     check_error([&] { raw::rope_backward(leaf({2, 5, 6}, 1), t.cos, t.sin); }, {"rope_backward", "[5, 6]"});
+    // An output to write the gradient into: the wrong shape, a layout whose
+    // rows are neither contiguous nor heads last, or dy itself.
+    Tensor dy = leaf({2, 3, 5, 8}, 6).detach();
+    check_error([&] { raw::rope_backward(dy, t.cos, t.sin, empty({2, 3, 5, 6}, kFloat64)); },
+                {"rope_backward", "output", "[2, 3, 5, 6]", "[2, 3, 5, 8]"});
+    check_error([&] { raw::rope_backward(dy, t.cos, t.sin, raw::transpose(empty({3, 2, 5, 8}, kFloat64), 0, 1)); },
+                {"rope_backward", "contiguous", "strides"});
+    check_error([&] { raw::rope_backward(dy, t.cos, t.sin, dy); }, {"rope_backward", "overlaps"});
 }
 
 // Llama's path through a layer's attention: q and k split into heads from

@@ -191,8 +191,8 @@ static Tensor output_heads_last(const Tensor& q, const Tensor& v) {
 
 // The gradient of an input, laid out as the input is: heads last for a
 // heads-last input, so that splitting the heads stays a view on the way
-// back too (Llama's q, k and v, split from their projections, q and k
-// rotated by RoPE in that layout); else contiguous.
+// back too (the gradient of Llama's v, split from its projection); else
+// contiguous (q and k, which RoPE hands over contiguous).
 static Tensor gradient_like(const Tensor& t) {
     if (!heads_last(t)) return empty(t.shape(), product_dtype(t.dtype()), t.device());
     return empty_heads_last(t.shape(), product_dtype(t.dtype()), t.device());

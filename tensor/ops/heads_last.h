@@ -3,10 +3,11 @@
 //
 // A projection writes [B, T, C] with C = H D; splitting it into heads is a
 // view (reshape to [B, T, H, D], then transpose to [B, H, T, D]), and so is
-// merging them back, as long as every op in between reads that view in
-// place and writes its outputs (and its inputs' gradients) the same way. The
-// ops that do: RoPE (rope.cpp) and attention (attention.cpp). Internal to
-// tensor/ops/.
+// merging them back, as long as the ops in between read that view in
+// place and give it its gradient in the same layout. Attention
+// (attention.cpp) does both and writes its output heads last too; RoPE
+// (rope.cpp) reads its input in place and writes the input's gradient
+// heads last, its output contiguous. Internal to tensor/ops/.
 #pragma once
 
 #include "tensor/raw_ops.h"

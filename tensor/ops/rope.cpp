@@ -3,10 +3,10 @@
 // kernels, forward beside backward. The CUDA kernels are in cuda/rope.cu.
 //
 // Shapes: x, y, dy, dx [rows, D] with rows = N T, or [B, H, T, D] views
-// (heads_last.h); cos, sin [T, D].
+// (their rows found through tensor/matrix_layout.h); cos, sin [T, D].
 #include "tensor/ops/rope.h"
 
-#include <cassert>
+#include <utility>
 
 #include "autograd/node.h"
 #include "tensor/ops/heads_last.h"
@@ -37,21 +37,45 @@ static void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, co
     }
 }
 
+// An output the caller passed in: x's shape, dtype and device, contiguous
+// or heads-last (heads_last.h: the layouts whose rows never overlap), and
+// apart from x (the kernels write a row's first channels before reading
+// its last ones).
+static void check_output(const Tensor& out, const Tensor& x, const std::string& op) {
+    if (out.shape() != x.shape() || out.dtype() != x.dtype() || out.device() != x.device())
+        fail(op, "the output to write into is " + shape_str(out.shape()) + " " + dtype_name(out.dtype()) + " on " +
+                     out.device().str() + ", it must be " + shape_str(x.shape()) + " " + dtype_name(x.dtype()) + " on " +
+                     x.device().str());
+    if (!out.is_contiguous() && !heads_last(out))
+        fail(op, "the output to write into must be contiguous or [B, T, H, D] seen as [B, H, T, D], got strides " +
+                     shape_str(out.strides()));
+    // Both spans, from the first element to one past the last (x may be any view).
+    auto span = [](const Tensor& t) {
+        const char* first = static_cast<const char*>(t.raw_data());
+        int64_t last = 0;
+        for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.strides()[d];
+        return std::make_pair(first, first + (last + 1) * (int64_t)dtype_size(t.dtype()));
+    };
+    if (out.numel() > 0 && x.numel() > 0) {
+        auto [out_first, out_end] = span(out);
+        auto [x_first, x_end] = span(x);
+        if (out_first < x_end && x_first < out_end) fail(op, "the output to write into overlaps the input");
+    }
+}
+
 // The rotation of x (or its backward, of dy) through the backend, into `out`
-// (x's shape, any [B, H, T, D] layout with the channels contiguous) or, when
-// undefined, into a new contiguous tensor. A 4-D x [B, H, T, D] is read in
-// place whatever its other strides (Llama's queries and keys, split into
-// heads from their projections, heads_last.h), anything else as contiguous
-// [rows, D].
+// (check_output) or, when undefined, into a new contiguous tensor. A 4-D x
+// [B, H, T, D] is read in place whatever its other strides, as long as its
+// channels are contiguous (Llama's queries and keys, split into heads from
+// their projections, heads_last.h); anything else as contiguous [rows, D].
 static Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin, Tensor out, const std::string& op,
                      bool backward) {
     check_rope(x, cos, sin, op);
     const int64_t D = x.size(-1), rows = D == 0 ? 0 : x.numel() / D;
     const bool in_place = x.dim() == 4 && x.strides()[3] == 1;
     const Tensor in = in_place ? x : as_rows(x, op);
-    if (!out.defined()) out = empty(x.shape(), x.dtype(), x.device());
-    assert(out.shape() == x.shape() && out.dtype() == x.dtype() && out.strides().back() == 1);
-    assert(out.dim() == 4 || out.is_contiguous());
+    if (out.defined()) check_output(out, x, op);
+    else out = empty(x.shape(), x.dtype(), x.device());
     const Tensor out_rows = out.dim() == 4 ? out : view(out, {rows, D});
     const RopeKernels& kernels = backend_for(x.device()).rope;
     ProfileScope scope(OpKind::Elementwise);
@@ -77,7 +101,8 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
     // and gets its gradient in that layout, so that neither splitting the
     // heads nor merging their gradients copies; the rotated tensor itself
     // is contiguous, the layout attention reads fastest (with heads-last
-    // queries and keys, Llama's attention ran 10-15% slower).
+    // queries and keys, Llama's attention ran 15-20% slower:
+    // bench/results/rope-views-2026-12-07.txt).
     const bool x_heads_last = heads_last(x);
     return record("Rope", raw::rope(x, cos, sin), {x}, [cos, sin, x_heads_last](const Tensor& g) {
         Tensor dx = x_heads_last ? empty_heads_last(g.shape(), g.dtype(), g.device()) : Tensor();

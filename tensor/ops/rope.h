@@ -65,7 +65,7 @@ NC_HOST_DEVICE inline int64_t rope_row_start(const MatrixLayout& at, int64_t pos
 // An operand's layout: [B, H, T, D] with its own strides, or contiguous
 // [rows, D] as rows / T matrices of T rows.
 inline MatrixLayout rope_layout(const Tensor& t, int64_t positions) {
-    return t.dim() == 4 ? matrix_layout_of(t) : contiguous_layout(positions, t.size(1));
+    return t.dim() == 4 ? matrix_layout_of(t) : contiguous_layout(positions, t.size(-1));
 }
 
 namespace raw {
@@ -75,8 +75,8 @@ namespace raw {
 // contiguous channels is read in place, whatever its other strides.
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
 // dy: [..., T, D] -> dx of dy's shape: the rotation by the opposite angle,
-// written into `dx` when given (dy's shape and dtype, any layout with
-// contiguous channels: the differentiable op gives a heads-last x its
+// written into `dx` when given (dy's shape, dtype and device, contiguous or
+// heads-last, apart from dy: the differentiable op gives a heads-last x its
 // gradient heads last), else into a new contiguous tensor.
 Tensor rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin, const Tensor& dx = Tensor());
 

@@ -21,24 +21,28 @@ using namespace nc::cuda;
 using nc::MatrixLayout;
 using Real = long double;
 
-// B x H matrices of T positions, D channels: as contiguous rows, or
-// heads-last ([B, T, H, D] memory seen as [B, H, T, D], as Llama's queries
-// and keys reach RoPE), the outputs then in that layout too.
+// B x H matrices of T positions, D channels, each of the inputs (x, dy) and
+// each of the outputs (y, dx) as contiguous rows or heads-last ([B, T, H, D]
+// memory seen as [B, H, T, D]): Llama's queries and keys reach RoPE heads
+// last and leave contiguous, and their gradients go the other way.
 template <typename T>
-void check_rope(int64_t B, int64_t H, int64_t positions, int64_t D, bool heads_last, unsigned grid,
-                Schedule schedule) {
-    INFO("rope B " << B << ", H " << H << ", T " << positions << ", D " << D << (heads_last ? ", heads last" : "")
-                   << ", grid " << grid << (sizeof(T) == 4 ? ", float" : ", double"));
+void check_rope(int64_t B, int64_t H, int64_t positions, int64_t D, bool in_heads_last, bool out_heads_last,
+                unsigned grid, Schedule schedule) {
+    INFO("rope B " << B << ", H " << H << ", T " << positions << ", D " << D << ", heads last: in "
+                   << in_heads_last << ", out " << out_heads_last << ", grid " << grid
+                   << (sizeof(T) == 4 ? ", float" : ", double"));
     const int64_t h = D / 2, rows = B * H * positions;
-    const MatrixLayout layout = heads_last ? MatrixLayout{H, positions * H * D, D, H * D}
-                                           : MatrixLayout{1, positions * D, 0, D};
+    auto layout = [&](bool heads_last) {
+        return heads_last ? MatrixLayout{H, positions * H * D, D, H * D} : MatrixLayout{1, positions * D, 0, D};
+    };
+    const MatrixLayout in_at = layout(in_heads_last), out_at = layout(out_heads_last);
     std::vector<T> x = nc_test::normal<T>(rows * D, 71), c = nc_test::normal<T>(positions * D, 72),
                    s = nc_test::normal<T>(positions * D, 73), dy = nc_test::normal<T>(rows * D, 74);
     std::vector<T> y(rows * D, (T)NAN), dx(rows * D, (T)NAN);
     cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, rope_kernel<T>, (const T*)x.data(),
-                          (const T*)c.data(), (const T*)s.data(), y.data(), rows, D, positions, layout, layout);
+                          (const T*)c.data(), (const T*)s.data(), y.data(), rows, D, positions, in_at, out_at);
     cuda_emulator::launch(dim3(grid), dim3(kThreads), schedule, rope_backward_kernel<T>, (const T*)dy.data(),
-                          (const T*)c.data(), (const T*)s.data(), dx.data(), rows, D, positions, layout, layout);
+                          (const T*)c.data(), (const T*)s.data(), dx.data(), rows, D, positions, in_at, out_at);
     // Channel e of a row at position t of y, as a function of that row of x.
     auto y_of = [&](const std::vector<Real>& xr, int64_t t, int64_t e) {
         const int64_t i = e % h;
@@ -50,9 +54,12 @@ void check_rope(int64_t B, int64_t H, int64_t positions, int64_t D, bool heads_l
         for (int64_t hd = 0; hd < H; ++hd)
             for (int64_t t = 0; t < positions; ++t) {
                 // Where the row lies, written out here for each layout.
-                const int64_t start = heads_last ? ((b * positions + t) * H + hd) * D : ((b * H + hd) * positions + t) * D;
+                auto start_in = [&](bool heads_last) {
+                    return heads_last ? ((b * positions + t) * H + hd) * D : ((b * H + hd) * positions + t) * D;
+                };
+                const int64_t start = start_in(in_heads_last), out_start = start_in(out_heads_last);
                 std::vector<Real> xr(x.begin() + start, x.begin() + start + D);
-                for (int64_t e = 0; e < D; ++e) y_want[start + e] = y_of(xr, t, e);
+                for (int64_t e = 0; e < D; ++e) y_want[out_start + e] = y_of(xr, t, e);
                 // dx_j = sum_e dy_e d y_e / d x_j, by central differences.
                 for (int64_t j = 0; j < D; ++j) {
                     Real total = 0;
@@ -62,7 +69,7 @@ void check_rope(int64_t B, int64_t H, int64_t positions, int64_t D, bool heads_l
                                      moved[j] = z;
                                      return y_of(moved, t, e);
                                  }, xr[j]);
-                    dx_want[start + j] = total;
+                    dx_want[out_start + j] = total;
                 }
             }
     const bool f32 = sizeof(T) == 4;
@@ -74,13 +81,15 @@ void check_rope(int64_t B, int64_t H, int64_t positions, int64_t D, bool heads_l
 
 TEST_CASE("emulated GPU: rope kernels equal the rotation and its differences", "[cuda-emulated][rope]") {
     for (Schedule s : {Schedule::FirstThreadFirst, Schedule::LastThreadFirst}) {
-        check_rope<float>(3, 1, 4, 16, false, blocks_for(12 * 8), s);
-        check_rope<float>(1, 1, 5, 6, false, 1, s);
-        check_rope<float>(10, 1, 7, 16, false, 1, s);  // one block of 256 threads for 560 pairs: each strides on
-        check_rope<double>(3, 1, 3, 10, false, 2, s);
-        // Heads last: read and written in place.
-        check_rope<float>(2, 3, 4, 8, true, blocks_for(24 * 4), s);
-        check_rope<float>(1, 5, 7, 16, true, 1, s);
-        check_rope<double>(2, 2, 3, 10, true, 2, s);
+        check_rope<float>(3, 1, 4, 16, false, false, blocks_for(12 * 8), s);
+        check_rope<float>(1, 1, 5, 6, false, false, 1, s);
+        check_rope<float>(10, 1, 7, 16, false, false, 1, s);  // one block of 256 threads for 560 pairs: each strides on
+        check_rope<double>(3, 1, 3, 10, false, false, 2, s);
+        // Heads last in, out, or both.
+        check_rope<float>(2, 3, 4, 8, true, false, blocks_for(24 * 4), s);
+        check_rope<float>(2, 3, 4, 8, false, true, blocks_for(24 * 4), s);
+        check_rope<float>(1, 5, 7, 16, true, true, 1, s);
+        check_rope<double>(2, 2, 3, 10, true, false, 2, s);
+        check_rope<double>(2, 2, 3, 10, false, true, 2, s);
     }
 }
