@@ -22,7 +22,7 @@ ours, theirs = (json.load(open(f)) for f in sys.argv[1:3])
 def times(results):
     return {(r["model"], r["size"], r["precision"]): r["ms_per_step"] for r in results["training"]}
 a, b = times(ours), times(theirs)
-print("\nstep times in ms (medians), this run; PyTorch with OPENBLAS_CORETYPE=%s:" % (theirs.get("openblas_coretype") or "unset (its own detection won the probe)"))
+print("\nstep times in ms (medians), this run; PyTorch with OPENBLAS_CORETYPE=%s:" % (theirs.get("openblas_coretype") or "unset (OpenBLAS's own detection)"))
 print("%-12s %10s %10s %8s   %10s %10s %8s   %14s" % ("model", "normcore", "+bf16", "speedup",
       "PyTorch", "+autocast", "speedup", "bf16 nc/torch"))
 for model, size in sorted({(m, s) for m, s, _ in a}):

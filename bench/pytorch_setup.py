@@ -1,5 +1,7 @@
-"""PyTorch's best CPU setting on this machine, shared by the benchmarks that
-time it beside normcore (compare_pytorch.py, generate/pytorch_generate.py).
+"""PyTorch's (and OpenBLAS's) best CPU setting on this machine, shared by the
+benchmarks that time them beside normcore (compare_pytorch.py,
+generate/pytorch_generate.py, gemm_openblas.py). The probe times numpy,
+which on Debian loads the same OpenBLAS as PyTorch.
 Call tune_environment() before `import torch` or `import numpy` (both load
 the same OpenBLAS, which reads its settings once, when it loads).
 

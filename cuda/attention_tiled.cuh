@@ -170,7 +170,7 @@ attention_backward_tiled(const float* dout_all, const float* q_all, const float*
     const int64_t n = blockIdx.x, j0 = (int64_t)blockIdx.y * KEYS, j = j0 + key;
     const bool active = j < S;
     const int key_count = (int)smaller(S - j0, KEYS);
-    // This head's matrices (attention_strides.cuh).
+    // This head's matrices (MatrixLayout, tensor/matrix_layout.h).
     const float *dout_rows = dout_all + at.dout.matrix(n), *q_rows = q_all + at.q.matrix(n);
     const float *k_rows = k_all + at.k.matrix(n), *v_rows = v_all + at.v.matrix(n);
     float* dq_rows = dq_all + at.dq.matrix(n);

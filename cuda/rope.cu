@@ -2,7 +2,7 @@
 // rope_kernels.cuh's kernels, and the op's entry of the CUDA table (add_rope).
 //
 // Shapes: x, y, dy, dx [rows, D] with rows = N T, or [B, H, T, D] views
-// (their MatrixLayout, tensor/ops/rope.h); cos, sin [T, D].
+// (each with its MatrixLayout, tensor/matrix_layout.h; rope_layout in tensor/ops/rope.h); cos, sin [T, D].
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_kernels.h"
 #include "cuda/rope_kernels.cuh"

@@ -18,7 +18,8 @@ namespace nc {
 namespace cuda {
 
 // Pair p = (row r, channel i < h): channels i and i + h of row r, which
-// lies where rope_row_start says (tensor/ops/rope.h), in x and in y alike.
+// lies where rope_row_start says (tensor/ops/rope.h), in x by x's layout
+// and in y by y's.
 template <typename T>
 __global__ void rope_kernel(const T* x, const T* cos, const T* sin, T* y, int64_t rows, int64_t D, int64_t T_,
                             MatrixLayout x_at, MatrixLayout y_at) {

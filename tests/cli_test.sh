@@ -341,7 +341,7 @@ STUB
   if [ "$quick" != 1 ] && /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
     out=$(/usr/bin/python3 "$gemm_openblas" "$bin" --rounds 1 --repeats 1 --coretype detected 2>&1) \
       || fail "gemm_openblas.py on bench and numpy: $out"
-    grep -qE '^128 x 2048 x 512 +TN +train: dW, MLP down +[0-9.]+ \[.*\] +[0-9.]+ \[.*\] +[0-9.]+$' <<<"$out" \
+    grep -qE '^128 x 2048 x 512 +TN +train: dW, MLP down +[0-9.]+ \[.*\] +[0-9.]+ \[.*\] +[0-9.]+ \[[0-9.]+-[0-9.]+\]$' <<<"$out" \
       || fail "gemm_openblas.py on bench and numpy: no row for train's MLP weight gradient: $out"
   else
     echo "cli: bench/gemm_openblas.py not run on OpenBLAS (quick mode, or no numpy for /usr/bin/python3)"

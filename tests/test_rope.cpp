@@ -78,8 +78,8 @@ TEST_CASE("rope: bad inputs get one clear error", "[nn][rope][errors]") {
 
 // Llama's path through a layer's attention: q and k split into heads from
 // their projections, rotated, then attention, then the heads merged. RoPE
-// reads the heads-last layout in place (writing contiguous rotated heads,
-// which attention reads fastest) and writes q's and k's gradients heads
+// reads the heads-last layout in place (writing contiguous rotated heads
+// for attention) and writes q's and k's gradients heads
 // last, so nothing is copied forward, and in backward only the three
 // leaves' gradients are (as with attention alone, test_nn_ops.cpp); the
 // same bits as rotating contiguous copies.

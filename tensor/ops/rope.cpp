@@ -39,8 +39,9 @@ static void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, co
 
 // An output the caller passed in: x's shape, dtype and device, contiguous
 // or heads-last (heads_last.h: the layouts whose rows never overlap), and
-// apart from x (the kernels write a row's first channels before reading
-// its last ones).
+// apart from x (the loops promise the compiler, `omp simd`, and the
+// threads each other, that no output overlaps an input another pair or
+// row still reads).
 static void check_output(const Tensor& out, const Tensor& x, const std::string& op) {
     if (out.shape() != x.shape() || out.dtype() != x.dtype() || out.device() != x.device())
         fail(op, "the output to write into is " + shape_str(out.shape()) + " " + dtype_name(out.dtype()) + " on " +
@@ -100,9 +101,9 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
     // projection's output split into heads, heads_last.h) is read in place
     // and gets its gradient in that layout, so that neither splitting the
     // heads nor merging their gradients copies; the rotated tensor itself
-    // is contiguous, the layout attention reads fastest (with heads-last
-    // queries and keys, Llama's attention ran 15-20% slower:
-    // bench/results/rope-views-2026-12-07.txt).
+    // is contiguous, which attention reads at least as fast as heads-last
+    // rows (heads-last queries and keys measured a few percent to 20%
+    // slower, in noisy runs: bench/results/rope-views-2026-12-07.txt).
     const bool x_heads_last = heads_last(x);
     return record("Rope", raw::rope(x, cos, sin), {x}, [cos, sin, x_heads_last](const Tensor& g) {
         Tensor dx = x_heads_last ? empty_heads_last(g.shape(), g.dtype(), g.device()) : Tensor();

@@ -101,7 +101,7 @@ void check_close(const char* what, const std::vector<T>& got, const std::vector<
     nc_test::check_within(what, got, want, tol);
 }
 
-// Views (cuda/attention_strides.cuh). `place` puts a [N, rows, width]
+// Views (MatrixLayout, tensor/matrix_layout.h). `place` puts a [N, rows, width]
 // batch at a layout in a buffer whose gaps are NaN, `take` reads it back.
 // side_by_side: as the heads of GPT-2's [B, T, 3C] projection, the rows of
 // a batch entry's heads interleaved (plus a gap after every row piece,
