@@ -35,6 +35,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_json  # noqa: E402
+
 # The OpenBLAS side, run as `python3 -c TIMER SHAPES_JSON REPEATS`: prints
 # {"gflops": [...]} in the order of the shapes.
 TIMER = r"""
@@ -68,21 +71,13 @@ def fail(message):
 
 def run_normcore(binary, args, json_path, env):
     """One `bench --skip-training` run: (its GEMM rows, its sampled FMA peak)."""
-    if os.path.exists(json_path):
-        os.remove(json_path)  # a run that writes nothing must not pass off the last round's file
-    command = [binary, "bench", "--skip-training", "--repeats", str(args.repeats), "--threads", str(args.threads),
-               "--json", json_path]
-    completed = subprocess.run(command, capture_output=True, text=True, env=env)
-    if completed.returncode != 0:
-        tail = (completed.stdout + completed.stderr).strip().splitlines()[-5:]
-        fail("%s failed (exit %d):\n  %s" % (" ".join(command), completed.returncode, "\n  ".join(tail)))
+    flags = ["--skip-training", "--repeats", str(args.repeats), "--threads", str(args.threads)]
+    result = bench_json.run_bench(binary, flags, json_path, fail, env)
     try:
-        with open(json_path) as f:
-            result = json.load(f)
         peak = float(result["machine"]["fma_peak_gflops"])
         rows = [{"m": int(row["m"]), "k": int(row["k"]), "n": int(row["n"]), "layout": str(row["layout"]),
                  "what": str(row.get("what", "")), "gflops": float(row["gflops"])} for row in result["gemm"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         fail("%s wrote no readable GEMM table to %s (%s)" % (binary, json_path, e))
     if not rows:
         fail("%s's bench timed no GEMM shape" % binary)
@@ -134,7 +129,6 @@ def main():
     # tuned for OpenBLAS below (its --threads sets its own thread count).
     normcore_env = dict(os.environ)
     if args.timer is None:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import pytorch_setup
 
         pytorch_setup.tune_environment(args.threads, args.coretype)

@@ -18,12 +18,13 @@ not.
 Only the standard library; normcore itself never needs Python.
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_json  # noqa: E402
 
 
 def fail(message):
@@ -32,19 +33,8 @@ def fail(message):
 
 def run_bench(binary, args, json_path):
     """One `bench` run: its training results, one dict per model and size."""
-    if os.path.exists(json_path):
-        os.remove(json_path)  # a run that writes nothing must not pass off the last round's file
-    command = [binary, "bench", "--models", args.models, "--sizes", args.sizes, "--skip-gemm",
-               "--steps", str(args.steps), "--json", json_path]
-    completed = subprocess.run(command, capture_output=True, text=True)
-    if completed.returncode != 0:
-        tail = (completed.stdout + completed.stderr).strip().splitlines()[-5:]
-        fail("%s failed (exit %d):\n  %s" % (" ".join(command), completed.returncode, "\n  ".join(tail)))
-    try:
-        with open(json_path) as f:
-            steps = json.load(f).get("training")
-    except (OSError, ValueError) as e:
-        fail("%s wrote no readable JSON to %s (%s)" % (binary, json_path, e))
+    flags = ["--models", args.models, "--sizes", args.sizes, "--skip-gemm", "--steps", str(args.steps)]
+    steps = bench_json.run_bench(binary, flags, json_path, fail).get("training")
     if not steps:
         fail("%s's bench timed no training step (models '%s', sizes '%s')" % (binary, args.models, args.sizes))
     return steps
