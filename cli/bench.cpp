@@ -68,8 +68,9 @@ struct GemmShape {
 // measurement, so a slow stretch on a shared machine costs every shape one
 // sample instead of costing one shape all of its samples. Each round also
 // takes a sample of the FMA peak and raises `peak` if it is higher: the
-// percentages then compare numbers from the same stretch of time, and the
-// peak can only be overestimated (which understates the percentages).
+// percentages then compare numbers from the same stretch of time, and one
+// sample slowed by another guest does not lower the peak (when every sample
+// of a run is slowed, the percentages come out high: above 100% is the sign).
 std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds, cpu::SimdIsa isa, int threads,
                                 double& peak) {
     Generator gen(1);
