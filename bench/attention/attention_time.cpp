@@ -3,15 +3,28 @@
 // section. Build against the library and run:
 //
 //   make build/bench/attention_time      (`make` builds it too)
-//   build/bench/attention_time 48 256 64     # heads (batch x heads), T, head size: the bench's `small`
+//   build/bench/attention_time 48 256 64            # heads (batch x heads), T, head size: the bench's `small`
+//   build/bench/attention_time 64 128 32 --views 4  # and in GPT-2's layout, 4 heads per sequence
 //
 // Prints the median of 30 runs of each and the rate of useful work: the
 // causal half of Q K^T and P V forward, five such products backward.
+//
+// With --views H the HEADS matrices are also laid out as a GPT-2 block
+// hands them over: HEADS / H sequences of H heads, q, k and v views into
+// one [B, T, 3 H D] projection (rows 3 H D numbers apart), the output and
+// its gradient [B, T, H, D] seen as [B, H, T, D] ("heads last"), the three
+// gradients views into one [B, T, 3 H D] tensor. The two layouts are timed
+// in turn, in alternating order, and their ratio printed: what strided
+// operands cost the kernels (the numbers are the same either way).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "tensor/cpu/cpu_kernels.h"
@@ -25,34 +38,124 @@ double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-    long long N = argc == 4 ? std::atoll(argv[1]) : 0, T = argc == 4 ? std::atoll(argv[2]) : 0,
-              D = argc == 4 ? std::atoll(argv[3]) : 0;
-    if (N < 1 || T < 1 || D < 1) {
-        std::fprintf(stderr, "usage: attention_time HEADS T HEAD_SIZE   (e.g. 48 256 64), all at least 1\n");
-        return 2;
+// One layout's operands: q, k, v, the output's gradient, and where the
+// output, the log-sum-exp and the three gradients go.
+struct Operands {
+    Tensor q, k, v, dout, out, lse, dq, dk, dv;
+};
+
+// Every matrix contiguous: [N, T, D] each.
+Operands contiguous_operands(long long N, long long T, long long D, Generator& gen) {
+    return {raw::randn({N, T, D}, gen), raw::randn({N, T, D}, gen), raw::randn({N, T, D}, gen),
+            raw::randn({N, T, D}, gen), raw::zeros({N, T, D}), raw::zeros({N, T}),
+            raw::zeros({N, T, D}), raw::zeros({N, T, D}), raw::zeros({N, T, D})};
+}
+
+// GPT-2's layout (see the top of the file), B sequences of H heads, holding
+// the same numbers as `same` (N = B H contiguous matrices).
+Operands gpt2_view_operands(long long B, long long H, long long T, long long D, const Operands& same) {
+    const long long C = H * D;
+    auto third = [&](const Tensor& qkv, long long which) {  // [B, T, 3C] -> [B, H, T, D], a view
+        return raw::transpose(raw::view(raw::narrow(qkv, 2, which * C, C), {B, T, H, D}), 1, 2);
+    };
+    auto heads_last = [&](const Tensor& t) { return raw::transpose(t, 1, 2); };  // [B, T, H, D] as [B, H, T, D]
+    auto as_heads = [&](const Tensor& t) { return raw::view(t, {B, H, T, D}); };  // [N, T, D] -> [B, H, T, D]
+    Tensor qkv = raw::zeros({B, T, 3 * C}), dqkv = raw::zeros({B, T, 3 * C});
+    Operands o{third(qkv, 0), third(qkv, 1), third(qkv, 2), heads_last(raw::zeros({B, T, H, D})),
+               heads_last(raw::zeros({B, T, H, D})), raw::zeros({B * H, T}),
+               third(dqkv, 0), third(dqkv, 1), third(dqkv, 2)};
+    raw::copy_(o.q, as_heads(same.q));
+    raw::copy_(o.k, as_heads(same.k));
+    raw::copy_(o.v, as_heads(same.v));
+    raw::copy_(o.dout, as_heads(same.dout));
+    return o;
+}
+
+// Whether two tensors of the same numel hold the same bits, element by
+// element in their logical order.
+bool same_bits(const Tensor& a, const Tensor& b) {
+    const Tensor x = raw::contiguous(a), y = raw::contiguous(b);
+    return x.numel() == y.numel() && std::memcmp(x.raw_data(), y.raw_data(), (size_t)x.numel() * sizeof(float)) == 0;
+}
+
+struct Times {
+    std::vector<double> forward, backward;
+};
+
+void time_once(const Operands& o, double scale, Times& times) {
+    double start = now();
+    cpu_backend().attention.forward(o.q, o.k, o.v, /*causal=*/true, scale, o.out, o.lse);
+    times.forward.push_back(now() - start);
+    start = now();
+    cpu_backend().attention.backward(o.dout, o.q, o.k, o.v, o.out, o.lse, /*causal=*/true, scale, o.dq, o.dk, o.dv);
+    times.backward.push_back(now() - start);
+}
+
+int usage(const char* why) {
+    std::fprintf(stderr,
+                 "attention_time: %s\n"
+                 "usage: attention_time HEADS T HEAD_SIZE [--views HEADS_PER_SEQUENCE]   (e.g. 48 256 64, or\n"
+                 "       64 128 32 --views 4), all at least 1, HEADS a multiple of HEADS_PER_SEQUENCE\n",
+                 why);
+    return 2;
+}
+
+int run(int argc, char** argv) {
+    if (argc != 4 && argc != 6) return usage("expected 3 numbers, then optionally --views and a number");
+    const long long N = std::atoll(argv[1]), T = std::atoll(argv[2]), D = std::atoll(argv[3]);
+    if (N < 1 || T < 1 || D < 1) return usage("HEADS, T and HEAD_SIZE must be whole numbers of at least 1");
+    long long H = 0;
+    if (argc == 6) {
+        if (std::string(argv[4]) != "--views") return usage((std::string("unknown flag '") + argv[4] + "'").c_str());
+        H = std::atoll(argv[5]);
+        if (H < 1 || N % H != 0) return usage("--views needs a number of at least 1 that divides HEADS");
     }
     Generator gen(1);
-    Tensor q = raw::randn({N, T, D}, gen), k = raw::randn({N, T, D}, gen), v = raw::randn({N, T, D}, gen);
-    Tensor dout = raw::randn({N, T, D}, gen);
-    Tensor out = raw::zeros({N, T, D}), lse = raw::zeros({N, T});
-    Tensor dq = raw::zeros({N, T, D}), dk = raw::zeros({N, T, D}), dv = raw::zeros({N, T, D});
+    const Operands contiguous = contiguous_operands(N, T, D, gen);
+    const Operands views = H > 0 ? gpt2_view_operands(N / H, H, T, D, contiguous) : Operands{};
     const double scale = 1.0 / std::sqrt((double)D);
-    std::vector<double> forward, backward;
+    Times contiguous_times, view_times;
     for (int i = 0; i < 30; ++i) {
-        double start = now();
-        cpu_backend().attention.forward(q, k, v, /*causal=*/true, scale, out, lse);
-        forward.push_back(now() - start);
-        start = now();
-        cpu_backend().attention.backward(dout, q, k, v, out, lse, /*causal=*/true, scale, dq, dk, dv);
-        backward.push_back(now() - start);
+        // In turn, the order alternating: a shared machine's slow stretch
+        // then falls on both layouts alike.
+        if (H > 0 && i % 2 == 1) time_once(views, scale, view_times);
+        time_once(contiguous, scale, contiguous_times);
+        if (H > 0 && i % 2 == 0) time_once(views, scale, view_times);
     }
-    double product = 2.0 * (double)N * (double)T * (double)T * (double)D / 2;  // one causal T x T x D product
-    double f = median(forward), b = median(backward);
+    const double product = 2.0 * (double)N * (double)T * (double)T * (double)D / 2;  // one causal T x T x D product
+    const double f = median(contiguous_times.forward), b = median(contiguous_times.backward);
     std::printf("heads %lld, T %lld, head size %lld, causal: forward %.2f ms (%.0f GFLOP/s of useful work), "
                 "backward %.2f ms (%.0f GFLOP/s)\n",
                 N, T, D, f * 1e3, 2 * product / f / 1e9, b * 1e3, 5 * product / b / 1e9);
+    if (H > 0) {
+        // The kernels read the views in place with the same arithmetic, so
+        // the results must agree to the bit: a check that the views are the
+        // layout described, not just any tensors of the right shape.
+        const Shape heads{N / H, H, T, D};
+        for (const auto& [name, c, v] : {std::tuple{"out", contiguous.out, views.out},
+                                          std::tuple{"dq", contiguous.dq, views.dq},
+                                          std::tuple{"dk", contiguous.dk, views.dk},
+                                          std::tuple{"dv", contiguous.dv, views.dv}})
+            if (!same_bits(raw::view(c, heads), v)) {
+                std::fprintf(stderr, "attention_time: %s differs between the contiguous and the view layout\n", name);
+                return 1;
+            }
+        const double fv = median(view_times.forward), bv = median(view_times.backward);
+        std::printf("as GPT-2's views (%lld sequences x %lld heads): forward %.2f ms (%.2fx the contiguous time), "
+                    "backward %.2f ms (%.2fx); the same bits\n",
+                    N / H, H, fv * 1e3, fv / f, bv * 1e3, bv / b);
+    }
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {  // a library error (the library's messages name the op)
+        std::fprintf(stderr, "attention_time: %s\n", e.what());
+        return 1;
+    }
 }
