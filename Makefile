@@ -420,7 +420,7 @@ test:
 	tests/fault_test.sh $(BUILD)
 	tests/mpi_test.sh $(BUILD)
 	$(BUILD)/bench/attention_time 2 70 8
-	$(BUILD)/bench/attention_time 4 70 8 --views 2
+	$(BUILD)/bench/attention_time 4 200 8 --views 2
 	GEMM_AB_EVICT_MB=1 $(BUILD)/bench/gemm_ab_self 2 33x65x17:TN
 	bench/generate/generate_speed.sh tests/data/reference/gpt2_pre 8 1 $(BUILD)/normcore
 	$(TEST_BIN) $(if $(TEST_FILTER),'$(TEST_FILTER)')

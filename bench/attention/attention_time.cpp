@@ -15,10 +15,14 @@
 // its gradient [B, T, H, D] seen as [B, H, T, D] ("heads last"), the three
 // gradients views into one [B, T, 3 H D] tensor. The two layouts are timed
 // in turn, in alternating order, and their ratio printed: what strided
-// operands cost the kernels (the numbers are the same either way).
+// operands cost the kernels. The views' strides are checked, and their
+// results must equal the contiguous ones bit for bit. (With --views the
+// contiguous runs share the caches with the view runs between them, so
+// their times are not quite those of a run without it.)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,27 +57,42 @@ Operands contiguous_operands(long long N, long long T, long long D, Generator& g
 }
 
 // GPT-2's layout (see the top of the file), B sequences of H heads, holding
-// the same numbers as `same` (N = B H contiguous matrices).
-Operands gpt2_view_operands(long long B, long long H, long long T, long long D, const Operands& same) {
+// the same numbers as `contiguous` (N = B H matrices).
+Operands gpt2_view_operands(long long B, long long H, long long T, long long D, const Operands& contiguous) {
     const long long C = H * D;
-    auto third = [&](const Tensor& qkv, long long which) {  // [B, T, 3C] -> [B, H, T, D], a view
+    // As packed_qkv_attention (tensor/ops/attention.cpp) takes them apart:
+    // the [B, T, H, D] columns [which C, which C + C) of [B, T, 3C], as [B, H, T, D].
+    auto heads_view = [&](const Tensor& qkv, long long which) {
         return raw::transpose(raw::view(raw::narrow(qkv, 2, which * C, C), {B, T, H, D}), 1, 2);
     };
     auto heads_last = [&](const Tensor& t) { return raw::transpose(t, 1, 2); };  // [B, T, H, D] as [B, H, T, D]
     auto as_heads = [&](const Tensor& t) { return raw::view(t, {B, H, T, D}); };  // [N, T, D] -> [B, H, T, D]
     Tensor qkv = raw::zeros({B, T, 3 * C}), dqkv = raw::zeros({B, T, 3 * C});
-    Operands o{third(qkv, 0), third(qkv, 1), third(qkv, 2), heads_last(raw::zeros({B, T, H, D})),
+    Operands o{heads_view(qkv, 0), heads_view(qkv, 1), heads_view(qkv, 2), heads_last(raw::zeros({B, T, H, D})),
                heads_last(raw::zeros({B, T, H, D})), raw::zeros({B * H, T}),
-               third(dqkv, 0), third(dqkv, 1), third(dqkv, 2)};
-    raw::copy_(o.q, as_heads(same.q));
-    raw::copy_(o.k, as_heads(same.k));
-    raw::copy_(o.v, as_heads(same.v));
-    raw::copy_(o.dout, as_heads(same.dout));
+               heads_view(dqkv, 0), heads_view(dqkv, 1), heads_view(dqkv, 2)};
+    raw::copy_(o.q, as_heads(contiguous.q));
+    raw::copy_(o.k, as_heads(contiguous.k));
+    raw::copy_(o.v, as_heads(contiguous.v));
+    raw::copy_(o.dout, as_heads(contiguous.dout));
     return o;
 }
 
-// Whether two tensors of the same numel hold the same bits, element by
-// element in their logical order.
+// The layout itself, checked: the bit-for-bit comparison below would also
+// pass on tensors that are merely distinct, so the strides are asserted
+// too (rows 3C apart for q, k, v and their gradients, C apart for the
+// output and its gradient).
+bool has_gpt2_strides(const Operands& o, long long B, long long H, long long T, long long D) {
+    const long long C = H * D;
+    const std::vector<int64_t> packed{T * 3 * C, D, 3 * C, 1}, heads_last{T * C, D, C, 1};
+    auto strides = [](const Tensor& t) { return std::vector<int64_t>(t.strides().begin(), t.strides().end()); };
+    for (const Tensor* t : {&o.q, &o.k, &o.v, &o.dq, &o.dk, &o.dv})
+        if (strides(*t) != packed) return false;
+    return strides(o.out) == heads_last && strides(o.dout) == heads_last && (B * H) == o.lse.size(0);
+}
+
+// Whether two float32 tensors of the same numel hold the same bits,
+// element by element in their logical order.
 bool same_bits(const Tensor& a, const Tensor& b) {
     const Tensor x = raw::contiguous(a), y = raw::contiguous(b);
     return x.numel() == y.numel() && std::memcmp(x.raw_data(), y.raw_data(), (size_t)x.numel() * sizeof(float)) == 0;
@@ -96,24 +115,38 @@ int usage(const char* why) {
     std::fprintf(stderr,
                  "attention_time: %s\n"
                  "usage: attention_time HEADS T HEAD_SIZE [--views HEADS_PER_SEQUENCE]   (e.g. 48 256 64, or\n"
-                 "       64 128 32 --views 4), all at least 1, HEADS a multiple of HEADS_PER_SEQUENCE\n",
+                 "       64 128 32 --views 4). HEADS counts every matrix (sequences x heads); with --views\n"
+                 "       they are split into sequences of HEADS_PER_SEQUENCE heads, which must divide HEADS\n",
                  why);
     return 2;
 }
 
+// A whole number from 1 to 2^20 written in full ("64"), else 0.
+long long count_of(const char* text) {
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(text, &end, 10);
+    return errno == 0 && end != text && *end == '\0' && n >= 1 && n <= (1 << 20) ? n : 0;
+}
+
 int run(int argc, char** argv) {
     if (argc != 4 && argc != 6) return usage("expected 3 numbers, then optionally --views and a number");
-    const long long N = std::atoll(argv[1]), T = std::atoll(argv[2]), D = std::atoll(argv[3]);
-    if (N < 1 || T < 1 || D < 1) return usage("HEADS, T and HEAD_SIZE must be whole numbers of at least 1");
+    const long long N = count_of(argv[1]), T = count_of(argv[2]), D = count_of(argv[3]);
+    if (N == 0 || T == 0 || D == 0)
+        return usage("HEADS, T and HEAD_SIZE must be whole numbers from 1 to 1048576, in that order");
     long long H = 0;
     if (argc == 6) {
         if (std::string(argv[4]) != "--views") return usage((std::string("unknown flag '") + argv[4] + "'").c_str());
-        H = std::atoll(argv[5]);
-        if (H < 1 || N % H != 0) return usage("--views needs a number of at least 1 that divides HEADS");
+        H = count_of(argv[5]);
+        if (H == 0 || N % H != 0) return usage("--views needs a whole number of heads per sequence that divides HEADS");
     }
     Generator gen(1);
     const Operands contiguous = contiguous_operands(N, T, D, gen);
     const Operands views = H > 0 ? gpt2_view_operands(N / H, H, T, D, contiguous) : Operands{};
+    if (H > 0 && !has_gpt2_strides(views, N / H, H, T, D)) {
+        std::fprintf(stderr, "attention_time: the view operands do not have GPT-2's strides\n");
+        return 1;
+    }
     const double scale = 1.0 / std::sqrt((double)D);
     Times contiguous_times, view_times;
     for (int i = 0; i < 30; ++i) {
@@ -130,14 +163,14 @@ int run(int argc, char** argv) {
                 N, T, D, f * 1e3, 2 * product / f / 1e9, b * 1e3, 5 * product / b / 1e9);
     if (H > 0) {
         // The kernels read the views in place with the same arithmetic, so
-        // the results must agree to the bit: a check that the views are the
-        // layout described, not just any tensors of the right shape.
+        // the results must agree to the bit: a check that they read and
+        // write the strided rows as they should.
         const Shape heads{N / H, H, T, D};
-        for (const auto& [name, c, v] : {std::tuple{"out", contiguous.out, views.out},
-                                          std::tuple{"dq", contiguous.dq, views.dq},
-                                          std::tuple{"dk", contiguous.dk, views.dk},
-                                          std::tuple{"dv", contiguous.dv, views.dv}})
-            if (!same_bits(raw::view(c, heads), v)) {
+        for (const auto& [name, plain, view] : {std::tuple{"out", contiguous.out, views.out},
+                                                std::tuple{"dq", contiguous.dq, views.dq},
+                                                std::tuple{"dk", contiguous.dk, views.dk},
+                                                std::tuple{"dv", contiguous.dv, views.dv}})
+            if (!same_bits(raw::view(plain, heads), view)) {
                 std::fprintf(stderr, "attention_time: %s differs between the contiguous and the view layout\n", name);
                 return 1;
             }
