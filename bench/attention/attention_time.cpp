@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "tensor/cpu/cpu_kernels.h"
+#include "tensor/ops/heads_last.h"
 #include "tensor/raw_ops.h"
 
 using namespace nc;
@@ -65,11 +66,13 @@ Operands gpt2_view_operands(long long B, long long H, long long T, long long D, 
     auto heads_view = [&](const Tensor& qkv, long long which) {
         return raw::transpose(raw::view(raw::narrow(qkv, 2, which * C, C), {B, T, H, D}), 1, 2);
     };
-    auto heads_last = [&](const Tensor& t) { return raw::transpose(t, 1, 2); };  // [B, T, H, D] as [B, H, T, D]
     auto as_heads = [&](const Tensor& t) { return raw::view(t, {B, H, T, D}); };  // [N, T, D] -> [B, H, T, D]
     Tensor qkv = raw::zeros({B, T, 3 * C}), dqkv = raw::zeros({B, T, 3 * C});
-    Operands o{heads_view(qkv, 0), heads_view(qkv, 1), heads_view(qkv, 2), heads_last(raw::zeros({B, T, H, D})),
-               heads_last(raw::zeros({B, T, H, D})), raw::zeros({B * H, T}),
+    // The output and its gradient heads last, as the library lays them out (heads_last.h).
+    const Shape heads{B, H, T, D};
+    Operands o{heads_view(qkv, 0), heads_view(qkv, 1), heads_view(qkv, 2),
+               empty_heads_last(heads, kFloat32, kCPU), empty_heads_last(heads, kFloat32, kCPU),
+               raw::zeros({B * H, T}),
                heads_view(dqkv, 0), heads_view(dqkv, 1), heads_view(dqkv, 2)};
     raw::copy_(o.q, as_heads(contiguous.q));
     raw::copy_(o.k, as_heads(contiguous.k));
@@ -84,11 +87,11 @@ Operands gpt2_view_operands(long long B, long long H, long long T, long long D, 
 // output and its gradient).
 bool has_gpt2_strides(const Operands& o, long long B, long long H, long long T, long long D) {
     const long long C = H * D;
-    const std::vector<int64_t> packed{T * 3 * C, D, 3 * C, 1}, heads_last{T * C, D, C, 1};
+    const std::vector<int64_t> packed{T * 3 * C, D, 3 * C, 1};
     auto strides = [](const Tensor& t) { return std::vector<int64_t>(t.strides().begin(), t.strides().end()); };
     for (const Tensor* t : {&o.q, &o.k, &o.v, &o.dq, &o.dk, &o.dv})
         if (strides(*t) != packed) return false;
-    return strides(o.out) == heads_last && strides(o.dout) == heads_last && (B * H) == o.lse.size(0);
+    return heads_last(o.out) && heads_last(o.dout) && (B * H) == o.lse.size(0);
 }
 
 // Whether two float32 tensors of the same numel hold the same bits,

@@ -7,7 +7,8 @@
 // place and give it its gradient in the same layout. Attention
 // (attention.cpp) does both and writes its output heads last too; RoPE
 // (rope.cpp) reads its input in place and writes the input's gradient
-// heads last, its output contiguous. Internal to tensor/ops/.
+// heads last, its output contiguous. Internal to tensor/ops/ (and to
+// bench/attention/attention_time.cpp, which lays GPT-2's operands out the same way).
 #pragma once
 
 #include "tensor/raw_ops.h"
