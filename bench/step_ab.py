@@ -33,7 +33,8 @@ def fail(message):
 
 def run_bench(binary, args, json_path):
     """One `bench` run: its training results, one dict per model and size."""
-    flags = ["--models", args.models, "--sizes", args.sizes, "--skip-gemm", "--steps", str(args.steps)]
+    flags = ["--models", args.models, "--sizes", args.sizes, "--skip-gemm", "--steps", str(args.steps),
+             "--precisions", args.precision]
     steps = bench_json.run_bench(binary, flags, json_path, fail).get("training")
     if not steps:
         fail("%s's bench timed no training step (models '%s', sizes '%s')" % (binary, args.models, args.sizes))
@@ -65,6 +66,8 @@ def main():
     parser.add_argument("--models", default="gpt2", help="bench --models (default gpt2)")
     parser.add_argument("--sizes", default="train", help="bench --sizes (default train)")
     parser.add_argument("--steps", type=int, default=10, help="bench --steps (default 10)")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                        help="the steps' --precision (default fp32; one, so that each model and size is one step)")
     args = parser.parse_args()
     binaries = {"old": os.path.abspath(args.old), "new": os.path.abspath(args.new)}  # never a lookup on PATH
     for binary in binaries.values():
