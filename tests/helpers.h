@@ -2,6 +2,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -15,6 +16,14 @@
 namespace nc_test {
 
 using nc::Tensor;
+
+// The worst error so far, updated with a new one, where a NaN is the worst
+// of all and stays: std::max(worst, NaN) returns worst (every comparison
+// with NaN is false), so a kernel that writes NaN would pass a check of
+// the largest error unseen.
+inline double worst_of(double worst, double error) {
+    return std::isnan(worst) || std::isnan(error) ? NAN : std::max(worst, error);
+}
 
 // A small version of a model configuration: 2 layers, width 32, 2 heads,
 // vocabulary 16, sequences up to 8 (for training and memory tests).

@@ -181,7 +181,7 @@ TEST_CASE("GradientAverager: every rank ends with the mean of the ranks' gradien
                             }
                         for (int r = 0; r < world; ++r)
                             for (size_t e = 0; e < mean.size(); ++e)
-                                worst = std::max(worst, std::fabs(results[r].grads[step][j][e] - mean[e]) /
+                                worst = nc_test::worst_of(worst, std::fabs(results[r].grads[step][j][e] - mean[e]) /
                                                             std::max(1.0, std::fabs(mean[e])));
                     }
                 CHECK(worst <= tol);

@@ -70,7 +70,7 @@ TEST_CASE("binary ops broadcast and handle non-contiguous operands", "[elementwi
     std::vector<double> diff = raw::sub(sum, bt).to_vector();
     for (size_t i = 0; i < diff.size(); ++i) diff[i] = sv[i] - diff[i];  // = bt values
     double worst = 0;
-    for (size_t i = 0; i < diff.size(); ++i) worst = std::max(worst, std::fabs(diff[i] - bt_expected[i]));
+    for (size_t i = 0; i < diff.size(); ++i) worst = nc_test::worst_of(worst, std::fabs(diff[i] - bt_expected[i]));
     CHECK(worst < 1e-5);
 }
 

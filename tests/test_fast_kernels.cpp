@@ -184,10 +184,10 @@ TEST_CASE("exp_fast and tanh_fast agree with libm", "[fast][elementwise]") {
     for (int i = -200000; i <= 200000; ++i) {
         float x = (float)i * 4.4e-4f;  // [-88, 88]
         double e = std::exp((double)x);
-        if (e > 1.2e-38 && e < 3e38) worst_exp = std::max(worst_exp, std::abs(cpu::exp_fast(x) - e) / e);
+        if (e > 1.2e-38 && e < 3e38) worst_exp = nc_test::worst_of(worst_exp, std::abs(cpu::exp_fast(x) - e) / e);
         float y = (float)i * 5e-5f;  // [-10, 10]
         double t = std::tanh((double)y);
-        worst_tanh = std::max(worst_tanh, std::abs(cpu::tanh_fast(y) - t) / std::max(std::abs(t), 1e-30));
+        worst_tanh = nc_test::worst_of(worst_tanh, std::abs(cpu::tanh_fast(y) - t) / std::max(std::abs(t), 1e-30));
     }
     INFO("worst relative error: exp " << worst_exp << ", tanh " << worst_tanh);
     CHECK(worst_exp < 5e-7);
@@ -239,10 +239,10 @@ TEST_CASE("float32 GELU (tanh form) agrees with long double", "[fast][elementwis
         // the error is checked against FLT_MIN instead.
         if (ref == 0) CHECK(y[i] == 0);  // x = 0
         else if (s > 1.2e-38L)
-            worst_y = std::max(worst_y, (double)(std::fabs(y[i] - ref) / std::fabs(ref) / (u < 0 ? 1 - 2 * u : 1)));
+            worst_y = nc_test::worst_of(worst_y, (double)(std::fabs(y[i] - ref) / std::fabs(ref) / (u < 0 ? 1 - 2 * u : 1)));
         else CHECK(std::fabs(y[i] - ref) <= std::fabs(v) * 1.2e-38L);
         // The derivative crosses 0 near x = -0.75: errors relative to at least 0.1.
-        worst_dy = std::max(worst_dy, (double)(std::fabs(dy[i] - dref) / std::max(std::fabs(dref), 0.1L)));
+        worst_dy = nc_test::worst_of(worst_dy, (double)(std::fabs(dy[i] - dref) / std::max(std::fabs(dref), 0.1L)));
     }
     INFO("worst relative error: forward " << worst_y << " (per 1 + |2u| where u < 0), backward " << worst_dy);
     CHECK(worst_y < 5e-7);
@@ -277,8 +277,8 @@ TEST_CASE("float32 cross-entropy stays within float32 rounding of float64", "[fa
     std::vector<double> loss32 = f32.losses.to_vector(), loss64 = f64.losses.to_vector();
     double worst_lse = 0, worst_loss = 0;
     for (int64_t n = 0; n < N; ++n) {
-        worst_lse = std::max(worst_lse, std::abs(lse32[n] - lse64[n]) / std::max(1.0, std::abs(lse64[n])));
-        worst_loss = std::max(worst_loss, std::abs(loss32[n] - loss64[n]) / std::max(1.0, std::abs(lse64[n])));
+        worst_lse = nc_test::worst_of(worst_lse, std::abs(lse32[n] - lse64[n]) / std::max(1.0, std::abs(lse64[n])));
+        worst_loss = nc_test::worst_of(worst_loss, std::abs(loss32[n] - loss64[n]) / std::max(1.0, std::abs(lse64[n])));
     }
     Tensor dlosses = raw::ones({N});
     std::vector<double> d32 = raw::cross_entropy_backward(dlosses, logits, targets, f32, -100).to_vector();
@@ -286,7 +286,7 @@ TEST_CASE("float32 cross-entropy stays within float32 rounding of float64", "[fa
         raw::cross_entropy_backward(raw::to_dtype(dlosses, kFloat64), raw::to_dtype(logits, kFloat64), targets, f64, -100)
             .to_vector();
     double worst_grad = 0;
-    for (size_t i = 0; i < d32.size(); ++i) worst_grad = std::max(worst_grad, std::abs(d32[i] - d64[i]));
+    for (size_t i = 0; i < d32.size(); ++i) worst_grad = nc_test::worst_of(worst_grad, std::abs(d32[i] - d64[i]));
     INFO("worst: log-sum-exp " << worst_lse << ", loss " << worst_loss << " (relative), gradient " << worst_grad);
     CHECK(worst_lse < 1e-7);
     CHECK(worst_loss < 1.5e-7);

@@ -43,12 +43,13 @@ void check_product(const Tensor& c, const Tensor& a, const Tensor& b, const Tens
                 exact += av[i * K + p] * bv[p * N + j];
                 size += std::fabs(av[i * K + p] * bv[p * N + j]);
             }
-            double bound = (K + 2) * u * size + 1e-30;
-            worst_ratio = std::max(worst_ratio, std::fabs(cv[i * N + j] - exact) / bound);
-            if (std::fabs(cv[i * N + j] - exact) > bound) {
+            double bound = (K + 2) * u * size + 1e-30, error = std::fabs(cv[i * N + j] - exact);
+            // Written so that a NaN fails: every comparison with NaN is false.
+            if (!(error <= bound)) {
                 INFO("C(" << i << ", " << j << ") = " << cv[i * N + j] << ", exact " << exact << ", bound " << bound);
-                REQUIRE(std::fabs(cv[i * N + j] - exact) <= bound);
+                REQUIRE(error <= bound);
             }
+            worst_ratio = nc_test::worst_of(worst_ratio, error / bound);
         }
     INFO("worst error / bound " << worst_ratio);
     CHECK(worst_ratio <= 1.0);
@@ -74,7 +75,10 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
             }
             ++tested;
             // Odd K (a last pair with one step), K past one slice (256) and odd
-            // there too, edge rows and columns, one row, one column.
+            // there too (291: a last slice of 35, 17 whole pairs, past the 16
+            // the word transpose takes at once; 287: a last slice of 31, whose
+            // 16th pair has one step), edge rows and columns, one row, one
+            // column.
             for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
                                                                        {3, 5, 7},
                                                                        {13, 2, 33},
@@ -82,15 +86,37 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
                                                                        {40, 517, 1},
                                                                        {97, 257, 65},
                                                                        {150, 300, 70},
-                                                                       {70, 40, 100}}) {
+                                                                       {70, 40, 100},
+                                                                       {20, 291, 37},
+                                                                       {20, 287, 37}}) {
                 INFO(dtype_name(dtype) << " on the " << cpu::gemm16_path_name(path) << " path, M=" << M << " K=" << K
                                        << " N=" << N);
                 Tensor a = random16({M, K}, dtype, gen), b = random16({K, N}, dtype, gen);
                 check_product(gemm16_with(path, a, b), a, b);
                 // Transposed operands (a Linear's x W^T reads W this way), and a slice.
                 check_product(gemm16_with(path, column_major(a), column_major(b)), a, b);
+                // The numbers around each slice are infinite: a product that read
+                // any of them (a pair packed past K, say, even against a zero)
+                // would come out NaN or infinite.
                 Tensor wide = random16({M, K + 3}, dtype, gen), slice = raw::narrow(wide, 1, 2, K);
+                raw::fill_(raw::narrow(wide, 1, 0, 2), INFINITY);
+                raw::fill_(raw::narrow(wide, 1, K + 2, 1), INFINITY);
                 check_product(gemm16_with(path, slice, column_major(b)), slice, b);
+                // B = W^T from a slice of a wider W (its rows K + 3 apart), and
+                // rows that start one element in, off a whole 32-bit word, which
+                // the pair path's word transpose must leave to its plain loops.
+                Tensor w_wide = column_major(random16({K + 3, N}, dtype, gen));
+                Tensor w_slice = raw::narrow(w_wide, 0, 2, K);
+                raw::fill_(raw::narrow(w_wide, 0, 0, 2), INFINITY);
+                raw::fill_(raw::narrow(w_wide, 0, K + 2, 1), INFINITY);
+                check_product(gemm16_with(path, slice, w_slice), slice, w_slice);
+                Tensor a_off = random16({M, K + 2}, dtype, gen), w_off = column_major(random16({K + 2, N}, dtype, gen));
+                raw::fill_(raw::narrow(a_off, 1, 0, 1), INFINITY);
+                raw::fill_(raw::narrow(a_off, 1, K + 1, 1), INFINITY);
+                raw::fill_(raw::narrow(w_off, 0, 0, 1), INFINITY);
+                raw::fill_(raw::narrow(w_off, 0, K + 1, 1), INFINITY);
+                a_off = raw::narrow(a_off, 1, 1, K), w_off = raw::narrow(w_off, 0, 1, K);
+                check_product(gemm16_with(path, a_off, w_off), a_off, w_off);
                 // C += A B.
                 Tensor c0 = raw::randn({M, N}, gen);
                 check_product(gemm16_with(path, a, b, c0), a, b, c0);

@@ -284,7 +284,7 @@ TEST_CASE("a model's precision reaches every linear layer and the tied head; log
         std::vector<double> a = full.to_vector(), b = mixed.to_vector();
         double worst = 0, size = 0;
         for (size_t i = 0; i < a.size(); ++i) {
-            worst = std::max(worst, std::fabs(a[i] - b[i]));
+            worst = nc_test::worst_of(worst, std::fabs(a[i] - b[i]));
             size = std::max(size, std::fabs(a[i]));
         }
         CHECK(worst > 0);
@@ -304,7 +304,7 @@ TEST_CASE("a model's precision reaches every linear layer and the tied head; log
     set_attention_operand_dtype(*model, kFloat32);
     std::vector<double> a = plain.to_vector(), b = model->forward(ids).to_vector();
     double worst = 0;
-    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    for (size_t i = 0; i < a.size(); ++i) worst = nc_test::worst_of(worst, std::fabs(a[i] - b[i]));
     CHECK(worst > 0);
     CHECK(worst < 0.05);
 }

@@ -50,7 +50,7 @@ void compare(const Tensor& got, const Tensor& expected, double tol, const std::s
     std::vector<double> g = got.to_vector(), e = expected.to_vector();
     double scale = 1, worst = 0;
     for (double v : e) scale = std::max(scale, std::abs(v));
-    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - e[i]));
+    for (size_t i = 0; i < g.size(); ++i) worst = nc_test::worst_of(worst, std::abs(g[i] - e[i]));
     INFO(what << ": largest difference " << worst << " (tolerance " << tol * scale << ")");
     CHECK(worst <= tol * scale);
 }
