@@ -14,6 +14,7 @@ sit on one side of 1, or when the shapes it touches move and the others do
 not.
 
   bench/step_ab.py /tmp/normcore_old build/normcore --rounds 8 --models gpt2 --sizes train
+  bench/step_ab.py OLD NEW --precision bf16     # the steps with bfloat16 products
 
 Only the standard library; normcore itself never needs Python.
 """
@@ -33,8 +34,9 @@ def fail(message):
 
 def run_bench(binary, args, json_path):
     """One `bench` run: its training results, one dict per model and size."""
-    flags = ["--models", args.models, "--sizes", args.sizes, "--skip-gemm", "--steps", str(args.steps),
-             "--precisions", args.precision]
+    flags = ["--models", args.models, "--sizes", args.sizes, "--skip-gemm", "--steps", str(args.steps)]
+    if args.precision != "fp32":  # builds from before --precisions (2026-12-03) time float32 steps only
+        flags += ["--precisions", args.precision]
     steps = bench_json.run_bench(binary, flags, json_path, fail).get("training")
     if not steps:
         fail("%s's bench timed no training step (models '%s', sizes '%s')" % (binary, args.models, args.sizes))
@@ -93,7 +95,7 @@ def main():
         fail("the two builds timed different steps: old %s, new %s" %
              (sorted(results["old"]), sorted(results["new"])))
 
-    print("old: %s\nnew: %s" % (binaries["old"], binaries["new"]))
+    print("old: %s\nnew: %s\nprecision: %s" % (binaries["old"], binaries["new"], args.precision))
     print("%d rounds, alternating; medians [ranges]; shapes as %% of the FMA peak sampled in each run" % args.rounds)
     for key, old in results["old"].items():
         new = results["new"][key]

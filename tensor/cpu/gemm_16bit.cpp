@@ -167,9 +167,13 @@ uint32_t pair(uint16_t even, uint16_t odd) { return (uint32_t)even | ((uint32_t)
 // in-register transpose (Transpose16Fn, gemm_kernels.h) does it 16 x 16,
 // moving each word as a float's bits (it only moves them, never computes
 // with them). Rows must start on whole words and lie a whole number of
-// words apart; otherwise the word-by-word loops below run. Packing the
-// pairs word by word took 11.6% of the samples of train's GPT-2 step in
-// bfloat16 on a Zen 4, as much as half of the time in its pair kernel.
+// words apart (handed over as arrays of 4-byte words: the unaligned loads
+// would not need it, the pointer type does); otherwise the word-by-word
+// loops below run. Pair q's two halves sit as pair() puts them, step 2q in
+// the low half, because x86 is little-endian. Packed word by word, the
+// pairs took 11.6% of the samples of a run of train's GPT-2 step in
+// bfloat16 on a Zen 4, over 40% of what its pair kernel took; with the
+// transpose, 7.8% (bench/results/bf16-pair-packing-2026-12-07.txt).
 bool whole_words(const uint16_t* first_row, int64_t row_stride) {
     return row_stride % 2 == 0 && reinterpret_cast<uintptr_t>(first_row) % sizeof(uint32_t) == 0;
 }
@@ -189,7 +193,10 @@ void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType, uint32_t* o
                 transpose(as_words(first + 2 * q), A.rs / 2, (int)rows, as_words(panel + q * mr), mr, mr);
         } else if (A.rs == 1) {
             // A transposed (G^T in dW = G^T X): steps 2q and 2q+1 are two
-            // stored rows, interleaved element by element.
+            // stored rows, interleaved element by element, the panel's rows
+            // innermost, so that both stored rows are read in order and the
+            // panel written in order (word by word, each word took its halves
+            // from two rows K apart and landed mr words after the last).
             for (; q < whole; ++q) {
                 const uint16_t *even = A.data + r + 2 * q * A.cs, *odd = even + A.cs;
                 uint32_t* out_q = panel + q * mr;
