@@ -200,6 +200,15 @@ void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType, uint32_t* o
             for (; q < whole; ++q) {
                 const uint16_t *even = A.data + r + 2 * q * A.cs, *odd = even + A.cs;
                 uint32_t* out_q = panel + q * mr;
+                if (mr == 12 && rows == 12) {
+                    // A whole panel of the AVX512-BF16 kernel's 12 rows: with
+                    // the count known when compiling, this loop becomes vector
+                    // code; with `rows` it stayed twelve scalar moves, and the
+                    // tiny model's 1024 x 1024 x 256 TN ran at 1.65-1.69x the
+                    // float32 rate instead of 1.87-1.91x (results file above).
+                    for (int i = 0; i < 12; ++i) out_q[i] = pair(even[i], odd[i]);
+                    continue;
+                }
                 for (int64_t i = 0; i < rows; ++i) out_q[i] = pair(even[i], odd[i]);
                 for (int64_t i = rows; i < mr; ++i) out_q[i] = 0u;
             }
