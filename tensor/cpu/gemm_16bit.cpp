@@ -128,30 +128,75 @@ int64_t words_for(Gemm16Path path, int64_t kc) {
 
 // ---- widen: float32 panels ----------------------------------------------------
 
+// n 16-bit numbers in a row, widened: out[k] = the value of x[k]. One loop
+// per format, so that the compiler turns each into vector code (with the
+// format tested inside, as widen() does, the loops stayed scalar).
+void widen_run(const uint16_t* x, int64_t n, DType dtype, float* out) {
+    if (dtype == kBFloat16)
+        for (int64_t k = 0; k < n; ++k) out[k] = to_float(BFloat16{x[k]});
+    else
+        for (int64_t k = 0; k < n; ++k) out[k] = to_float(Float16{x[k]});
+}
+
+// Where K runs along the stored rows (a row-major A, the W of x W^T), a
+// panel is the transpose of those rows: 16 steps of each of up to 16 rows
+// are widened into a block, which the float32 kernel's in-register
+// transpose (Transpose16Fn, gemm_kernels.h) writes into the panel. Element
+// by element, each value landed a panel's width after the last, one at a
+// time (bench/results/bf16-pair-packing-2026-12-07.txt, section 6).
+void widen_transposed(const uint16_t* first_row, int64_t row_stride, int rows, DType dtype, Transpose16Fn transpose,
+                      float* dst, int64_t dst_stride, int width) {
+    alignas(64) float block[16 * 16];
+    for (int i = 0; i < rows; ++i) widen_run(first_row + i * row_stride, 16, dtype, block + i * 16);
+    transpose(block, 16, rows, dst, dst_stride, width);
+}
+
 // rows [0, m) x steps [0, kc) of A into panels of mr rows: panel r holds
 // A(r*mr + i, p) at [p][i], rows past m zero.
-void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType dtype, float* out) {
+void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType dtype, float* out, Transpose16Fn transpose) {
     for (int64_t r = 0; r < m; r += mr) {
         float* panel = out + r / mr * kc * mr;
-        int64_t rows = std::min<int64_t>(mr, m - r);
-        for (int64_t i = 0; i < mr; ++i)  // A row by row: contiguous reads when A is row-major
-            for (int64_t p = 0; p < kc; ++p) panel[p * mr + i] = i < rows ? widen(A.at(r + i, p), dtype) : 0.0f;
+        const int64_t rows = std::min<int64_t>(mr, m - r);
+        int64_t p = 0;
+        if (A.rs == 1 && A.cs != 1) {
+            // A transposed (G^T in dW = G^T X): step p of the panel is a run
+            // of stored row p.
+            for (; p < kc; ++p) {
+                widen_run(A.data + r + p * A.cs, rows, dtype, panel + p * mr);
+                std::fill(panel + p * mr + rows, panel + (p + 1) * mr, 0.0f);
+            }
+        } else if (A.cs == 1 && transpose && mr <= 16) {
+            for (; p + 16 <= kc; p += 16)
+                widen_transposed(A.data + r * A.rs + p, A.rs, (int)rows, dtype, transpose, panel + p * mr, mr, mr);
+        }
+        for (; p < kc; ++p)  // what is left, value by value
+            for (int64_t i = 0; i < mr; ++i) panel[p * mr + i] = i < rows ? widen(A.at(r + i, p), dtype) : 0.0f;
     }
 }
 
 // steps [0, kc) x columns [0, n) of B into panels of nr columns: panel c
 // holds B(p, c*nr + j) at [p][j], columns past n zero.
-void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, DType dtype, float* out) {
+void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, DType dtype, float* out, Transpose16Fn transpose) {
     for (int64_t c = 0; c < n; c += nr) {
         float* panel = out + c * kc;
-        int64_t cols = std::min<int64_t>(nr, n - c);
-        if (B.rs == 1) {  // B = W^T (a Linear's weight): walk W's rows, K contiguous
-            for (int64_t j = 0; j < nr; ++j)
-                for (int64_t p = 0; p < kc; ++p) panel[p * nr + j] = j < cols ? widen(B.at(p, c + j), dtype) : 0.0f;
-        } else {
-            for (int64_t p = 0; p < kc; ++p)
-                for (int64_t j = 0; j < nr; ++j) panel[p * nr + j] = j < cols ? widen(B.at(p, c + j), dtype) : 0.0f;
+        const int64_t cols = std::min<int64_t>(nr, n - c);
+        int64_t p = 0;
+        if (B.rs == 1 && transpose && nr % 16 == 0) {
+            // B = W^T (a Linear's weight): 16 columns (rows of W) by 16 steps
+            // at a time; columns past n come out 0.
+            for (; p + 16 <= kc; p += 16)
+                for (int64_t j0 = 0; j0 < nr; j0 += 16)
+                    widen_transposed(B.data + (c + j0) * B.cs + p, B.cs, (int)std::clamp<int64_t>(cols - j0, 0, 16),
+                                     dtype, transpose, panel + p * nr + j0, nr, 16);
+        } else if (B.cs == 1) {
+            // Row-major B (dX = G W, the X of G^T X): step p is a run of row p.
+            for (; p < kc; ++p) {
+                widen_run(B.data + p * B.rs + c, cols, dtype, panel + p * nr);
+                std::fill(panel + p * nr + cols, panel + (p + 1) * nr, 0.0f);
+            }
         }
+        for (; p < kc; ++p)  // what is left, value by value
+            for (int64_t j = 0; j < nr; ++j) panel[p * nr + j] = j < cols ? widen(B.at(p, c + j), dtype) : 0.0f;
     }
 }
 
@@ -350,14 +395,14 @@ struct Problem16 {
 
 // Packing for the path: widened floats, or pairs in the kernel's layout.
 void pack_a_block(const Problem16& g, const Matrix16& A, int64_t m, int64_t kc, int64_t, float* out) {
-    pack_a(A, m, kc, g.mr, g.dtype, out);
+    pack_a(A, m, kc, g.mr, g.dtype, out, g.kernels.widened.transpose16);
 }
 void pack_a_block(const Problem16& g, const Matrix16& A, int64_t m, int64_t kc, int64_t words, uint32_t* out) {
     if (g.path == Gemm16Path::Amx) pack_a_amx(A, m, kc, g.mr, words, out);
     else pack_a(A, m, kc, g.mr, g.dtype, out, g.kernels.widened.transpose16);
 }
 void pack_b_block(const Problem16& g, const Matrix16& B, int64_t kc, int64_t n, int64_t, float* out) {
-    pack_b(B, kc, n, g.nr, g.dtype, out);
+    pack_b(B, kc, n, g.nr, g.dtype, out, g.kernels.widened.transpose16);
 }
 void pack_b_block(const Problem16& g, const Matrix16& B, int64_t kc, int64_t n, int64_t words, uint32_t* out) {
     pack_b(B, kc, n, g.nr, words, out, g.kernels.widened.transpose16);
