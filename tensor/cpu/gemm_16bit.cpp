@@ -129,8 +129,9 @@ int64_t words_for(Gemm16Path path, int64_t kc) {
 // ---- widen: float32 panels ----------------------------------------------------
 
 // n 16-bit numbers in a row, widened: out[k] = the value of x[k]. One loop
-// per format, so that the compiler turns each into vector code (with the
-// format tested inside, as widen() does, the loops stayed scalar).
+// per format, so that each loop is free to become vector code (widen()
+// tests the format inside every conversion). Only bfloat16's was timed
+// (bench/results/bf16-pair-packing-2026-12-07.txt, section 6).
 void widen_run(const uint16_t* x, int64_t n, DType dtype, float* out) {
     if (dtype == kBFloat16)
         for (int64_t k = 0; k < n; ++k) out[k] = to_float(BFloat16{x[k]});
@@ -169,8 +170,11 @@ void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType dtype, float
             for (; p + 16 <= kc; p += 16)
                 widen_transposed(A.data + r * A.rs + p, A.rs, (int)rows, dtype, transpose, panel + p * mr, mr, mr);
         }
-        for (; p < kc; ++p)  // what is left, value by value
-            for (int64_t i = 0; i < mr; ++i) panel[p * mr + i] = i < rows ? widen(A.at(r + i, p), dtype) : 0.0f;
+        // What is left, value by value, row by row: contiguous reads when A
+        // is row-major (all of it on a CPU whose kernel has no transpose).
+        const int64_t p_left = p;
+        for (int64_t i = 0; i < mr; ++i)
+            for (p = p_left; p < kc; ++p) panel[p * mr + i] = i < rows ? widen(A.at(r + i, p), dtype) : 0.0f;
     }
 }
 
@@ -185,9 +189,11 @@ void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, DType dtype, float
             // B = W^T (a Linear's weight): 16 columns (rows of W) by 16 steps
             // at a time; columns past n come out 0.
             for (; p + 16 <= kc; p += 16)
-                for (int64_t j0 = 0; j0 < nr; j0 += 16)
-                    widen_transposed(B.data + (c + j0) * B.cs + p, B.cs, (int)std::clamp<int64_t>(cols - j0, 0, 16),
-                                     dtype, transpose, panel + p * nr + j0, nr, 16);
+                for (int64_t j0 = 0; j0 < nr; j0 += 16) {
+                    const int rows = (int)std::clamp<int64_t>(cols - j0, 0, 16);  // none: 16 columns of zeros
+                    const uint16_t* first = rows > 0 ? B.data + (c + j0) * B.cs + p : B.data;  // never past B
+                    widen_transposed(first, B.cs, rows, dtype, transpose, panel + p * nr + j0, nr, 16);
+                }
         } else if (B.cs == 1) {
             // Row-major B (dX = G W, the X of G^T X): step p is a run of row p.
             for (; p < kc; ++p) {
@@ -195,8 +201,18 @@ void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, DType dtype, float
                 std::fill(panel + p * nr + cols, panel + (p + 1) * nr, 0.0f);
             }
         }
-        for (; p < kc; ++p)  // what is left, value by value
-            for (int64_t j = 0; j < nr; ++j) panel[p * nr + j] = j < cols ? widen(B.at(p, c + j), dtype) : 0.0f;
+        // What is left, value by value, in the order B is stored: column by
+        // column for W^T (a row of W), row by row otherwise (all of it on a
+        // CPU whose kernel has no transpose).
+        const int64_t p_left = p;
+        auto value = [&](int64_t q, int64_t j) { return j < cols ? widen(B.at(q, c + j), dtype) : 0.0f; };
+        if (B.rs == 1) {
+            for (int64_t j = 0; j < nr; ++j)
+                for (int64_t q = p_left; q < kc; ++q) panel[q * nr + j] = value(q, j);
+        } else {
+            for (int64_t q = p_left; q < kc; ++q)
+                for (int64_t j = 0; j < nr; ++j) panel[q * nr + j] = value(q, j);
+        }
     }
 }
 
@@ -283,8 +299,8 @@ void pack_b(const Matrix16& B, int64_t kc, int64_t n, int nr, int64_t kq, uint32
             for (; q + 16 <= whole; q += 16)
                 for (int64_t j0 = 0; j0 < nr; j0 += 16) {
                     const int rows = (int)std::clamp<int64_t>(cols - j0, 0, 16);  // columns past n come out 0
-                    transpose(as_words(first + j0 * B.cs + 2 * q), B.cs / 2, rows, as_words(panel + q * nr + j0), nr,
-                              16);
+                    const uint16_t* from = rows > 0 ? first + j0 * B.cs + 2 * q : first;  // never past B
+                    transpose(as_words(from), B.cs / 2, rows, as_words(panel + q * nr + j0), nr, 16);
                 }
             for (; q < kq; ++q)
                 for (int64_t j = 0; j < nr; ++j) panel[q * nr + j] = word(q, j);
