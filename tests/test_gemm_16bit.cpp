@@ -17,12 +17,13 @@ using nc_test::check_error;
 namespace {
 
 // Runs gemm_16bit on 2-D 16-bit operands of any strides, C = A B (+ C0).
-Tensor gemm16_with(cpu::Gemm16Path path, const Tensor& a, const Tensor& b, const Tensor& c0 = Tensor()) {
+Tensor gemm16_with(cpu::Gemm16Path path, const Tensor& a, const Tensor& b, const Tensor& c0 = Tensor(),
+                   cpu::SimdIsa isa = cpu::best_simd_isa()) {
     int64_t M = a.size(0), K = a.size(1), N = b.size(1);
     Tensor c = c0.defined() ? raw::clone(c0) : raw::zeros({M, N}, kFloat32);
     cpu::MatrixOperand<uint16_t> A{static_cast<const uint16_t*>(a.raw_data()), {0}, a.strides()[0], a.strides()[1]};
     cpu::MatrixOperand<uint16_t> B{static_cast<const uint16_t*>(b.raw_data()), {0}, b.strides()[0], b.strides()[1]};
-    cpu::gemm_16bit(M, N, K, a.dtype(), A, B, static_cast<float*>(c.raw_data()), {0}, N, path, c0.defined());
+    cpu::gemm_16bit(M, N, K, a.dtype(), A, B, static_cast<float*>(c.raw_data()), {0}, N, path, c0.defined(), isa);
     return c;
 }
 
@@ -74,52 +75,59 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
                 continue;
             }
             ++tested;
-            // Odd K (a last pair with one step), K past one slice (256) and odd
-            // there too (291: a last slice of 35, 17 whole pairs, past the 16
-            // the word transpose takes at once; 287: a last slice of 31, whose
-            // 16th pair has one step), edge rows and columns, one row, one
-            // column.
-            for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
-                                                                       {3, 5, 7},
-                                                                       {13, 2, 33},
-                                                                       {1, 600, 40},
-                                                                       {40, 517, 1},
-                                                                       {97, 257, 65},
-                                                                       {150, 300, 70},
-                                                                       {70, 40, 100},
-                                                                       {20, 291, 37},
-                                                                       {20, 287, 37}}) {
-                INFO(dtype_name(dtype) << " on the " << cpu::gemm16_path_name(path) << " path, M=" << M << " K=" << K
-                                       << " N=" << N);
-                Tensor a = random16({M, K}, dtype, gen), b = random16({K, N}, dtype, gen);
-                check_product(gemm16_with(path, a, b), a, b);
-                // Transposed operands (a Linear's x W^T reads W this way), and a slice.
-                check_product(gemm16_with(path, column_major(a), column_major(b)), a, b);
-                // The numbers around each slice are infinite: a product that read
-                // any of them (a pair packed past K, say, even against a zero)
-                // would come out NaN or infinite.
-                Tensor wide = random16({M, K + 3}, dtype, gen), slice = raw::narrow(wide, 1, 2, K);
-                raw::fill_(raw::narrow(wide, 1, 0, 2), INFINITY);
-                raw::fill_(raw::narrow(wide, 1, K + 2, 1), INFINITY);
-                check_product(gemm16_with(path, slice, column_major(b)), slice, b);
-                // B = W^T from a slice of a wider W (its rows K + 3 apart), and
-                // rows that start one element in, off a whole 32-bit word, which
-                // the pair path's word transpose must leave to its plain loops.
-                Tensor w_wide = column_major(random16({K + 3, N}, dtype, gen));
-                Tensor w_slice = raw::narrow(w_wide, 0, 2, K);
-                raw::fill_(raw::narrow(w_wide, 0, 0, 2), INFINITY);
-                raw::fill_(raw::narrow(w_wide, 0, K + 2, 1), INFINITY);
-                check_product(gemm16_with(path, slice, w_slice), slice, w_slice);
-                Tensor a_off = random16({M, K + 2}, dtype, gen), w_off = column_major(random16({K + 2, N}, dtype, gen));
-                raw::fill_(raw::narrow(a_off, 1, 0, 1), INFINITY);
-                raw::fill_(raw::narrow(a_off, 1, K + 1, 1), INFINITY);
-                raw::fill_(raw::narrow(w_off, 0, 0, 1), INFINITY);
-                raw::fill_(raw::narrow(w_off, 0, K + 1, 1), INFINITY);
-                a_off = raw::narrow(a_off, 1, 1, K), w_off = raw::narrow(w_off, 0, 1, K);
-                check_product(gemm16_with(path, a_off, w_off), a_off, w_off);
-                // C += A B.
-                Tensor c0 = raw::randn({M, N}, gen);
-                check_product(gemm16_with(path, a, b, c0), a, b, c0);
+            // Each float32 micro-kernel this CPU runs: the widening path
+            // multiplies with it, and both paths pack with its in-register
+            // transpose (the portable kernel has none: the plain loops).
+            for (cpu::SimdIsa isa : cpu::compiled_simd_isas()) {
+                if (!cpu::cpu_supports(isa)) continue;
+                // Odd K (a last pair with one step), K past one slice (256) and odd
+                // there too (291: a last slice of 35, 17 whole pairs, past the 16
+                // the word transpose takes at once; 287: a last slice of 31, whose
+                // 16th pair has one step), edge rows and columns, one row, one
+                // column.
+                for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
+                                                                           {3, 5, 7},
+                                                                           {13, 2, 33},
+                                                                           {1, 600, 40},
+                                                                           {40, 517, 1},
+                                                                           {97, 257, 65},
+                                                                           {150, 300, 70},
+                                                                           {70, 40, 100},
+                                                                           {20, 291, 37},
+                                                                           {20, 287, 37}}) {
+                    INFO(dtype_name(dtype) << " on the " << cpu::gemm16_path_name(path) << " path, packed with the "
+                                           << cpu::simd_isa_name(isa) << " kernel's loops, M=" << M << " K=" << K
+                                           << " N=" << N);
+                    Tensor a = random16({M, K}, dtype, gen), b = random16({K, N}, dtype, gen);
+                    check_product(gemm16_with(path, a, b, Tensor(), isa), a, b);
+                    // Transposed operands (a Linear's x W^T reads W this way), and a slice.
+                    check_product(gemm16_with(path, column_major(a), column_major(b), Tensor(), isa), a, b);
+                    // The numbers around each slice are infinite: a product that read
+                    // any of them (a pair packed past K, say, even against a zero)
+                    // would come out NaN or infinite.
+                    Tensor wide = random16({M, K + 3}, dtype, gen), slice = raw::narrow(wide, 1, 2, K);
+                    raw::fill_(raw::narrow(wide, 1, 0, 2), INFINITY);
+                    raw::fill_(raw::narrow(wide, 1, K + 2, 1), INFINITY);
+                    check_product(gemm16_with(path, slice, column_major(b), Tensor(), isa), slice, b);
+                    // B = W^T from a slice of a wider W (its rows K + 3 apart), and
+                    // rows that start one element in, off a whole 32-bit word, which
+                    // the pair path's word transpose must leave to its plain loops.
+                    Tensor w_wide = column_major(random16({K + 3, N}, dtype, gen));
+                    Tensor w_slice = raw::narrow(w_wide, 0, 2, K);
+                    raw::fill_(raw::narrow(w_wide, 0, 0, 2), INFINITY);
+                    raw::fill_(raw::narrow(w_wide, 0, K + 2, 1), INFINITY);
+                    check_product(gemm16_with(path, slice, w_slice, Tensor(), isa), slice, w_slice);
+                    Tensor a_off = random16({M, K + 2}, dtype, gen), w_off = column_major(random16({K + 2, N}, dtype, gen));
+                    raw::fill_(raw::narrow(a_off, 1, 0, 1), INFINITY);
+                    raw::fill_(raw::narrow(a_off, 1, K + 1, 1), INFINITY);
+                    raw::fill_(raw::narrow(w_off, 0, 0, 1), INFINITY);
+                    raw::fill_(raw::narrow(w_off, 0, K + 1, 1), INFINITY);
+                    a_off = raw::narrow(a_off, 1, 1, K), w_off = raw::narrow(w_off, 0, 1, K);
+                    check_product(gemm16_with(path, a_off, w_off, Tensor(), isa), a_off, w_off);
+                    // C += A B.
+                    Tensor c0 = raw::randn({M, N}, gen);
+                    check_product(gemm16_with(path, a, b, c0, isa), a, b, c0);
+                }
             }
         }
     CHECK(tested >= 2);  // both formats widen on every CPU

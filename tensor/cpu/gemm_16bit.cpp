@@ -481,19 +481,21 @@ void blocked_loops_16bit(const Problem16& g) {
 
 void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperand<uint16_t>& A,
                 const MatrixOperand<uint16_t>& B, float* C, const std::vector<int64_t>& c_offsets,
-                int64_t c_row_stride, Gemm16Path path, bool accumulate) {
+                int64_t c_row_stride, Gemm16Path path, bool accumulate, SimdIsa isa) {
     if (dtype != kBFloat16 && dtype != kFloat16)
         throw Error(std::string("gemm_16bit: operands must be bfloat16 or float16, got ") + dtype_name(dtype));
     if (!cpu_supports(path, dtype))
         throw Error(std::string("gemm_16bit: this CPU cannot multiply ") + dtype_name(dtype) + " on the " +
                     gemm16_path_name(path) + " path");
+    if (!cpu_supports(isa))
+        throw Error(std::string("gemm_16bit: this CPU cannot run the ") + simd_isa_name(isa) + " micro-kernel");
     if (K == 0) {  // an empty sum: C = 0 (or unchanged)
         if (!accumulate)
             for (int64_t offset : c_offsets)
                 for (int64_t i = 0; i < M; ++i) std::fill_n(C + offset + i * c_row_stride, N, 0.0f);
         return;
     }
-    Kernels kernels{micro_kernel_for(best_simd_isa()), PairKernel{}};
+    Kernels kernels{micro_kernel_for(isa), PairKernel{}};
 #if defined(__x86_64__) || defined(__i386__)
     if (path == Gemm16Path::Bf16Dot) kernels.pairs = kAvx512Bf16Kernel;
 #endif

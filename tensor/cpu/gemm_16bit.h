@@ -47,10 +47,12 @@ Gemm16Path best_gemm16_path(DType dtype);
 bool bf16_dot_pays();
 
 // A and B hold `dtype` numbers as their 16 bits. C = A B, or C += A B when
-// `accumulate`.
+// `accumulate`. `isa` picks the float32 micro-kernel the widening path
+// multiplies with, and whose in-register transpose packs (the pair paths
+// too); the best this CPU has unless a test asks for another.
 void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperand<uint16_t>& A,
                 const MatrixOperand<uint16_t>& B, float* C, const std::vector<int64_t>& c_offsets,
-                int64_t c_row_stride, Gemm16Path path, bool accumulate = false);
+                int64_t c_row_stride, Gemm16Path path, bool accumulate = false, SimdIsa isa = best_simd_isa());
 
 // The AVX512-BF16 micro-kernel (gemm_kernel_avx512_bf16.cpp): an MR x NR
 // block of C from kq steps of packed pairs, each a uint32 holding two
