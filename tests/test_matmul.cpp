@@ -296,7 +296,7 @@ static void check_packed_b_parts(double tol) {
                             for (size_t i = 0; i < got.size(); ++i) {
                                 const double error =
                                     std::abs((double)got[i] - (accumulate ? (double)start[i] : 0.0) - reference[i]);
-                                worst = std::isnan(error) ? error : std::max(worst, error);
+                                worst = nc_test::worst_of(worst, error);
                             }
                             CHECK(worst < tol * std::sqrt((double)part.K));
                         }
@@ -364,7 +364,7 @@ TEST_CASE("matmul with a bias: the bits of the bias filled in first, on every pa
                 for (int64_t i = 0; i < c.M; ++i)
                     for (int64_t j = 0; j < c.N; ++j) {
                         const double error = std::abs(got[i * c.N + j] - (product[i * c.N + j] + b_values[j]));
-                        worst = std::isnan(error) ? error : std::max(worst, error);
+                        worst = nc_test::worst_of(worst, error);
                     }
             }
             CHECK(worst < 2e-4 * std::sqrt((double)c.K + 1));
