@@ -189,6 +189,7 @@ TEST_CASE("GeoNorm's angle bound: a turn of m tanh(theta / m) with theta = |a| |
                     tangent2 += v * v;
                 }
                 double theta = step * std::sqrt(tangent2) / std::sqrt(xx);
+                REQUIRE(std::isfinite(xy / std::sqrt(xx * yy)));  // a NaN would clamp to no turn
                 double turned = std::acos(std::max(-1.0, std::min(1.0, xy / std::sqrt(xx * yy))));
                 INFO("radius " << radius << ", step " << step << ", row " << row << ": theta " << theta);
                 CHECK(turned == Approx(m * std::tanh(theta / m)).margin(1e-6));
@@ -215,7 +216,11 @@ TEST_CASE("GeoNorm with geo_max_angle turns each token by at most that angle", "
         Tensor y = model.blocks()[0]->forward(x, nullptr);
         std::vector<double> cosines = raw::div(raw::sum(raw::mul(x, y), {-1}), raw::full({4}, 8.0, kFloat64)).to_vector();
         double largest = 0;
-        for (double cs : cosines) largest = std::max(largest, std::acos(std::max(-1.0, std::min(1.0, cs))));
+        for (double cs : cosines) {
+            // Clamping first would turn a NaN cosine into 1 (no turn at all) and pass it.
+            REQUIRE(std::isfinite(cs));
+            largest = std::max(largest, std::acos(std::max(-1.0, std::min(1.0, cs))));
+        }
         INFO("max angle " << max_angle << ": largest turn " << largest);
         if (max_angle > 0) CHECK(largest <= 2 * m + 1e-9);
         else CHECK(largest > 2 * m);  // without the bound the same step turns further
