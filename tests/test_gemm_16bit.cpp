@@ -84,7 +84,10 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
                 // there too (291: a last slice of 35, 17 whole pairs, past the 16
                 // the word transpose takes at once; 287: a last slice of 31, whose
                 // 16th pair has one step), edge rows and columns, one row, one
-                // column.
+                // column. Two products long enough in K to be split along it
+                // (k_split_parts), into 4 parts of 513 or 514 steps and into 2 of
+                // 515: parts of odd length, and parts starting at an odd step, off
+                // a whole 32-bit word.
                 for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
                                                                            {3, 5, 7},
                                                                            {13, 2, 33},
@@ -94,10 +97,13 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
                                                                            {150, 300, 70},
                                                                            {70, 40, 100},
                                                                            {20, 291, 37},
-                                                                           {20, 287, 37}}) {
+                                                                           {20, 287, 37},
+                                                                           {30, 2053, 20},
+                                                                           {40, 1030, 37}}) {
                     INFO(dtype_name(dtype) << " on the " << cpu::gemm16_path_name(path) << " path, packed with the "
                                            << cpu::simd_isa_name(isa) << " kernel's loops, M=" << M << " K=" << K
                                            << " N=" << N);
+                    if (K > 1000) REQUIRE(cpu::k_split_parts(M, N, K, sizeof(float)) == (K > 2048 ? 4 : 2));
                     Tensor a = random16({M, K}, dtype, gen), b = random16({K, N}, dtype, gen);
                     check_product(gemm16_with(path, a, b, Tensor(), isa), a, b);
                     // Transposed operands (a Linear's x W^T reads W this way), and a slice.

@@ -40,6 +40,7 @@
 #include "tensor/cpu/gemv.h"
 #include "tensor/cpu/parallel.h"
 #include "tensor/cpu/row_share.h"
+#include "tensor/cpu/split_k.h"
 #include "tensor/error.h"
 
 namespace nc {
@@ -428,53 +429,22 @@ int64_t k_split_parts(int64_t M, int64_t N, int64_t K, size_t element_bytes) {
 
 namespace {
 
-// C (+)= A B as k_split_parts() parts: part p = A[:, K_p] B[K_p, :] into its
-// own buffer (the parts run on as many threads as there are, each part on
-// one), then C (+)= ((part_0 + part_1) + part_2) + part_3, always in that
-// order, summed into part 0's rows. Both loops share one parallel region:
-// with a second region, whose start costs, and with one thread adding up a
-// small output alone while the other waited, 128 x 2048 x 128 TN ran 7%
-// slower on its own, though inside train's step the gain was within the
-// noise (bench/results/split-k-few-rows-2026-12-05.txt).
+// C (+)= A B as k_split_parts() parts along K (split_k.h): each part the
+// blocked loops below on one thread, into its own buffer.
 template <typename T, typename Kernel>
-void split_k(const GemmProblem<T, Kernel>& g) {
-    const int64_t parts = k_split_parts(g.M, g.N, g.K, sizeof(T)), MN = g.M * g.N;
-    ScratchBuffer<T> partial(parts * MN);
+void gemm_split_k(const GemmProblem<T, Kernel>& g) {
     static const int64_t zero_offset = 0;
-    auto multiply_part = [&](int64_t p) {
-        const int64_t k0 = p * g.K / parts, k1 = (p + 1) * g.K / parts;
+    auto multiply_part = [&](int64_t k0, int64_t k1, T* out) {
         GemmProblem<T, Kernel> part{g.M, g.N, k1 - k0,
                                     Operand<T>{g.A.data + g.A.batch_offsets[0] + k0 * g.A.col_stride, &zero_offset,
                                                g.A.row_stride, g.A.col_stride},
                                     Operand<T>{g.B.data + g.B.batch_offsets[0] + k0 * g.B.row_stride, &zero_offset,
                                                g.B.row_stride, g.B.col_stride},
-                                    partial.data() + p * MN, &zero_offset, g.N, g.kernel, g.blk, false};
+                                    out, &zero_offset, g.N, g.kernel, g.blk, false};
         blocked_loops(part, 1, /*allow_threads=*/false);
     };
-    auto add_up_row = [&](int64_t i) {
-        T* sum = partial.data() + i * g.N;
-        for (int64_t p = 1; p < parts; ++p) {
-            const T* row = partial.data() + p * MN + i * g.N;
-#pragma omp simd
-            for (int64_t j = 0; j < g.N; ++j) sum[j] += row[j];
-        }
-        T* c = g.C + g.c_offsets[0] + i * g.ldc;
-        if (g.bias) {
-#pragma omp simd
-            for (int64_t j = 0; j < g.N; ++j) c[j] = g.bias[j] + sum[j];
-            return;
-        }
-#pragma omp simd
-        for (int64_t j = 0; j < g.N; ++j) c[j] = g.accumulate ? c[j] + sum[j] : sum[j];
-    };
-#pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int64_t p = 0; p < parts; ++p) multiply_part(p);
-        // (the loop's closing barrier: every part is done before any row is added)
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < g.M; ++i) add_up_row(i);
-    }
+    split_k(g.M, g.N, g.K, k_split_parts(g.M, g.N, g.K, sizeof(T)), multiply_part, g.C + g.c_offsets[0], g.ldc,
+            g.accumulate, g.bias);
 }
 
 // The blocked loops around a micro-kernel (MicroKernel or MicroKernelDouble).
@@ -509,7 +479,7 @@ void blocked_loops(const GemmProblem<T, Kernel>& g, int64_t batch, bool allow_th
     }
     bool parallel = allow_threads && (double)g.M * g.N * g.K * batch > 1e5;
     if (parallel && batch == 1 && k_split_parts(g.M, g.N, g.K, sizeof(T)) > 1) {
-        split_k(g);
+        gemm_split_k(g);
         return;
     }
     int threads = parallel ? omp_get_max_threads() : 1;

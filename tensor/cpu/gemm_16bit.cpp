@@ -13,8 +13,10 @@
 //     step in the low half ([kc/2][mr] and [kc/2][nr] words), the layout
 //     vdpbf16ps reads; an odd last step is paired with a zero.
 //
-// The row-sharing refinements of gemm.cpp (row_share.h) are left out: this
-// file keeps the plain two-barrier form of the same idea.
+// Products with few rows and a long K are split along K by gemm.cpp's rule
+// and loop (split_k.h). The row-sharing refinements of gemm.cpp
+// (row_share.h) and its narrow column strips for few rows are left out:
+// this file keeps the plain two-barrier form of the same idea.
 #include "tensor/cpu/gemm_16bit.h"
 
 #include <algorithm>
@@ -32,6 +34,7 @@
 
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm_kernels.h"
+#include "tensor/cpu/split_k.h"
 #include "tensor/error.h"
 #include "tensor/half.h"
 
@@ -424,13 +427,40 @@ void pack_b_block(const Problem16& g, const Matrix16& B, int64_t kc, int64_t n, 
     pack_b(B, kc, n, g.nr, words, out, g.kernels.widened.transpose16);
 }
 
-// W: the packed word, float (widen) or uint32_t (pairs).
 template <typename W>
-void blocked_loops_16bit(const Problem16& g) {
+void blocked_loops_16bit(const Problem16& g, bool allow_threads);
+
+// A product with few rows and a long K (a weight gradient) as parts along
+// K, by gemm.cpp's rule (k_split_parts) and through the same loop
+// (split_k.h): each part the blocked loops below, on one thread. Shared by
+// rows instead, train's 128 x 2048 x 128 TN left each thread 5 or 6
+// micro-panels and two barriers per K slice: split, it went from 287 to 357
+// GFLOP/s on AVX512-BF16 and from 133 to 172 widened (medians of 8
+// alternating runs on a Zen 4; bench/results/gemm16-split-k-2026-12-07.txt).
+template <typename W>
+void split_k_16bit(const Problem16& g) {
+    auto multiply_part = [&](int64_t k0, int64_t k1, float* out) {
+        const MatrixOperand<uint16_t> A{g.A.data + g.A.batch_offsets[0] + k0 * g.A.col_stride, {0}, g.A.row_stride,
+                                        g.A.col_stride};
+        const MatrixOperand<uint16_t> B{g.B.data + g.B.batch_offsets[0] + k0 * g.B.row_stride, {0}, g.B.row_stride,
+                                        g.B.col_stride};
+        const std::vector<int64_t> c_offsets{0};
+        const Problem16 part{g.M, g.N, k1 - k0, g.dtype, A, B, out, c_offsets, g.N, false, g.kernels, g.path, g.mr, g.nr};
+        blocked_loops_16bit<W>(part, /*allow_threads=*/false);
+    };
+    split_k(g.M, g.N, g.K, k_split_parts(g.M, g.N, g.K, sizeof(float)), multiply_part, g.C + g.c_offsets[0], g.ldc,
+            g.accumulate, (const float*)nullptr);
+}
+
+// W: the packed word, float (widen) or uint32_t (pairs). `allow_threads` =
+// false keeps everything on the calling thread (a part of split_k_16bit).
+template <typename W>
+void blocked_loops_16bit(const Problem16& g, bool allow_threads) {
     const int mr = g.mr, nr = g.nr;
     const int64_t kc_max = 256, nc_max = round_up(1024, nr), mc_max = round_up(144, mr);
     const int64_t batch = (int64_t)g.c_offsets.size();
-    const bool parallel = (double)g.M * g.N * g.K * batch > 1e5;
+    const bool parallel = allow_threads && (double)g.M * g.N * g.K * batch > 1e5;
+    if (parallel && batch == 1 && k_split_parts(g.M, g.N, g.K, sizeof(float)) > 1) return split_k_16bit<W>(g);
     const int threads = parallel ? omp_get_max_threads() : 1;
     // Rows in blocks of at most mc, and at least one block per thread when
     // the rows allow it (a 64-row product should not leave a core idle).
@@ -509,8 +539,8 @@ void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperan
                 kernels,           path,
                 pairs ? kernels.pairs.mr : kernels.widened.mr,
                 pairs ? kernels.pairs.nr : kernels.widened.nr};
-    if (pairs) blocked_loops_16bit<uint32_t>(g);
-    else blocked_loops_16bit<float>(g);
+    if (pairs) blocked_loops_16bit<uint32_t>(g, /*allow_threads=*/true);
+    else blocked_loops_16bit<float>(g, /*allow_threads=*/true);
 }
 
 double measure_bf16_dot_peak_gflops(int threads, int64_t iterations) {
