@@ -10,6 +10,9 @@
 #include "tensor/cpu/gemm_16bit.h"
 
 #include <cmath>
+#include <cstring>
+
+#include <omp.h>
 
 using namespace nc;
 using nc_test::check_error;
@@ -145,6 +148,53 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
     CHECK(cpu::best_gemm16_path(kBFloat16) == expected);
     CHECK((!cpu::bf16_dot_pays() || cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)));
     CHECK(cpu::best_gemm16_path(kFloat16) == cpu::Gemm16Path::Widen);
+}
+
+// A product long enough in K is computed as parts along K (split_k.h), each
+// a product of its own, added ((part 0 + part 1) + part 2) + part 3 in
+// float32. Each element is then summed in the same order as the parts
+// computed one by one and added in that order, so the two must agree to the
+// bit; and the parts depend on the shape alone, so the bits must not change
+// with the number of threads. Both shapes also pass the bound above; this
+// test fails where the split is skipped, reordered, or cut elsewhere.
+TEST_CASE("16-bit GEMM: a long-K product is its parts along K added in order, for 1 2 and 3 threads", "[matmul][half][threads]") {
+    Generator gen(47);
+    const int saved_threads = omp_get_max_threads();
+    for (DType dtype : {kBFloat16, kFloat16})
+        for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot, cpu::Gemm16Path::Amx}) {
+            if (!cpu::cpu_supports(path, dtype)) continue;
+            for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{30, 2053, 20}, {40, 1030, 37}}) {
+                const int64_t parts = cpu::k_split_parts(M, N, K, sizeof(float));
+                REQUIRE(parts == (K > 2048 ? 4 : 2));
+                Tensor a = random16({M, K}, dtype, gen), b = random16({K, N}, dtype, gen), c0 = raw::randn({M, N}, gen);
+                std::vector<float> sum(M * N, 0.0f);
+                for (int64_t p = 0; p < parts; ++p) {
+                    const int64_t k0 = p * K / parts, k1 = (p + 1) * K / parts;
+                    REQUIRE(cpu::k_split_parts(M, N, k1 - k0, sizeof(float)) == 1);  // a part is not split again
+                    Tensor part = gemm16_with(path, raw::narrow(a, 1, k0, k1 - k0), raw::narrow(b, 0, k0, k1 - k0));
+                    const float* values = static_cast<const float*>(part.raw_data());
+                    for (int64_t i = 0; i < M * N; ++i) sum[i] = p == 0 ? values[i] : sum[i] + values[i];
+                }
+                const float* start = static_cast<const float*>(c0.raw_data());
+                for (int threads : {1, 2, 3}) {
+                    omp_set_num_threads(threads);
+                    INFO(dtype_name(dtype) << " on the " << cpu::gemm16_path_name(path) << " path, M=" << M << " K=" << K
+                                           << " N=" << N << ", " << threads << " threads");
+                    Tensor c = gemm16_with(path, a, b), accumulated = gemm16_with(path, a, b, c0);
+                    const float* got = static_cast<const float*>(c.raw_data());
+                    const float* got_acc = static_cast<const float*>(accumulated.raw_data());
+                    int64_t differ = 0, differ_acc = 0;
+                    for (int64_t i = 0; i < M * N; ++i) {
+                        differ += std::memcmp(&got[i], &sum[i], sizeof(float)) != 0;
+                        const float with_start = start[i] + sum[i];
+                        differ_acc += std::memcmp(&got_acc[i], &with_start, sizeof(float)) != 0;
+                    }
+                    CHECK(differ == 0);
+                    CHECK(differ_acc == 0);
+                }
+            }
+        }
+    omp_set_num_threads(saved_threads);
 }
 
 TEST_CASE("16-bit GEMM: a float32 result holds what float16 cannot", "[matmul][half]") {

@@ -189,9 +189,9 @@ TEST_CASE("GeoNorm's angle bound: a turn of m tanh(theta / m) with theta = |a| |
                     tangent2 += v * v;
                 }
                 double theta = step * std::sqrt(tangent2) / std::sqrt(xx);
+                INFO("radius " << radius << ", step " << step << ", row " << row << ": theta " << theta);
                 REQUIRE(std::isfinite(xy / std::sqrt(xx * yy)));  // a NaN would clamp to no turn
                 double turned = std::acos(std::max(-1.0, std::min(1.0, xy / std::sqrt(xx * yy))));
-                INFO("radius " << radius << ", step " << step << ", row " << row << ": theta " << theta);
                 CHECK(turned == Approx(m * std::tanh(theta / m)).margin(1e-6));
                 CHECK(std::sqrt(yy) == Approx(radius).epsilon(1e-12));
             }
@@ -216,6 +216,8 @@ TEST_CASE("GeoNorm with geo_max_angle turns each token by at most that angle", "
         Tensor y = model.blocks()[0]->forward(x, nullptr);
         std::vector<double> cosines = raw::div(raw::sum(raw::mul(x, y), {-1}), raw::full({4}, 8.0, kFloat64)).to_vector();
         double largest = 0;
+        INFO("max angle " << max_angle << ": cosines " << cosines[0] << " " << cosines[1] << " " << cosines[2] << " "
+                          << cosines[3]);
         for (double cs : cosines) {
             // Clamping first would turn a NaN cosine into 1 (no turn at all) and pass it.
             REQUIRE(std::isfinite(cs));

@@ -433,10 +433,11 @@ void blocked_loops_16bit(const Problem16& g, bool allow_threads);
 // A product with few rows and a long K (a weight gradient) as parts along
 // K, by gemm.cpp's rule (k_split_parts) and through the same loop
 // (split_k.h): each part the blocked loops below, on one thread. Shared by
-// rows instead, train's 128 x 2048 x 128 TN left each thread 5 or 6
-// micro-panels and two barriers per K slice: split, it went from 287 to 357
-// GFLOP/s on AVX512-BF16 and from 133 to 172 widened (medians of 8
-// alternating runs on a Zen 4; bench/results/gemm16-split-k-2026-12-07.txt).
+// rows instead, train's 128 x 2048 x 128 TN left each of two threads 5 or 6
+// micro-panels and two barriers per K slice: split, it went from 133 to 172
+// GFLOP/s widened (faster in all 8 alternating pairs of runs on a Zen 4) and
+// from 287 to 357 on AVX512-BF16 (medians; faster in 7 of the 8 pairs)
+// (bench/results/gemm16-split-k-2026-12-07.txt).
 template <typename W>
 void split_k_16bit(const Problem16& g) {
     auto multiply_part = [&](int64_t k0, int64_t k1, float* out) {

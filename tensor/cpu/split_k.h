@@ -29,7 +29,8 @@ namespace cpu {
 //
 // Both loops share one parallel region: with a second region, whose start
 // costs, and with one thread adding up a small output alone while the other
-// waited, 128 x 2048 x 128 TN ran 7% slower on its own
+// waited, 128 x 2048 x 128 TN ran 7% slower on its own, though inside
+// train's step the gain was within the noise
 // (bench/results/split-k-few-rows-2026-12-05.txt).
 template <typename T, typename MultiplyPart>
 void split_k(int64_t M, int64_t N, int64_t K, int64_t parts, const MultiplyPart& multiply_part, T* C, int64_t ldc,
