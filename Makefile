@@ -395,7 +395,7 @@ $(BUILD)/bench/attention_time: $(BUILD)/obj/bench/attention/attention_time.o $(L
 
 $(BUILD)/obj/bench/gemm_ab/side_%.o: bench/gemm_ab/side.cpp $(BUILD_FLAGS_FILE)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -DAB_RUN=run_$* -c $< -o $@
+	$(CXX) $(CXXFLAGS) -DAB_RUN=run_$* -DAB_RUN16=run16_$* -c $< -o $@
 
 $(BUILD)/bench/gemm_ab_self: $(BUILD)/obj/bench/gemm_ab/main.o $(BUILD)/obj/bench/gemm_ab/side_old.o \
                              $(BUILD)/obj/bench/gemm_ab/side_new.o $(LIB)
@@ -421,7 +421,7 @@ test:
 	tests/mpi_test.sh $(BUILD)
 	$(BUILD)/bench/attention_time 2 70 8
 	$(BUILD)/bench/attention_time 4 200 8 --views 2
-	GEMM_AB_EVICT_MB=1 $(BUILD)/bench/gemm_ab_self 2 33x65x17:TN
+	GEMM_AB_EVICT_MB=1 $(BUILD)/bench/gemm_ab_self 2 33x65x17:TN 33x65x17:TN:fp16 33x65x17:NT:bf16
 	bench/generate/generate_speed.sh tests/data/reference/gpt2_pre 8 1 $(BUILD)/normcore
 	$(TEST_BIN) $(if $(TEST_FILTER),'$(TEST_FILTER)')
 

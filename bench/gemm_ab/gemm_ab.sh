@@ -3,6 +3,7 @@
 # against the working tree's, call by call in one program (see main.cpp).
 #   bench/gemm_ab/gemm_ab.sh HEAD~1
 #   bench/gemm_ab/gemm_ab.sh 4caa28e 100 1024x1024x256:TN 1024x256x1024:NT
+#   bench/gemm_ab/gemm_ab.sh HEAD 40 128x2048x128:TN:fp16 128x2048x128:TN:bf16   # 16-bit operands
 #   GEMM_AB_EVICT_MB=256 bench/gemm_ab/gemm_ab.sh HEAD~1   # operands cold, as inside a training step
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,8 +22,12 @@ git archive "$rev" tensor | tar -x -C "$work/old"
 flags=(-O3 -march=native -fno-math-errno -fno-trapping-math -fopenmp -std=c++17)  # the release build's
 # gemv.cpp (the one-row products) exists from commit 5454755 on; a side
 # without it skips it.
+# The 16-bit products (gemm_16bit.cpp and its kernels; tensor/dtype.cpp for
+# their error messages) are built on both sides too, for shapes with a
+# precision (main.cpp).
 sources=(tensor/cpu/gemm.cpp tensor/cpu/allocator.cpp tensor/cpu/gemm_kernels.cpp tensor/cpu/gemm_kernel_avx512.cpp
-         tensor/cpu/gemm_kernel_avx2.cpp tensor/cpu/gemm_kernel_portable.cpp tensor/cpu/gemv.cpp)
+         tensor/cpu/gemm_kernel_avx2.cpp tensor/cpu/gemm_kernel_portable.cpp tensor/cpu/gemv.cpp
+         tensor/cpu/gemm_16bit.cpp tensor/cpu/gemm_kernel_avx512_bf16.cpp tensor/cpu/gemm_kernel_amx.cpp tensor/dtype.cpp)
 objects=()
 for side in old new; do
     root=$([ $side = old ] && echo "$work/old" || echo .)
@@ -36,14 +41,16 @@ for side in old new; do
         case $src in
             */gemm_kernel_avx2.cpp) isa=(-mavx2 -mfma) ;;
             */gemm_kernel_avx512.cpp) isa=(-mavx512f -mfma) ;;
+            */gemm_kernel_avx512_bf16.cpp) isa=(-mavx512f -mavx512bf16) ;;
+            */gemm_kernel_amx.cpp) isa=(-mamx-tile -mamx-bf16) ;;
             *) isa=() ;;
         esac
-        g++ "${flags[@]}" "${isa[@]}" -I"$root" $rename -DAB_RUN=run_$side -c "$from" -o "$obj" &
+        g++ "${flags[@]}" "${isa[@]}" -I"$root" $rename -DAB_RUN=run_$side -DAB_RUN16=run16_$side -c "$from" -o "$obj" &
         objects+=("$obj")
     done
     wait
 done
-g++ "${flags[@]}" bench/gemm_ab/main.cpp "${objects[@]}" -o "$work/gemm_ab"
+g++ "${flags[@]}" -I. bench/gemm_ab/main.cpp "${objects[@]}" -o "$work/gemm_ab"
 echo "old: $(git log -1 --format='%h %s' "$rev" | cut -c1-70)"
 echo "new: the working tree ($(git rev-parse --short HEAD)$(git diff --quiet -- tensor || echo ', with changes'))"
 "$work/gemm_ab" "$rounds" "${shapes[@]}"

@@ -16,19 +16,32 @@
 // Reads, not writes: written lines would have to go back to memory during
 // the timed call.
 //
-// Usage (through gemm_ab.sh): gemm_ab ROUNDS MxKxN:LAYOUT ...   (LAYOUT NN, NT, TN)
+// A shape may name a precision after its layout: MxKxN:LAYOUT:fp16 times
+// float16 operands (always widened to float32), :bf16 bfloat16 on the
+// path matmul takes on this CPU (AMX, AVX512-BF16 or widened), :bf16w
+// bfloat16 widened; float32 without one. The 16-bit operands are the same
+// normal numbers rounded (tensor/half.h), the result float32.
+//
+// Usage (through gemm_ab.sh): gemm_ab ROUNDS MxKxN:LAYOUT[:PRECISION] ...   (LAYOUT NN, NT, TN)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "tensor/half.h"
 
 void run_old(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const float* a, const float* b,
              float* c);
 void run_new(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const float* a, const float* b,
              float* c);
+void run16_old(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const uint16_t* a,
+               const uint16_t* b, float* c, bool float16, bool widen);
+void run16_new(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const uint16_t* a,
+               const uint16_t* b, float* c, bool float16, bool widen);
 
 namespace {
 
@@ -51,7 +64,8 @@ double percentile(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: gemm_ab ROUNDS MxKxN:LAYOUT ...  (e.g. 60 1024x1024x256:TN)\n");
+        std::fprintf(stderr,
+                     "usage: gemm_ab ROUNDS MxKxN:LAYOUT[:fp16|bf16|bf16w] ...  (e.g. 60 1024x1024x256:TN)\n");
         return 2;
     }
     int rounds = std::atoi(argv[1]);
@@ -69,14 +83,23 @@ int main(int argc, char** argv) {
     Buffer evict(evict_floats + 1);
     std::fill(evict.data, evict.data + evict_floats + 1, 1.0f);
     if (evict_floats) std::printf("(operands evicted before each timed call: %ld MiB read)\n", evict_mb);
-    std::printf("%-20s %-6s %24s %24s %9s\n", "M x K x N", "layout", "old GF/s best / median", "new GF/s best / median",
-                "new/old");
+    // The layout column widens to hold a precision when a shape names one.
+    int kind_width = 6;
+    for (int i = 2; i < argc; ++i)
+        if (std::count(argv[i], argv[i] + std::strlen(argv[i]), ':') > 1) kind_width = 12;
+    std::printf("%-20s %-*s %24s %24s %9s\n", "M x K x N", kind_width, "layout", "old GF/s best / median",
+                "new GF/s best / median", "new/old");
     for (int i = 2; i < argc; ++i) {
         long long M = 0, K = 0, N = 0;
-        char layout[3] = {0};
-        if (std::sscanf(argv[i], "%lldx%lldx%lld:%2s", &M, &K, &N, layout) != 4 || M < 1 || K < 1 || N < 1 ||
-            (layout[0] != 'N' && layout[0] != 'T') || (layout[1] != 'N' && layout[1] != 'T')) {
-            std::fprintf(stderr, "gemm_ab: cannot read shape '%s' (expected like 1024x1024x256:TN)\n", argv[i]);
+        char layout[3] = {0}, precision[8] = {0};
+        const int fields = std::sscanf(argv[i], "%lldx%lldx%lld:%2s:%7s", &M, &K, &N, layout, precision);
+        const std::string p = precision;
+        if (fields < 4 || M < 1 || K < 1 || N < 1 || (layout[0] != 'N' && layout[0] != 'T') ||
+            (layout[1] != 'N' && layout[1] != 'T') || (fields == 5 && p != "fp16" && p != "bf16" && p != "bf16w")) {
+            std::fprintf(stderr,
+                         "gemm_ab: cannot read shape '%s' (expected like 1024x1024x256:TN, or with :fp16, :bf16 or "
+                         ":bf16w after the layout)\n",
+                         argv[i]);
             return 2;
         }
         bool at = layout[0] == 'T', bt = layout[1] == 'T';
@@ -85,14 +108,27 @@ int main(int argc, char** argv) {
         std::normal_distribution<float> normal;
         for (long long j = 0; j < M * K; ++j) a.data[j] = normal(gen);
         for (long long j = 0; j < K * N; ++j) b.data[j] = normal(gen);
-        auto time_one = [&](auto run) {
-            run(M, N, K, at, bt, a.data, b.data, c.data);  // warm-up: caches, thread pool
+        // The 16-bit operands: the same numbers rounded.
+        const bool float16 = p == "fp16", widen = p == "bf16w";
+        std::vector<uint16_t> a16(fields == 5 ? M * K : 0), b16(fields == 5 ? K * N : 0);
+        for (size_t j = 0; j < a16.size(); ++j)
+            a16[j] = float16 ? nc::to_float16(a.data[j]).bits : nc::to_bfloat16(a.data[j]).bits;
+        for (size_t j = 0; j < b16.size(); ++j)
+            b16[j] = float16 ? nc::to_float16(b.data[j]).bits : nc::to_bfloat16(b.data[j]).bits;
+        auto call = [&](bool old_side) {
+            if (fields == 5)
+                (old_side ? run16_old : run16_new)(M, N, K, at, bt, a16.data(), b16.data(), c.data, float16, widen);
+            else
+                (old_side ? run_old : run_new)(M, N, K, at, bt, a.data, b.data, c.data);
+        };
+        auto time_one = [&](bool old_side) {
+            call(old_side);  // warm-up: caches, thread pool
             float lines = 0;
 #pragma omp parallel for schedule(static) reduction(+ : lines)
             for (size_t j = 0; j < evict_floats; j += 16) lines += evict.data[j];  // one read per cache line
             evict_sink = lines;
             double start = now();
-            run(M, N, K, at, bt, a.data, b.data, c.data);
+            call(old_side);
             return now() - start;
         };
         std::vector<double> old_rate, new_rate, speedup;
@@ -100,11 +136,11 @@ int main(int argc, char** argv) {
         for (int r = 0; r < rounds; ++r) {
             double t_old, t_new;
             if (r % 2 == 0) {
-                t_old = time_one(run_old);
-                t_new = time_one(run_new);
+                t_old = time_one(true);
+                t_new = time_one(false);
             } else {
-                t_new = time_one(run_new);
-                t_old = time_one(run_old);
+                t_new = time_one(false);
+                t_old = time_one(true);
             }
             old_rate.push_back(flop / t_old / 1e9);
             new_rate.push_back(flop / t_new / 1e9);
@@ -112,7 +148,9 @@ int main(int argc, char** argv) {
         }
         char dims[64];
         std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", M, K, N);
-        std::printf("%-20s %-6s %13.1f / %8.1f %13.1f / %8.1f %9.3f\n", dims, layout, percentile(old_rate, 1.0),
+        const std::string kind = std::string(layout) + (fields == 5 ? " " + p : "");
+        std::printf("%-20s %-*s %13.1f / %8.1f %13.1f / %8.1f %9.3f\n", dims, kind_width, kind.c_str(),
+                    percentile(old_rate, 1.0),
                     percentile(old_rate, 0.5), percentile(new_rate, 1.0), percentile(new_rate, 0.5),
                     percentile(speedup, 0.5));
     }
