@@ -22,12 +22,16 @@
 // bfloat16 widened; float32 without one. The 16-bit operands are the same
 // normal numbers rounded (tensor/half.h), the result float32.
 //
+// GEMM_AB_ISA names the micro-kernel both sides run (avx2, avx512, portable,
+// neon; default: the CPU's best).
+//
 // Usage (through gemm_ab.sh): gemm_ab ROUNDS MxKxN:LAYOUT[:PRECISION] ...   (LAYOUT NN, NT, TN)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,13 +39,13 @@
 #include "tensor/half.h"
 
 void run_old(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const float* a, const float* b,
-             float* c);
+             float* c, const char* isa);
 void run_new(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const float* a, const float* b,
-             float* c);
+             float* c, const char* isa);
 void run16_old(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const uint16_t* a,
-               const uint16_t* b, float* c, bool float16, bool widen);
+               const uint16_t* b, float* c, bool float16, bool widen, const char* isa);
 void run16_new(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const uint16_t* a,
-               const uint16_t* b, float* c, bool float16, bool widen);
+               const uint16_t* b, float* c, bool float16, bool widen, const char* isa);
 
 namespace {
 
@@ -62,7 +66,7 @@ double percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int compare(int argc, char** argv) {
     if (argc < 3) {
         std::fprintf(stderr,
                      "usage: gemm_ab ROUNDS MxKxN:LAYOUT[:fp16|bf16|bf16w] ...  (e.g. 60 1024x1024x256:TN)\n");
@@ -79,6 +83,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gemm_ab: GEMM_AB_EVICT_MB must be 0 to 4096 (MiB), got '%s'\n", evict_env);
         return 2;
     }
+    // GEMM_AB_ISA=avx2 (or portable, avx512, neon): that micro-kernel on both
+    // sides instead of the CPU's best, to time what a laptop without
+    // AVX-512 would run.
+    const char* isa_env = std::getenv("GEMM_AB_ISA");
+    const char* isa = isa_env ? isa_env : "";
+    if (*isa) std::printf("(micro-kernel: %s)\n", isa);
     const size_t evict_floats = (size_t)evict_mb * (1 << 20) / sizeof(float);
     Buffer evict(evict_floats + 1);
     std::fill(evict.data, evict.data + evict_floats + 1, 1.0f);
@@ -117,9 +127,10 @@ int main(int argc, char** argv) {
             b16[j] = float16 ? nc::to_float16(b.data[j]).bits : nc::to_bfloat16(b.data[j]).bits;
         auto call = [&](bool old_side) {
             if (fields == 5)
-                (old_side ? run16_old : run16_new)(M, N, K, at, bt, a16.data(), b16.data(), c.data, float16, widen);
+                (old_side ? run16_old : run16_new)(M, N, K, at, bt, a16.data(), b16.data(), c.data, float16, widen,
+                                                   isa);
             else
-                (old_side ? run_old : run_new)(M, N, K, at, bt, a.data, b.data, c.data);
+                (old_side ? run_old : run_new)(M, N, K, at, bt, a.data, b.data, c.data, isa);
         };
         auto time_one = [&](bool old_side) {
             call(old_side);  // warm-up: caches, thread pool
@@ -155,4 +166,13 @@ int main(int argc, char** argv) {
                     percentile(speedup, 0.5));
     }
     return 0;
+}
+
+int main(int argc, char** argv) {
+    try {
+        return compare(argc, argv);
+    } catch (const std::exception& e) {  // an unknown micro-kernel, or one this CPU cannot run
+        std::fprintf(stderr, "%s\n", e.what());
+        return 2;
+    }
 }

@@ -142,18 +142,34 @@ void widen_run(const uint16_t* x, int64_t n, DType dtype, float* out) {
         for (int64_t k = 0; k < n; ++k) out[k] = to_float(Float16{x[k]});
 }
 
-// 12 numbers, a whole panel of the AVX-512 kernel's rows in one step of a
-// transposed A: with the count known when compiling, the conversion
-// becomes vector code; widen_run's vector loop takes 16 at a time, so runs
-// of 12 went through its scalar remainder, which for float16 is a branchy
-// conversion per value. Float16 weight gradients ran 6-27% faster, bfloat16
-// widened 5-9% (alternating calls on a Zen 4;
+// N numbers, a whole panel's rows (the micro-kernel's mr: 12 for AVX-512,
+// 6 for AVX2, 8 for NEON and the portable one) in one step of a transposed
+// A: with the count known when compiling, the conversion becomes vector
+// code. widen_run's vector loop takes 16 at a time (AVX-512), so runs of 12
+// went through its scalar remainder, which for float16 is a branchy
+// conversion per value. With N = 12, float16 weight gradients ran 6-27%
+// faster, bfloat16 widened 5-9% (alternating calls on a Zen 4;
 // bench/results/widen-12-float16-2026-12-07.txt).
-void widen_12(const uint16_t* x, DType dtype, float* out) {
+template <int N>
+void widen_panel_step(const uint16_t* x, DType dtype, float* out) {
     if (dtype == kBFloat16)
-        for (int k = 0; k < 12; ++k) out[k] = to_float(BFloat16{x[k]});
+        for (int k = 0; k < N; ++k) out[k] = to_float(BFloat16{x[k]});
     else
-        for (int k = 0; k < 12; ++k) out[k] = to_float(Float16{x[k]});
+        for (int k = 0; k < N; ++k) out[k] = to_float(Float16{x[k]});
+}
+
+// One step of a panel of a transposed A: `rows` values at x widened into
+// out[0, rows), zeros up to mr.
+void widen_step(const uint16_t* x, int64_t rows, int mr, DType dtype, float* out) {
+    if (rows == mr) {
+        switch (mr) {  // the kernels' mr values
+            case 6: return widen_panel_step<6>(x, dtype, out);
+            case 8: return widen_panel_step<8>(x, dtype, out);
+            case 12: return widen_panel_step<12>(x, dtype, out);
+        }
+    }
+    widen_run(x, rows, dtype, out);
+    std::fill(out + rows, out + mr, 0.0f);
 }
 
 // Where K runs along the stored rows (a row-major A, the W of x W^T), a
@@ -179,14 +195,7 @@ void pack_a(const Matrix16& A, int64_t m, int64_t kc, int mr, DType dtype, float
         if (A.rs == 1 && A.cs != 1) {
             // A transposed (G^T in dW = G^T X): step p of the panel is a run
             // of stored row p.
-            for (; p < kc; ++p) {
-                if (mr == 12 && rows == 12) {
-                    widen_12(A.data + r + p * A.cs, dtype, panel + p * mr);
-                    continue;
-                }
-                widen_run(A.data + r + p * A.cs, rows, dtype, panel + p * mr);
-                std::fill(panel + p * mr + rows, panel + (p + 1) * mr, 0.0f);
-            }
+            for (; p < kc; ++p) widen_step(A.data + r + p * A.cs, rows, mr, dtype, panel + p * mr);
         } else if (A.cs == 1 && transpose && mr <= 16) {
             for (; p + 16 <= kc; p += 16)
                 widen_transposed(A.data + r * A.rs + p, A.rs, (int)rows, dtype, transpose, panel + p * mr, mr, mr);
