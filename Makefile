@@ -395,10 +395,15 @@ $(BUILD)/bench/attention_time: $(BUILD)/obj/bench/attention/attention_time.o $(L
 
 $(BUILD)/obj/bench/gemm_ab/side_%.o: bench/gemm_ab/side.cpp $(BUILD_FLAGS_FILE)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -DAB_RUN=run_$* -DAB_RUN16=run16_$* -c $< -o $@
+	$(CXX) $(CXXFLAGS) -DAB_RUN=run_$* -c $< -o $@
+
+$(BUILD)/obj/bench/gemm_ab/side16_%.o: bench/gemm_ab/side16.cpp $(BUILD_FLAGS_FILE)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -DAB_RUN16=run16_$* -c $< -o $@
 
 $(BUILD)/bench/gemm_ab_self: $(BUILD)/obj/bench/gemm_ab/main.o $(BUILD)/obj/bench/gemm_ab/side_old.o \
-                             $(BUILD)/obj/bench/gemm_ab/side_new.o $(LIB)
+                             $(BUILD)/obj/bench/gemm_ab/side_new.o $(BUILD)/obj/bench/gemm_ab/side16_old.o \
+                             $(BUILD)/obj/bench/gemm_ab/side16_new.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 

@@ -54,9 +54,11 @@ NC_HOST_DEVICE inline float to_float(BFloat16 h) { return bits_to_float((uint32_
 // the end, without a branch, so that a loop of conversions (a float32
 // tensor cast to float16, before each product of float16 training) becomes
 // vector code. With a branch per case (the subnormal one shifting by a count
-// that depends on the value) the cast ran at 4.4 billion values a second on
-// two Zen 4 cores; like this, 9.9-12.6 billion, with the same 16 bits for
-// every one of the 2^32 float32 patterns. The form matters: with three
+// that depends on the value) the cast ran 2.3-2.9 times slower on two Zen 4
+// cores (three alternating pairs; 4.4 against 12.6 billion values a second
+// in the calmest), with the same 16 bits for every one of the 2^32 float32
+// patterns. (The subnormal case relies on the default rounding mode, to
+// nearest even; nothing in normcore changes it.) The form matters: with three
 // choices (subnormal, overflow, NaN) GCC vectorized a small test loop but
 // not normcore's copy loop, where it merged two range tests into one
 // choice it has no vector instruction for; hence one choice, a least-of

@@ -32,9 +32,14 @@ objects=()
 for side in old new; do
     root=$([ $side = old ] && echo "$work/old" || echo .)
     rename=$([ $side = old ] && echo -Dnc=ncold || true)
-    for src in "${sources[@]}" bench/gemm_ab/side.cpp; do
+    # The 16-bit side needs gemm_16bit() with its micro-kernel argument
+    # (from commit ab1e1d0 on); an older revision gets a stand-in that
+    # refuses 16-bit shapes with an error saying so.
+    side16=bench/gemm_ab/side16.cpp
+    grep -q 'SimdIsa isa = best_simd_isa()' "$root/tensor/cpu/gemm_16bit.h" 2> /dev/null || side16=bench/gemm_ab/side16_missing.cpp
+    for src in "${sources[@]}" bench/gemm_ab/side.cpp $side16; do
         obj="$work/$side-$(basename "$src" .cpp).o"
-        from=$([ "$src" = bench/gemm_ab/side.cpp ] && echo "$src" || echo "$root/$src")
+        from=$(case $src in bench/*) echo "$src" ;; *) echo "$root/$src" ;; esac)
         [ -f "$from" ] || [ $side = new ] || continue  # only the old side may lack one
         # The kernel files' own instruction sets, as the Makefile gives them
         # (so that an AVX2-only CPU builds the AVX-512 file too).
@@ -45,7 +50,7 @@ for side in old new; do
             */gemm_kernel_amx.cpp) isa=(-mamx-tile -mamx-bf16) ;;
             *) isa=() ;;
         esac
-        g++ "${flags[@]}" "${isa[@]}" -I"$root" $rename -DAB_RUN=run_$side -DAB_RUN16=run16_$side -c "$from" -o "$obj" &
+        g++ "${flags[@]}" "${isa[@]}" -I"$root" -I. $rename -DAB_RUN=run_$side -DAB_RUN16=run16_$side -c "$from" -o "$obj" &
         objects+=("$obj")
     done
     wait

@@ -6,8 +6,9 @@
 // minutes at a time). Here every round times one call of each, in
 // alternating order, each right after an untimed warm-up call, and the
 // speedup is taken per round, from two calls a few milliseconds apart; the
-// median of those ratios is what to read. The best and the median rate of
-// each side are printed too.
+// median of those ratios is what to read, beside their middle half (25th
+// to 75th percentile). The best and the median rate of each side are
+// printed too.
 //
 // Warm operands flatter a product: inside a training step a weight
 // gradient reads activations written long before, from L3 or memory. With
@@ -18,7 +19,8 @@
 //
 // A shape may name a precision after its layout: MxKxN:LAYOUT:fp16 times
 // float16 operands (always widened to float32), :bf16 bfloat16 on the
-// path matmul takes on this CPU (AMX, AVX512-BF16 or widened), :bf16w
+// path matmul takes on this CPU (AMX, AVX512-BF16 or widened; the new
+// side's choice, for both sides), :bf16w
 // bfloat16 widened; float32 without one. The 16-bit operands are the same
 // normal numbers rounded (tensor/half.h), the result float32.
 //
@@ -36,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/gemm_ab/isa_named.h"
+#include "tensor/cpu/gemm_16bit.h"
 #include "tensor/half.h"
 
 void run_old(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const float* a, const float* b,
@@ -43,9 +47,9 @@ void run_old(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transpos
 void run_new(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const float* a, const float* b,
              float* c, const char* isa);
 void run16_old(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const uint16_t* a,
-               const uint16_t* b, float* c, bool float16, bool widen, const char* isa);
+               const uint16_t* b, float* c, bool float16, const char* path_name, const char* isa);
 void run16_new(int64_t M, int64_t N, int64_t K, bool a_transposed, bool b_transposed, const uint16_t* a,
-               const uint16_t* b, float* c, bool float16, bool widen, const char* isa);
+               const uint16_t* b, float* c, bool float16, const char* path_name, const char* isa);
 
 namespace {
 
@@ -66,6 +70,34 @@ double percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
+// One shape to compare: M x K x N, the layout, and the precision ("" for
+// float32, else fp16, bf16 or bf16w).
+struct Shape {
+    long long M, K, N;
+    bool a_transposed, b_transposed;
+    std::string layout, precision;
+};
+
+// "MxKxN:LAYOUT" or "MxKxN:LAYOUT:PRECISION", all of it (nothing after).
+bool read_shape(const char* text, Shape& shape) {
+    char layout[3] = {0}, precision[8] = {0};
+    int end = -1;
+    if (std::sscanf(text, "%lldx%lldx%lld:%2[NT]%n", &shape.M, &shape.K, &shape.N, layout, &end) != 4 || end < 0)
+        return false;
+    if (text[end] == ':') {
+        int more = -1;
+        if (std::sscanf(text + end + 1, "%7[a-z0-9]%n", precision, &more) != 1 || more < 0) return false;
+        end += 1 + more;
+    }
+    shape.layout = layout;
+    shape.precision = precision;
+    shape.a_transposed = layout[0] == 'T';
+    shape.b_transposed = layout[1] == 'T';
+    const std::string& p = shape.precision;
+    return text[end] == '\0' && shape.M > 0 && shape.K > 0 && shape.N > 0 && shape.layout.size() == 2 &&
+           (p.empty() || p == "fp16" || p == "bf16" || p == "bf16w");
+}
+
 int compare(int argc, char** argv) {
     if (argc < 3) {
         std::fprintf(stderr,
@@ -77,6 +109,21 @@ int compare(int argc, char** argv) {
         std::fprintf(stderr, "gemm_ab: ROUNDS must be at least 1, got '%s'\n", argv[1]);
         return 2;
     }
+    std::vector<Shape> shapes;
+    bool any_16bit = false, any_bf16 = false;
+    for (int i = 2; i < argc; ++i) {
+        Shape shape;
+        if (!read_shape(argv[i], shape)) {
+            std::fprintf(stderr,
+                         "gemm_ab: cannot read shape '%s' (expected like 1024x1024x256:TN, or with :fp16, :bf16 or "
+                         ":bf16w after the layout)\n",
+                         argv[i]);
+            return 2;
+        }
+        any_16bit = any_16bit || !shape.precision.empty();
+        any_bf16 = any_bf16 || shape.precision == "bf16";
+        shapes.push_back(shape);
+    }
     const char* evict_env = std::getenv("GEMM_AB_EVICT_MB");
     const long evict_mb = evict_env ? std::atol(evict_env) : 0;
     if (evict_mb < 0 || evict_mb > 4096) {
@@ -84,51 +131,43 @@ int compare(int argc, char** argv) {
         return 2;
     }
     // GEMM_AB_ISA=avx2 (or portable, avx512, neon): that micro-kernel on both
-    // sides instead of the CPU's best, to time what a laptop without
-    // AVX-512 would run.
+    // sides instead of the CPU's best, to time what a CPU without AVX-512
+    // runs. Checked here, before any timing (the old side may still lack it).
     const char* isa_env = std::getenv("GEMM_AB_ISA");
     const char* isa = isa_env ? isa_env : "";
+    isa_named(isa);
     if (*isa) std::printf("(micro-kernel: %s)\n", isa);
+    // bfloat16 on matmul's path: the new side's choice, for both sides.
+    const std::string best16 = nc::cpu::gemm16_path_name(nc::cpu::best_gemm16_path(nc::kBFloat16));
+    if (any_bf16) std::printf("(bf16: the %s path on both sides)\n", best16.c_str());
     const size_t evict_floats = (size_t)evict_mb * (1 << 20) / sizeof(float);
     Buffer evict(evict_floats + 1);
     std::fill(evict.data, evict.data + evict_floats + 1, 1.0f);
     if (evict_floats) std::printf("(operands evicted before each timed call: %ld MiB read)\n", evict_mb);
     // The layout column widens to hold a precision when a shape names one.
-    int kind_width = 6;
-    for (int i = 2; i < argc; ++i)
-        if (std::count(argv[i], argv[i] + std::strlen(argv[i]), ':') > 1) kind_width = 12;
-    std::printf("%-20s %-*s %24s %24s %9s\n", "M x K x N", kind_width, "layout", "old GF/s best / median",
-                "new GF/s best / median", "new/old");
-    for (int i = 2; i < argc; ++i) {
-        long long M = 0, K = 0, N = 0;
-        char layout[3] = {0}, precision[8] = {0};
-        const int fields = std::sscanf(argv[i], "%lldx%lldx%lld:%2s:%7s", &M, &K, &N, layout, precision);
-        const std::string p = precision;
-        if (fields < 4 || M < 1 || K < 1 || N < 1 || (layout[0] != 'N' && layout[0] != 'T') ||
-            (layout[1] != 'N' && layout[1] != 'T') || (fields == 5 && p != "fp16" && p != "bf16" && p != "bf16w")) {
-            std::fprintf(stderr,
-                         "gemm_ab: cannot read shape '%s' (expected like 1024x1024x256:TN, or with :fp16, :bf16 or "
-                         ":bf16w after the layout)\n",
-                         argv[i]);
-            return 2;
-        }
-        bool at = layout[0] == 'T', bt = layout[1] == 'T';
+    const int kind_width = any_16bit ? 12 : 6;
+    std::printf("%-20s %-*s %24s %24s %9s %13s\n", "M x K x N", kind_width, "layout", "old GF/s best / median",
+                "new GF/s best / median", "new/old", "middle half");
+    for (const Shape& shape : shapes) {
+        const long long M = shape.M, K = shape.K, N = shape.N;
+        const bool at = shape.a_transposed, bt = shape.b_transposed, sixteen = !shape.precision.empty();
         Buffer a(M * K), b(K * N), c(M * N);
         std::mt19937 gen(1);
         std::normal_distribution<float> normal;
         for (long long j = 0; j < M * K; ++j) a.data[j] = normal(gen);
         for (long long j = 0; j < K * N; ++j) b.data[j] = normal(gen);
         // The 16-bit operands: the same numbers rounded.
-        const bool float16 = p == "fp16", widen = p == "bf16w";
-        std::vector<uint16_t> a16(fields == 5 ? M * K : 0), b16(fields == 5 ? K * N : 0);
+        const bool float16 = shape.precision == "fp16";
+        const std::string path = shape.precision == "bf16" ? best16 : "widen to float32";
+        std::vector<uint16_t> a16(sixteen ? M * K : 0), b16(sixteen ? K * N : 0);
         for (size_t j = 0; j < a16.size(); ++j)
             a16[j] = float16 ? nc::to_float16(a.data[j]).bits : nc::to_bfloat16(a.data[j]).bits;
         for (size_t j = 0; j < b16.size(); ++j)
             b16[j] = float16 ? nc::to_float16(b.data[j]).bits : nc::to_bfloat16(b.data[j]).bits;
         auto call = [&](bool old_side) {
-            if (fields == 5)
-                (old_side ? run16_old : run16_new)(M, N, K, at, bt, a16.data(), b16.data(), c.data, float16, widen,
-                                                   isa);
+            if (sixteen)
+                (old_side ? run16_old : run16_new)(M, N, K, at, bt, a16.data(), b16.data(), c.data, float16,
+                                                   path.c_str(), isa);
             else
                 (old_side ? run_old : run_new)(M, N, K, at, bt, a.data, b.data, c.data, isa);
         };
@@ -159,11 +198,13 @@ int compare(int argc, char** argv) {
         }
         char dims[64];
         std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", M, K, N);
-        const std::string kind = std::string(layout) + (fields == 5 ? " " + p : "");
-        std::printf("%-20s %-*s %13.1f / %8.1f %13.1f / %8.1f %9.3f\n", dims, kind_width, kind.c_str(),
-                    percentile(old_rate, 1.0),
-                    percentile(old_rate, 0.5), percentile(new_rate, 1.0), percentile(new_rate, 0.5),
-                    percentile(speedup, 0.5));
+        const std::string kind = shape.layout + (sixteen ? " " + shape.precision : "");
+        // The middle half of the per-round ratios (25th to 75th percentile):
+        // how far one round's comparison can be trusted.
+        std::printf("%-20s %-*s %13.1f / %8.1f %13.1f / %8.1f %9.3f %6.3f-%6.3f\n", dims, kind_width, kind.c_str(),
+                    percentile(old_rate, 1.0), percentile(old_rate, 0.5), percentile(new_rate, 1.0),
+                    percentile(new_rate, 0.5), percentile(speedup, 0.5), percentile(speedup, 0.25),
+                    percentile(speedup, 0.75));
     }
     return 0;
 }
