@@ -133,6 +133,17 @@ TEST_CASE("16-bit GEMM: every path this CPU has equals the exact product within 
                     raw::fill_(raw::narrow(w_off, 0, K + 1, 1), INFINITY);
                     a_off = raw::narrow(a_off, 1, 1, K), w_off = raw::narrow(w_off, 0, 1, K);
                     check_product(gemm16_with(path, a_off, w_off, Tensor(), isa), a_off, w_off);
+                    // A transposed A (a weight gradient's G^T) cut from a larger
+                    // stored matrix with infinities all around it: a step packed
+                    // past K (a pair's odd half, say) would read one, and make
+                    // the product NaN even against a zero.
+                    Tensor g_wide = random16({K + 2, M + 3}, dtype, gen);
+                    raw::fill_(raw::narrow(g_wide, 0, 0, 1), INFINITY);
+                    raw::fill_(raw::narrow(g_wide, 0, K + 1, 1), INFINITY);
+                    raw::fill_(raw::narrow(g_wide, 1, 0, 2), INFINITY);
+                    raw::fill_(raw::narrow(g_wide, 1, M + 2, 1), INFINITY);
+                    Tensor g_t = raw::transpose(raw::narrow(raw::narrow(g_wide, 0, 1, K), 1, 2, M), 0, 1);
+                    check_product(gemm16_with(path, g_t, b, Tensor(), isa), g_t, b);
                     // C += A B.
                     Tensor c0 = raw::randn({M, N}, gen);
                     check_product(gemm16_with(path, a, b, c0, isa), a, b, c0);
