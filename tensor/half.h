@@ -57,12 +57,11 @@ NC_HOST_DEVICE inline float to_float(BFloat16 h) { return bits_to_float((uint32_
 // that depends on the value) the cast ran 2.3-2.9 times slower on two Zen 4
 // cores (three alternating pairs; 4.4 against 12.6 billion values a second
 // in the calmest), with the same 16 bits for every one of the 2^32 float32
-// patterns. (The subnormal case relies on the default rounding mode, to
-// nearest even; nothing in normcore changes it.) The form matters: with three
-// choices (subnormal, overflow, NaN) GCC vectorized a small test loop but
-// not normcore's copy loop, where it merged two range tests into one
-// choice it has no vector instruction for; hence one choice, a least-of
-// and an OR below (bench/results/float16-rounding-vectorized-2026-12-07.txt).
+// patterns. The form matters: with three choices (subnormal, overflow, NaN)
+// GCC vectorized a small test loop but not normcore's copy loop, where it
+// merged two range tests into one choice it has no vector instruction for;
+// hence one choice, a least-of and an OR below
+// (bench/results/float16-rounding-vectorized-2026-12-07.txt).
 NC_HOST_DEVICE inline Float16 to_float16(float f) {
     uint32_t u = float_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
@@ -81,7 +80,9 @@ NC_HOST_DEVICE inline Float16 to_float16(float f) {
     // rounded to that unit, to nearest even, by the float32 addition itself;
     // the count is then the sum's bits past 0.5's (0x3f000000). Below 2^-25
     // the sum is 0.5 again: a zero. Rounding up from just below 2^-14 gives
-    // a count of 0x400: the smallest normal, as it should.
+    // a count of 0x400: the smallest normal, as it should. (This relies on
+    // the default rounding mode, to nearest even; nothing in normcore
+    // changes it.)
     uint32_t subnormal = float_bits(bits_to_float(a) + 0.5f) - 0x3f000000u;
     uint32_t h = a < 0x38800000u ? subnormal : normal;
     // A NaN is inf by now; its quiet bit (0x200) makes it a NaN again.

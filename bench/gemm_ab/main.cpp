@@ -18,11 +18,11 @@
 // the timed call.
 //
 // A shape may name a precision after its layout: MxKxN:LAYOUT:fp16 times
-// float16 operands (always widened to float32), :bf16 bfloat16 on the
-// path matmul takes on this CPU (AMX, AVX512-BF16 or widened; the new
-// side's choice, for both sides), :bf16w
-// bfloat16 widened; float32 without one. The 16-bit operands are the same
-// normal numbers rounded (tensor/half.h), the result float32.
+// float16 operands (always widened to float32), :bf16 bfloat16 on the path
+// matmul takes on this CPU (AMX, AVX512-BF16 or widened; the new side's
+// choice, for both sides), :bf16w bfloat16 widened; float32 without one.
+// The 16-bit operands are the same normal numbers rounded (tensor/half.h),
+// the result float32.
 //
 // GEMM_AB_ISA names the micro-kernel both sides run (avx2, avx512, portable,
 // neon; default: the CPU's best).
