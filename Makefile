@@ -300,7 +300,7 @@ endif
 # says, and run only after a CPUID check (tensor/cpu/gemm_kernels.cpp); on
 # other CPUs their files are empty and get no x86 flags.
 ifneq ($(TARGET_X86),)
-$(BUILD)/obj/tensor/cpu/gemm_kernel_avx2.o: CXXFLAGS += -mavx2 -mfma
+$(BUILD)/obj/tensor/cpu/gemm_kernel_avx2.o: CXXFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/obj/tensor/cpu/gemm_kernel_avx512.o: CXXFLAGS += -mavx512f -mfma
 $(BUILD)/obj/tensor/cpu/gemm_kernel_avx512_bf16.o: CXXFLAGS += -mavx512f -mavx512bf16
 $(BUILD)/obj/tensor/cpu/gemm_kernel_amx.o: CXXFLAGS += -mamx-tile -mamx-bf16

@@ -96,6 +96,14 @@ bool Attention::use_cache(Tensor& k, Tensor& v, KVCache* cache) const {
     if (past > 0 && T != 1)
         fail("attention", "a non-empty key/value cache takes one token at a time, got " + std::to_string(T) +
                               " after " + std::to_string(past) + " cached (reset() it to start over)");
+    // Mixed precision rounds k and v to 16 bits for the attention op; the
+    // cache keeps them rounded (in float32), so that a one-token step
+    // (decode.h) reads them as they are. The op rounds them again, which
+    // changes nothing: a rounded number is its own rounding.
+    if (is_16bit_float(operand_dtype)) {
+        k = raw::to_dtype(raw::to_dtype(k, operand_dtype), k.dtype());
+        v = raw::to_dtype(raw::to_dtype(v, operand_dtype), v.dtype());
+    }
     CachedKV all = append_to_cache(cache->layers.at(layer_index_), k, v, past, cache->capacity);
     k = all.k;
     v = all.v;

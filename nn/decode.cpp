@@ -60,23 +60,26 @@ std::string TokenDecoder::unsupported(const TransformerModel& model) {
     if (!c.causal) return "it is not causal";
     if (c.embed_scale0 > 0) return "its embeddings are scaled";
     if (c.dropout > 0 && model.is_training()) return "it is in training mode with dropout";
-    if (model.precision() != kFloat32) return "its products round their operands to 16 bits";
     if (!dynamic_cast<const GPT2*>(&model) && !dynamic_cast<const Llama*>(&model))
         return "it is neither a GPT2 nor a Llama model";
+    // Mixed precision as set_precision sets it: every product and every
+    // attention rounding to the model's one 16-bit format, or none.
+    const DType operands = model.precision();
     for (const Linear* l : linear_layers(model))
-        if (l->operand_dtype != kFloat32) return "its products round their operands to 16 bits";
+        if (l->operand_dtype != operands) return "its products do not all round their operands as its precision says";
     for (const auto& block : model.blocks())
-        if (block->attn->operand_dtype != kFloat32) return "its attention rounds q, k and v to 16 bits";
+        if (block->attn->operand_dtype != operands) return "its attention does not round q, k and v as its precision says";
     if (model.blocks().empty()) return "it has no blocks";
     const Tensor& weight = model.blocks()[0]->mlp.fc->weight;  // the buffers take its dtype and device
     if (weight.dtype() != kFloat32 && weight.dtype() != kFloat64) return "its weights are neither float32 nor float64";
+    if (operands != kFloat32 && weight.dtype() != kFloat32) return "it rounds weights that are not float32 to 16 bits";
     if (weight.device() != kCPU) return "it is not on the CPU";
     if (!all_contiguous(model)) return "a parameter is a view that is not contiguous";
     return "";
 }
 
 TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
-    : model_(model), cache_(cache), cfg_(model.config()) {
+    : model_(model), cache_(cache), cfg_(model.config()), operands_(model.precision()) {
     std::string why = unsupported(model);
     if (!why.empty()) fail("TokenDecoder", "this model has no one-token step: " + why);
     if (cache.layers.size() != model.blocks().size() || cache.batch != 1)
@@ -85,15 +88,23 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
     const int64_t qw = cfg_.query_width(), kw = cfg_.key_width();
     const DType dtype = model.blocks()[0]->mlp.fc->weight.dtype();
     const Device device = kCPU;
+    const bool rounds = operands_ != kFloat32;
     auto buffer = [&](int64_t n) { return empty({1, n}, dtype, device); };
-    auto row_linear = [&](const Tensor& x, const Linear& l) {
+    // y = x W^T (+ b). With 16-bit operands W is rounded here, once, and x at
+    // each step: linear() with an operand dtype (ops_linalg.cpp) rounds both
+    // in every call, to the same numbers.
+    auto row_linear_of = [&](const Tensor& x, const Tensor& weight, const Tensor& bias) {
         RowLinear r;
+        const int64_t N = weight.size(0), K = weight.size(1);
         r.x = x;
-        r.w_t = view_of(l.weight, {l.in_features, l.out_features}, {1, l.in_features});  // W^T, as raw::linear reads it
-        r.bias = l.bias;  // [N] or undefined (contiguous: unsupported() refuses other models)
-        r.y = buffer(l.out_features);
+        const Tensor w = rounds ? raw::to_dtype(weight, operands_) : weight;
+        r.w_t = view_of(w, {K, N}, {1, K});  // W^T, as raw::linear reads it
+        r.bias = bias;  // [N] or undefined (contiguous: unsupported() refuses other models)
+        r.y = buffer(N);
+        if (rounds) r.x16 = empty({1, K}, operands_, device);
         return r;
     };
+    auto row_linear = [&](const Tensor& x, const Linear& l) { return row_linear_of(x, l.weight, l.bias); };
     auto row_norm = [&](const Tensor& x, const std::shared_ptr<NormLayer>& layer) {
         RowNorm n;
         n.layer = layer.get();
@@ -156,6 +167,11 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
             L.out_grouped = grouped(L.heads_out);
         }
         L.logsumexp = empty({H, 1}, dtype, device);
+        if (rounds) {
+            L.q16 = empty({1, H, 1, D}, operands_, device);
+            L.k16 = empty({1, Hkv, 1, D}, operands_, device);
+            L.v16 = empty({1, Hkv, 1, D}, operands_, device);
+        }
         L.out = row_linear(attention_out, *linears.back());
         L.norm_2 = row_norm(stream_[1], block->norm_2);
         L.fc = row_linear(L.norm_2.out, *block->mlp.fc);
@@ -169,16 +185,25 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
     if (const Linear* lm_head = head_of(model)) {
         head_ = row_linear(final_norm_.out, *lm_head);
     } else {  // tied: logits against the token table itself, without a bias
-        const int64_t V = token_table_.size(0);
-        head_.x = final_norm_.out;
-        head_.w_t = view_of(token_table_, {C, V}, {1, C});
-        head_.y = buffer(V);
+        head_ = row_linear_of(final_norm_.out, token_table_, Tensor());
     }
 }
 
 void TokenDecoder::run_linear(const RowLinear& l) const {
+    const Backend& backend = backend_for(l.y.device());
+    if (l.x16.defined()) {
+        ProfileScope scope(OpKind::Movement);
+        backend.unary(UnaryOp::Copy, l.x, l.x16);  // a cast: rounds to 16 bits
+    }
     ProfileScope scope(OpKind::Gemm, 2.0 * (double)l.w_t.size(0) * (double)l.w_t.size(1));
-    backend_for(l.y.device()).matmul(l.x, l.w_t, l.y, /*accumulate=*/false, l.bias);
+    backend.matmul(l.x16.defined() ? l.x16 : l.x, l.w_t, l.y, /*accumulate=*/false, l.bias);
+}
+
+void TokenDecoder::round_in_place(const Tensor& x, const Tensor& scratch) const {
+    ProfileScope scope(OpKind::Movement);
+    const Backend& backend = backend_for(x.device());
+    backend.unary(UnaryOp::Copy, x, scratch);  // float32 -> 16 bits: rounds
+    backend.unary(UnaryOp::Copy, scratch, x);  // and back: exact
 }
 
 void TokenDecoder::run_norm(const RowNorm& n) const {
@@ -208,6 +233,14 @@ void TokenDecoder::attend(Layer& L, int64_t index, int64_t position) {
         q = L.q_rotated;
         k = L.k_rotated;
     }
+    // Mixed precision's attention rounds q, k and v to 16 bits, and computes
+    // in float32 on the rounded numbers (ops/attention.cpp); the keys and
+    // values go into the cache rounded (Attention::use_cache).
+    if (operands_ != kFloat32) {
+        round_in_place(q, L.q16);
+        round_in_place(k, L.k16);
+        round_in_place(L.v, L.v16);
+    }
     CachedKV cached = append_to_cache(cache_.layers[index], k, L.v, position, cache_.capacity);
     Tensor keys = cached.k, values = cached.v, out = L.heads_out;
     if (Hkv != H) {
@@ -234,7 +267,7 @@ void TokenDecoder::attend(Layer& L, int64_t index, int64_t position) {
 std::vector<double> TokenDecoder::step(int64_t id) {
     if (is_grad_enabled()) fail("TokenDecoder", "generation records no graph: run it under NoGradGuard");
     // What the views were built on must still hold (decode.h); these are cheap to ask.
-    if (model_.precision() != kFloat32 || (cfg_.dropout > 0 && model_.is_training()) || token_table_.device() != kCPU)
+    if (model_.precision() != operands_ || (cfg_.dropout > 0 && model_.is_training()) || token_table_.device() != kCPU)
         fail("TokenDecoder", "the model changed since the decoder was made (its precision, training mode with "
                              "dropout, or device): make a new decoder");
     const int64_t V = cfg_.vocab_size, position = cache_.length;

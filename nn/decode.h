@@ -25,17 +25,29 @@
 // It takes the pre-norm GPT-2 and Llama models, the ones generation is for:
 // LayerNorm, RMSNorm or no norm; learned, rotary or no positions; GELU or
 // SwiGLU; grouped-query attention; with or without biases and a tied head;
-// float32 or float64 weights, on the CPU. For any other model (post-norm,
-// DyT, differential attention, scaled embeddings, 16-bit operands, dropout
-// in training mode, ...) `unsupported` says why, and generate_tokens takes
-// the model's forward instead.
+// float32 or float64 weights, on the CPU; float32 products or mixed
+// precision's 16-bit ones (set_precision, below). For any other model
+// (post-norm, DyT, differential attention, scaled embeddings, dropout in
+// training mode, ...) `unsupported` says why, and generate_tokens takes the
+// model's forward instead.
+//
+// Mixed precision (bfloat16 or float16 operands): the model's forward
+// rounds every weight to 16 bits in every product, for one token as for a
+// batch; here each weight is rounded once, when the decoder is made, into a
+// 16-bit copy (half the weights' bytes more memory), and a token's products
+// read those copies: half the bytes a float32 weight streams. The row going
+// into each product is rounded as the model rounds it, and q, k and v as
+// its attention rounds them (the cache holds k and v rounded), so the
+// logits are still the model's own to the bit.
 //
 // The decoder reads the weights where they lie when it is made: after the
 // model moves to another device, changes its precision or goes into
 // training mode with dropout, a step refuses to run (make a new decoder).
 // New values in the same weights (an optimizer step, loading a file) are
-// seen. It keeps no residual terms for diagnostics (Block::track_residuals),
-// which only training's forward needs.
+// seen in float32; with 16-bit operands the copies keep the old ones, so
+// make a new decoder after changing the weights. It keeps no residual terms
+// for diagnostics (Block::track_residuals), which only training's forward
+// needs.
 //
 // Use, under NoGradGuard, with a cache that already holds the prompt:
 //   TokenDecoder decoder(model, cache);
@@ -73,6 +85,7 @@ private:
     // call, the bias handed to it.
     struct RowLinear {
         Tensor x, w_t, bias, y;  // x [1, K], w_t [K, N] (the weight transposed: a view), bias [N] or undefined, y [1, N]
+        Tensor x16;              // 16-bit operands: x rounded, [1, K]; w_t is then a view of the 16-bit copy
     };
     // out = norm(x) over one row of C numbers.
     struct RowNorm {
@@ -89,6 +102,7 @@ private:
         Tensor heads_out;            // the attention's output heads, a view of out.x
         Tensor q_grouped, out_grouped;  // grouped-query attention: q and heads_out as [1, Hkv, H / Hkv, 1, D]
         Tensor logsumexp;            // [H, 1], which the attention kernel writes too
+        Tensor q16, k16, v16;        // 16-bit operands: where q, k and v are rounded, the shapes of q and k
         Tensor hidden;               // the MLP's activation: GELU(fc) or SwiGLU(fc, up), [1, hidden]
         UnaryOp activation = UnaryOp::GeluTanh;  // GELU's form (MlpLayers::gelu_tanh)
     };
@@ -96,10 +110,13 @@ private:
     void run_linear(const RowLinear& l) const;
     void run_norm(const RowNorm& n) const;
     void attend(Layer& layer, int64_t index, int64_t position);
+    // x = its value rounded to 16 bits (operands_), through `scratch` of x's shape.
+    void round_in_place(const Tensor& x, const Tensor& scratch) const;
 
     const TransformerModel& model_;  // asked at each step whether it changed (see above)
     KVCache& cache_;
     TransformerConfig cfg_;
+    DType operands_ = kFloat32;  // the products' operands: kFloat32, or mixed precision's kBFloat16 or kFloat16
     Tensor token_table_, position_table_;  // [V, C], [block, C] (learned positions) or undefined
     Tensor stream_[2];                     // the residual stream [1, C]: the step alternates between the two
     std::vector<Layer> layers_;

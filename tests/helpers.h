@@ -12,6 +12,7 @@
 #include "autograd/ops.h"
 #include "nn/config.h"
 #include "nn/models.h"
+#include "tensor/cpu/gemm_kernels.h"
 
 namespace nc_test {
 
@@ -96,6 +97,18 @@ void check_error(Body body, const std::vector<std::string>& fragments) {
         INFO("message: " << msg);
         for (const std::string& f : fragments) CHECK(msg.find(f) != std::string::npos);
     }
+}
+
+// The order every dot_columns kernel adds in (gemm_kernels.h), written with
+// std::fma so that it is exact here whatever the compiler does: 16 partial
+// sums, partial i taking k = i, i + 16, ..., then added left to right.
+inline float dot_in_kernel_order(int64_t K, const float* a, const float* w) {
+    float partial[nc::cpu::kDotLanes] = {};
+    for (int64_t k = 0; k < K; ++k)
+        partial[k % nc::cpu::kDotLanes] = std::fma(a[k], w[k], partial[k % nc::cpu::kDotLanes]);
+    float sum = 0;
+    for (float p : partial) sum += p;
+    return sum;
 }
 
 }  // namespace nc_test

@@ -1,7 +1,8 @@
 // The one-token decoder (nn/decode.h) against the model's own forward with
 // the key/value cache: the same logits and the same cached keys and values,
-// to the last bit, for every kind of model it takes; and a clear refusal of
-// the models it does not take.
+// to the last bit, for every kind of model it takes, in float32, float64
+// and mixed precision (16-bit operands); and a clear refusal of the models
+// it does not take.
 #include "model_helpers.h"
 #include "nn/decode.h"
 #include "nn/generate.h"
@@ -73,18 +74,24 @@ std::vector<double> cached(const Tensor& buffer, int64_t length) { return raw::n
 }  // namespace
 
 TEST_CASE("the one-token decoder gives the model's own logits and cache, bit for bit", "[generate][decode]") {
-    for (DType dtype : {kFloat32, kFloat64}) {
+    // Weights, and the operands of the products (mixed precision: float32
+    // weights rounded to 16 bits in every product and attention).
+    const std::vector<std::pair<DType, DType>> kinds{
+        {kFloat32, kFloat32}, {kFloat64, kFloat64}, {kFloat32, kBFloat16}, {kFloat32, kFloat16}};
+    for (auto [dtype, precision] : kinds) {
         for (auto& [name, c] : decodable()) {
             Generator gen(31);
             auto model = nn::make_model(c, gen, Options{dtype, kCPU});
             scramble(*model, gen);
+            if (precision != dtype) model->set_precision(precision);
             model->eval();
             NoGradGuard no_grad;
             REQUIRE(TokenDecoder::unsupported(*model).empty());
             std::vector<int64_t> ids = token_ids(c.block_size, c.vocab_size, 4);
             // Prompts of 0 (the decoder's first token is the whole prompt), 1 and 5 tokens.
             for (int64_t prompt : {int64_t(0), int64_t(1), int64_t(5)}) {
-                INFO(name << " " << dtype_name(dtype) << ", prompt of " << prompt);
+                INFO(name << " " << dtype_name(dtype) << " weights, " << dtype_name(precision) << " operands, prompt of "
+                          << prompt);
                 KVCache theirs = model->make_cache(1), ours = model->make_cache(1);
                 if (prompt > 0) {
                     std::vector<int64_t> head(ids.begin(), ids.begin() + prompt);
@@ -109,10 +116,13 @@ TEST_CASE("the one-token decoder gives the model's own logits and cache, bit for
 }
 
 TEST_CASE("the decoder goes on after the cache is refilled", "[generate][decode]") {
+    for (DType precision : {kFloat32, kBFloat16}) {
+    INFO(dtype_name(precision) << " operands");
     TransformerConfig c = generation_config(Family::Llama);
     Generator gen(5);
     auto model = nn::make_model(c, gen, Options{kFloat32, kCPU});
     scramble(*model, gen);
+    model->set_precision(precision);
     model->eval();
     NoGradGuard no_grad;
     std::vector<int64_t> ids = token_ids(c.block_size, c.vocab_size, 9);
@@ -126,6 +136,7 @@ TEST_CASE("the decoder goes on after the cache is refilled", "[generate][decode]
     model->forward(raw::from_indices(window, {1, 4}), theirs);
     for (int64_t t = 6; t < 10; ++t)
         CHECK(decoder.step(ids[t]) == model->forward(raw::from_indices({ids[t]}, {1, 1}), theirs).to_vector());
+    }
 }
 
 TEST_CASE("generate takes the decoder where the model has one, with the same tokens", "[generate][decode]") {
@@ -162,8 +173,9 @@ TEST_CASE("the decoder names what it does not take, and refuses bad steps", "[ge
     CHECK(why(post).find("pre-norm") != std::string::npos);
     CHECK(why(dyt).find("Dynamic Tanh") != std::string::npos);
     CHECK(why(diff).find("differential") != std::string::npos);
-    CHECK(why(generation_config(Family::GPT2), kBFloat16).find("16 bits") != std::string::npos);
     CHECK(why(generation_config(Family::GPT2)).empty());
+    CHECK(why(generation_config(Family::GPT2), kBFloat16).empty());  // mixed precision: taken
+    CHECK(why(generation_config(Family::Llama), kFloat16).empty());
     TransformerConfig scaled = generation_config(Family::GPT2);
     scaled.embed_scale0 = 2;
     CHECK(why(scaled).find("scaled") != std::string::npos);
@@ -184,14 +196,27 @@ TEST_CASE("the decoder names what it does not take, and refuses bad steps", "[ge
         check_error([&] { decoder.step(1); }, {"changed since the decoder was made"});
     }
     {
-        // 16-bit operands set layer by layer, without set_precision.
+        // 16-bit operands set layer by layer, not as the model's precision says.
         Generator gen(6);
         auto linears = nn::make_model(generation_config(Family::GPT2), gen);
         set_linear_operand_dtype(*linears, kBFloat16);
-        CHECK(TokenDecoder::unsupported(*linears).find("16 bits") != std::string::npos);
+        CHECK(TokenDecoder::unsupported(*linears).find("products do not all round") != std::string::npos);
         auto attention = nn::make_model(generation_config(Family::GPT2), gen);
         set_attention_operand_dtype(*attention, kBFloat16);
-        CHECK(TokenDecoder::unsupported(*attention).find("16 bits") != std::string::npos);
+        CHECK(TokenDecoder::unsupported(*attention).find("attention does not round") != std::string::npos);
+        // float64 weights cannot be rounded to 16 bits (linear() takes float32 only).
+        auto wide = nn::make_model(generation_config(Family::GPT2), gen, Options{kFloat64, kCPU});
+        wide->set_precision(kBFloat16);
+        CHECK(TokenDecoder::unsupported(*wide).find("not float32") != std::string::npos);
+        // The precision changed after the decoder was made: a step refuses.
+        auto model = nn::make_model(generation_config(Family::GPT2), gen);
+        model->eval();
+        model->set_precision(kBFloat16);
+        KVCache cache = model->make_cache(1);
+        TokenDecoder decoder(*model, cache);
+        model->set_precision(kFloat32);
+        NoGradGuard no_grad;
+        check_error([&] { decoder.step(1); }, {"changed since the decoder was made", "precision"});
     }
 
     Generator gen(3);

@@ -8,6 +8,7 @@
 // mis-pairs a step, or rounds a product to 16 bits, is far outside it.
 #include "helpers.h"
 #include "tensor/cpu/gemm_16bit.h"
+#include "tensor/cpu/gemv.h"
 
 #include <cmath>
 #include <cstring>
@@ -249,4 +250,106 @@ TEST_CASE("the vdpbf16ps peak is measured where the CPU has the instruction, and
     double rate = cpu::measure_bf16_dot_peak_gflops(1, 100000);
     if (cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)) CHECK(rate > 0);
     else CHECK(rate == 0);
+}
+
+// Random 16-bit numbers of every size a weight or activation has, and the
+// float16 edge: most normal, some float16 subnormals (below 2^-14, which
+// F16C must widen exactly too), some near float16's largest finite 65504.
+static Tensor weights16(int64_t n, DType dtype, Generator& gen) {
+    Tensor x = raw::randn({n}, gen);
+    std::vector<double> v = x.to_vector();
+    for (int64_t i = 0; i < n; ++i) {
+        if (i % 7 == 3) v[i] *= 1e-6;           // float16: subnormal (bfloat16: normal)
+        if (i % 11 == 5) v[i] = 6e4 * (v[i] < 0 ? -1 : 1) + v[i];  // near float16's largest
+    }
+    return raw::to_dtype(raw::from_vector(v, {n}), dtype);
+}
+
+// A 16-bit dot_columns kernel (gemm_kernels.h) must give, to the bit, the
+// float32 order on the widened numbers: a product of two 16-bit numbers is
+// exact in float32, so only the sums round, and (unlike float32's kernels)
+// whether it fuses its multiply-adds cannot change a bit.
+TEST_CASE("every 16-bit dot_columns kernel adds in the float32 order, to the bit", "[matmul][gemv][half][simd]") {
+    Generator gen(41);
+    int kernels = 0;
+    for (cpu::SimdIsa isa : cpu::compiled_simd_isas()) {
+        if (!cpu::cpu_supports(isa)) continue;
+        cpu::DotColumns16Fn dot = cpu::micro_kernel_for(isa).dot_columns_16bit;
+        if (!dot) continue;  // gemv_16bit uses another kernel's
+        ++kernels;
+        for (DType dtype : {kBFloat16, kFloat16})
+            // K: tails of 1 to 15 after whole 16s and within the first 8 lanes
+            // or past them; columns: 4 at a time and the rest one by one.
+            for (int64_t K : {1, 5, 8, 9, 16, 17, 31, 50, 200, 768})
+                for (int64_t columns : {1, 3, 4, 9}) {
+                    const int64_t b_cs = K + 3;  // columns apart by more than their length
+                    Tensor a16 = weights16(K, dtype, gen), b16 = weights16(columns * b_cs, dtype, gen);
+                    Tensor a = raw::to_dtype(a16, kFloat32), b = raw::to_dtype(b16, kFloat32);
+                    const float* av = static_cast<const float*>(a.raw_data());
+                    const float* bv = static_cast<const float*>(b.raw_data());
+                    for (bool streaming : {false, true})
+                        for (bool accumulate : {false, true}) {
+                            std::vector<float> c(columns, 0.25f);
+                            dot(K, av, static_cast<const uint16_t*>(b16.raw_data()), b_cs, columns,
+                                dtype == kBFloat16, c.data(), accumulate, streaming);
+                            for (int64_t j = 0; j < columns; ++j) {
+                                float expected = nc_test::dot_in_kernel_order(K, av, bv + j * b_cs);
+                                if (accumulate) expected = 0.25f + expected;
+                                INFO(cpu::simd_isa_name(isa) << " " << dtype_name(dtype) << " K=" << K << " columns="
+                                                             << columns << " j=" << j << " streaming=" << streaming
+                                                             << " accumulate=" << accumulate);
+                                REQUIRE(c[j] == expected);
+                            }
+                        }
+                }
+    }
+    CHECK(kernels >= 1);  // the portable kernel always has one
+#if defined(__x86_64__)
+    // gemv_16bit runs the AVX2 kernel on every AVX2 (and AVX-512) CPU.
+    CHECK(cpu::micro_kernel_for(cpu::SimdIsa::Avx2).dot_columns_16bit != nullptr);
+    if (cpu::cpu_supports(cpu::SimdIsa::Avx2)) CHECK(kernels >= 2);
+#endif
+}
+
+// One row of 16-bit A (a generated token's rounded activations) against a
+// 16-bit W^T read in place: the bits of float32's gemv on the widened
+// numbers, on 1, 2 and 3 threads (the columns split in runs), with a
+// strided a, and from the cache or from memory (768 x 2304: 3.4 MiB); and
+// the same through matmul, which takes this path for one row.
+TEST_CASE("one-row 16-bit products: float32 gemv's bits on the widened numbers", "[matmul][gemv][half][threads]") {
+    Generator gen(42);
+    const int saved_threads = omp_get_max_threads();
+    for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        for (DType dtype : {kBFloat16, kFloat16})
+            for (auto [K, N] : std::vector<std::array<int64_t, 2>>{{1, 1}, {5, 7}, {17, 33}, {128, 45}, {768, 2304}}) {
+                Tensor a_wide16 = raw::to_dtype(raw::randn({3, K}, gen), dtype);
+                Tensor a16 = raw::narrow(a_wide16, 0, 1, 1);                         // [1, K], contiguous
+                Tensor a16_strided = raw::narrow(column_major(a_wide16), 0, 1, 1);  // a_cs = 3
+                Tensor w_t16 = column_major(raw::to_dtype(raw::randn({K, N}, gen), dtype));  // W^T: b_rs = 1
+                Tensor w_t = column_major(raw::to_dtype(w_t16, kFloat32));  // the widened numbers, the same layout
+                for (const Tensor& left16 : {a16, a16_strided}) {
+                    INFO(dtype_name(dtype) << " threads=" << threads << " K=" << K << " N=" << N
+                                           << " a_cs=" << left16.strides()[1]);
+                    const Tensor left = raw::to_dtype(left16, kFloat32);
+                    std::vector<float> expected(N, 0.5f), c(N, 0.5f);
+                    REQUIRE(cpu::gemv(N, K, static_cast<const float*>(left.raw_data()), left.strides()[1],
+                                      static_cast<const float*>(w_t.raw_data()), 1, K, expected.data(), true, true));
+                    REQUIRE(cpu::gemv_16bit(N, K, dtype, static_cast<const uint16_t*>(left16.raw_data()),
+                                            left16.strides()[1], static_cast<const uint16_t*>(w_t16.raw_data()), 1, K,
+                                            c.data(), true, true));
+                    REQUIRE(c == expected);
+                    // matmul: one row goes to gemv_16bit, C overwritten.
+                    CHECK(raw::matmul(left16, w_t16).to_vector() == raw::matmul(left, w_t).to_vector());
+                }
+            }
+    }
+    omp_set_num_threads(saved_threads);
+    // A B whose columns are not contiguous: refused (matmul packs it), c untouched.
+    Tensor b = raw::to_dtype(raw::randn({6, 9}, gen), kBFloat16), a = raw::to_dtype(raw::randn({1, 6}, gen), kBFloat16);
+    std::vector<float> c(9, 0.0f);
+    CHECK_FALSE(cpu::gemv_16bit(9, 6, kBFloat16, static_cast<const uint16_t*>(a.raw_data()), 1,
+                                static_cast<const uint16_t*>(b.raw_data()), 9, 1, c.data(), false, true));
+    CHECK(c == std::vector<float>(9, 0.0f));
+    check_product(raw::matmul(a, b), a, b);
 }

@@ -20,6 +20,7 @@
 using namespace nc;
 using nc_test::check_error;
 using nc_test::check_values;
+using nc_test::dot_in_kernel_order;
 
 // Reference product of two 2-D tensors (any strides), computed in float64.
 static std::vector<double> reference_matmul(const Tensor& a, const Tensor& b) {
@@ -698,17 +699,6 @@ TEST_CASE("linear's backward: gradcheck with and without bias", "[matmul][linear
     backward(sum(linear(x2, w, frozen)));
     CHECK_FALSE(frozen.grad().defined());
     CHECK(x2.grad().defined());
-}
-
-// The order every dot_columns kernel adds in (gemm_kernels.h), written with
-// std::fma so that it is exact here whatever the compiler does: 16 partial
-// sums, partial i taking k = i, i + 16, ..., then added left to right.
-static float dot_in_kernel_order(int64_t K, const float* a, const float* w) {
-    float partial[cpu::kDotLanes] = {};
-    for (int64_t k = 0; k < K; ++k) partial[k % cpu::kDotLanes] = std::fma(a[k], w[k], partial[k % cpu::kDotLanes]);
-    float sum = 0;
-    for (float p : partial) sum += p;
-    return sum;
 }
 
 // Whether `dot` fuses its multiply-adds: with a = (-r, 0, ..., 0, x),

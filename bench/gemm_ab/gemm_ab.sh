@@ -44,7 +44,7 @@ for side in old new; do
         # The kernel files' own instruction sets, as the Makefile gives them
         # (so that an AVX2-only CPU builds the AVX-512 file too).
         case $src in
-            */gemm_kernel_avx2.cpp) isa=(-mavx2 -mfma) ;;
+            */gemm_kernel_avx2.cpp) isa=(-mavx2 -mfma -mf16c) ;;
             */gemm_kernel_avx512.cpp) isa=(-mavx512f -mfma) ;;
             */gemm_kernel_avx512_bf16.cpp) isa=(-mavx512f -mavx512bf16) ;;
             */gemm_kernel_amx.cpp) isa=(-mamx-tile -mamx-bf16) ;;

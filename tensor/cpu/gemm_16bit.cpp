@@ -34,6 +34,7 @@
 
 #include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm_kernels.h"
+#include "tensor/cpu/gemv.h"
 #include "tensor/cpu/split_k.h"
 #include "tensor/error.h"
 #include "tensor/half.h"
@@ -104,6 +105,17 @@ Gemm16Path best_gemm16_path(DType dtype) {
     return Gemm16Path::Widen;
 }
 
+// n 16-bit numbers in a row, widened: out[k] = the value of x[k]. One loop
+// per format, so that each loop is free to become vector code (widen()
+// tests the format inside every conversion). Only bfloat16's was timed
+// (bench/results/bf16-pair-packing-2026-12-07.txt, section 6).
+void widen_run(const uint16_t* x, int64_t n, DType dtype, float* out) {
+    if (dtype == kBFloat16)
+        for (int64_t k = 0; k < n; ++k) out[k] = to_float(BFloat16{x[k]});
+    else
+        for (int64_t k = 0; k < n; ++k) out[k] = to_float(Float16{x[k]});
+}
+
 namespace {
 
 int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
@@ -131,16 +143,6 @@ int64_t words_for(Gemm16Path path, int64_t kc) {
 
 // ---- widen: float32 panels ----------------------------------------------------
 
-// n 16-bit numbers in a row, widened: out[k] = the value of x[k]. One loop
-// per format, so that each loop is free to become vector code (widen()
-// tests the format inside every conversion). Only bfloat16's was timed
-// (bench/results/bf16-pair-packing-2026-12-07.txt, section 6).
-void widen_run(const uint16_t* x, int64_t n, DType dtype, float* out) {
-    if (dtype == kBFloat16)
-        for (int64_t k = 0; k < n; ++k) out[k] = to_float(BFloat16{x[k]});
-    else
-        for (int64_t k = 0; k < n; ++k) out[k] = to_float(Float16{x[k]});
-}
 
 // N numbers, a whole panel's rows (the micro-kernel's mr: 12 for AVX-512,
 // 6 for AVX2, 8 for NEON and the portable one) in one step of a transposed
@@ -551,6 +553,15 @@ void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperan
         if (!accumulate)
             for (int64_t offset : c_offsets)
                 for (int64_t i = 0; i < M; ++i) std::fill_n(C + offset + i * c_row_stride, N, 0.0f);
+        return;
+    }
+    // One row of A (generating a token): gemv.h reads B in place, 16 bits a
+    // number, where the packing below would first copy all of it, widened.
+    // It widens whatever `path` says (B is read once; pairs would not pay).
+    if (M == 1 && B.row_stride == 1) {
+        for (size_t bi = 0; bi < c_offsets.size(); ++bi)
+            gemv_16bit(N, K, dtype, A.data + A.batch_offsets[bi], A.col_stride, B.data + B.batch_offsets[bi],
+                       B.row_stride, B.col_stride, C + c_offsets[bi], accumulate, /*allow_threads=*/true);
         return;
     }
     Kernels kernels{micro_kernel_for(isa), PairKernel{}};

@@ -54,6 +54,11 @@ void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperan
                 const MatrixOperand<uint16_t>& B, float* C, const std::vector<int64_t>& c_offsets,
                 int64_t c_row_stride, Gemm16Path path, bool accumulate = false, SimdIsa isa = best_simd_isa());
 
+// out[k] = the value of x[k] for k < n, x holding `dtype` numbers as their
+// 16 bits (exact: every bfloat16 and float16 is a float32). The widening
+// path's packing and the one-row product (gemv.h) convert through it.
+void widen_run(const uint16_t* x, int64_t n, DType dtype, float* out);
+
 // The AVX512-BF16 micro-kernel (gemm_kernel_avx512_bf16.cpp): an MR x NR
 // block of C from kq steps of packed pairs, each a uint32 holding two
 // bfloat16 (the even K index in the low half):

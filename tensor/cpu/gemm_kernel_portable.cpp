@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "tensor/cpu/gemm_kernels.h"
+#include "tensor/half.h"
 
 namespace nc {
 namespace cpu {
@@ -52,9 +53,11 @@ inline float multiply_add(float a, float b, float c) {
 // partial sums per column, the partials added left to right. Four columns
 // at a time (four independent chains of multiply-adds; the compiler turns
 // each 16-lane loop into vector instructions of the build's width), or
-// one after the other when streaming (one sequential read of B).
-void dot_columns_portable(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
-                          bool accumulate, bool streaming) {
+// one after the other when streaming (one sequential read of B). B holds
+// float32 or 16-bit numbers: `value` gives a stored number's float32 value.
+template <typename Stored, typename Value>
+void dot_columns_plain(int64_t K, const float* a, const Stored* b, int64_t b_cs, int64_t columns, Value value,
+                       float* c, bool accumulate, bool streaming) {
     constexpr int L = kDotLanes;
     const int64_t group = streaming ? 1 : 4;
     for (int64_t j0 = 0; j0 < columns; j0 += group) {
@@ -63,24 +66,42 @@ void dot_columns_portable(int64_t K, const float* a, const float* b, int64_t b_c
         int64_t k = 0;
         for (; k + L <= K; k += L)
             for (int64_t j = 0; j < count; ++j) {
-                const float* w = b + (j0 + j) * b_cs + k;
+                const Stored* w = b + (j0 + j) * b_cs + k;
 #pragma omp simd
-                for (int i = 0; i < L; ++i) partial[j][i] = multiply_add(a[k + i], w[i], partial[j][i]);
+                for (int i = 0; i < L; ++i) partial[j][i] = multiply_add(a[k + i], value(w[i]), partial[j][i]);
             }
         for (int64_t j = 0; j < count; ++j) {
-            const float* w = b + (j0 + j) * b_cs;
+            const Stored* w = b + (j0 + j) * b_cs;
             for (int64_t t = k; t < K; ++t)  // the last K mod 16 terms
-                partial[j][t - k] = multiply_add(a[t], w[t], partial[j][t - k]);
+                partial[j][t - k] = multiply_add(a[t], value(w[t]), partial[j][t - k]);
             float sum = 0;
             for (int i = 0; i < L; ++i) sum += partial[j][i];
             c[j0 + j] = accumulate ? c[j0 + j] + sum : sum;
         }
     }
 }
+
+void dot_columns_portable(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
+                          bool accumulate, bool streaming) {
+    dot_columns_plain(K, a, b, b_cs, columns, [](float x) { return x; }, c, accumulate, streaming);
+}
+
+// B in 16 bits, each number widened where it is read (half.h). The compiler
+// leaves a float16 number's conversion (branches) scalar, so on x86 the AVX2
+// kernel, which converts with an instruction (F16C), does this work (gemv.cpp).
+void dot_columns_16bit_portable(int64_t K, const float* a, const uint16_t* b, int64_t b_cs, int64_t columns,
+                                bool bfloat16, float* c, bool accumulate, bool streaming) {
+    if (bfloat16)
+        dot_columns_plain(K, a, b, b_cs, columns, [](uint16_t x) { return to_float(BFloat16{x}); }, c, accumulate,
+                          streaming);
+    else
+        dot_columns_plain(K, a, b, b_cs, columns, [](uint16_t x) { return to_float(Float16{x}); }, c, accumulate,
+                          streaming);
+}
 }  // namespace
 
 const MicroKernel kPortableKernel{SimdIsa::Portable, 8, 16, kernel_portable<float, 8, 16>, nullptr, nullptr,
-                                  dot_columns_portable};
+                                  dot_columns_portable, dot_columns_16bit_portable};
 const MicroKernelDouble kDoubleKernel{8, 8, kernel_portable<double, 8, 8>};
 
 float fma_loop_portable(int64_t iterations) {

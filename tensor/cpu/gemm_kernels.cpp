@@ -27,7 +27,8 @@ bool cpu_supports(SimdIsa isa) {
     switch (isa) {
         case SimdIsa::Portable: return true;
 #if defined(__x86_64__) || defined(__i386__)
-        case SimdIsa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        case SimdIsa::Avx2:  // F16C too (the float16 dot products); every AVX2 CPU has it
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
         case SimdIsa::Avx512: return __builtin_cpu_supports("avx512f");
 #endif
 #if defined(__aarch64__)

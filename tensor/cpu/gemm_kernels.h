@@ -66,6 +66,13 @@ using MicroKernelUnpackedAFn = void (*)(int64_t kc, const float* a, int64_t a_rs
 constexpr int kDotLanes = 16;
 using DotColumnsFn = void (*)(int64_t K, const float* a, const float* b, int64_t b_cs, int64_t columns, float* c,
                               bool accumulate, bool streaming);
+// The same dot products with B holding 16-bit numbers (mixed precision's
+// weights: bfloat16 when `bfloat16`, else float16, as their bits), each
+// widened to float32 as it is loaded; a is float32 (widened once by the
+// caller). The same order as above, so the bits of DotColumnsFn on the
+// widened B: a product of two 16-bit numbers is exact in float32.
+using DotColumns16Fn = void (*)(int64_t K, const float* a, const uint16_t* b, int64_t b_cs, int64_t columns,
+                                bool bfloat16, float* c, bool accumulate, bool streaming);
 
 struct MicroKernel {
     SimdIsa isa;
@@ -74,6 +81,7 @@ struct MicroKernel {
     Transpose16Fn transpose16;  // nullptr: packing uses plain loops
     MicroKernelUnpackedAFn run_unpacked_a = nullptr;  // nullptr: A is always packed
     DotColumnsFn dot_columns = nullptr;               // nullptr: the portable kernel's
+    DotColumns16Fn dot_columns_16bit = nullptr;       // nullptr: the portable kernel's
 };
 const MicroKernel& micro_kernel_for(SimdIsa isa);
 

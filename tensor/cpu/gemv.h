@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "tensor/cpu/gemm_kernels.h"
+#include "tensor/dtype.h"
 
 namespace nc {
 namespace cpu {
@@ -34,6 +35,17 @@ namespace cpu {
 // the calling thread. Returns false (and writes nothing) otherwise.
 bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, int64_t b_rs, int64_t b_cs, float* c,
           bool accumulate, bool allow_threads);
+
+// The same product with a and B holding 16-bit numbers (`dtype`: bfloat16
+// or float16, as their bits) and c float32: mixed precision's one-row
+// product (generating with --precision bf16 or fp16), which streams half
+// the bytes of a float32 weight. Only the dot-product layout (b_rs == 1);
+// any other returns false. Each number of B is widened to float32 where
+// the dot_columns_16bit kernel reads it, and the sums run in gemv's order,
+// so c holds the bits gemv gives for the widened a and B (a product of two
+// 16-bit numbers is exact in float32: only the sums round).
+bool gemv_16bit(int64_t N, int64_t K, DType dtype, const uint16_t* a, int64_t a_cs, const uint16_t* B, int64_t b_rs,
+                int64_t b_cs, float* c, bool accumulate, bool allow_threads);
 
 // The dot_columns kernel (gemm_kernels.h) gemv uses while B sits in the
 // cache: the CPU's own (sixteen columns at a time on AVX-512) or the plain
