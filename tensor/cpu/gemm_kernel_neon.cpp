@@ -78,9 +78,65 @@ void kernel_neon(int64_t kc, const float* __restrict a, const float* __restrict 
         for (int j = 0; j < n; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + block[i][j] : block[i][j];
 }
 
+// The dot products of a one-row product with B in 16 bits (gemm_kernels.h's
+// DotColumns16Fn), one column at a time: the 16 partial sums in four
+// registers (partials 0-3, 4-7, 8-11, 12-15: four independent chains),
+// 16 numbers of B widened per step. A bfloat16 is the top half of a
+// float32, so shifting its bits up 16 widens it; a float16 is widened by
+// the instruction AArch64 has for it (fcvtl). The last K mod 16 terms go
+// through zero-filled copies, adding 0 x 0 in the lanes past K.
+template <bool BFLOAT16>
+inline void widen_16(uint16x8_t low_half, uint16x8_t high_half, float32x4_t out[4]) {
+    const uint16x8_t halves[2] = {low_half, high_half};
+    for (int h = 0; h < 2; ++h) {
+        if (BFLOAT16) {
+            out[2 * h] = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(halves[h]), 16));
+            out[2 * h + 1] = vreinterpretq_f32_u32(vshll_high_n_u16(halves[h], 16));
+        } else {
+            const float16x8_t f = vreinterpretq_f16_u16(halves[h]);
+            out[2 * h] = vcvt_f32_f16(vget_low_f16(f));
+            out[2 * h + 1] = vcvt_high_f32_f16(f);
+        }
+    }
+}
+
+template <bool BFLOAT16>
+void dot_columns_16bit_with(int64_t K, const float* a, const uint16_t* b, int64_t b_cs, int64_t columns, float* c,
+                            bool accumulate) {
+    for (int64_t j = 0; j < columns; ++j) {
+        const uint16_t* w = b + j * b_cs;
+        float32x4_t partial[4];
+        for (int q = 0; q < 4; ++q) partial[q] = vdupq_n_f32(0.0f);
+        float32x4_t wide[4];
+        int64_t k = 0;
+        for (; k + 16 <= K; k += 16) {
+            widen_16<BFLOAT16>(vld1q_u16(w + k), vld1q_u16(w + k + 8), wide);
+            for (int q = 0; q < 4; ++q) partial[q] = vfmaq_f32(partial[q], vld1q_f32(a + k + 4 * q), wide[q]);
+        }
+        if (k < K) {
+            uint16_t w_rest[16] = {};
+            float a_rest[16] = {};
+            for (int64_t t = k; t < K; ++t) w_rest[t - k] = w[t], a_rest[t - k] = a[t];
+            widen_16<BFLOAT16>(vld1q_u16(w_rest), vld1q_u16(w_rest + 8), wide);
+            for (int q = 0; q < 4; ++q) partial[q] = vfmaq_f32(partial[q], vld1q_f32(a_rest + 4 * q), wide[q]);
+        }
+        float lanes[16];
+        for (int q = 0; q < 4; ++q) vst1q_f32(lanes + 4 * q, partial[q]);
+        float sum = 0;
+        for (int i = 0; i < 16; ++i) sum += lanes[i];
+        c[j] = accumulate ? c[j] + sum : sum;
+    }
+}
+
+void dot_columns_16bit_neon(int64_t K, const float* a, const uint16_t* b, int64_t b_cs, int64_t columns,
+                            bool bfloat16, float* c, bool accumulate, bool /*streaming: always one column at a time*/) {
+    if (bfloat16) dot_columns_16bit_with<true>(K, a, b, b_cs, columns, c, accumulate);
+    else dot_columns_16bit_with<false>(K, a, b, b_cs, columns, c, accumulate);
+}
+
 }  // namespace
 
-const MicroKernel kNeonKernel{SimdIsa::Neon, MR, NR, kernel_neon, nullptr};
+const MicroKernel kNeonKernel{SimdIsa::Neon, MR, NR, kernel_neon, nullptr, nullptr, nullptr, dot_columns_16bit_neon};
 
 // 12 independent chains of 8 floats (2 registers each): 24 FMAs in flight,
 // enough for cores with 4 FMA units of 4-cycle latency.

@@ -165,14 +165,18 @@ bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, in
 // The dot products of B in 16 bits: the AVX2 kernel's wherever the CPU has
 // AVX2, AVX-512 CPUs too (its two chains of 8 lanes per column streamed
 // bfloat16 faster on a Zen 4 than one chain of 16, and it converts float16
-// with one instruction, F16C), else the plain C++ one. Unlike float32's,
-// the two give the same bits even where the plain one cannot fuse its
-// multiply-adds: each product of two 16-bit numbers is exact in float32,
-// so a fused multiply-add and a multiply then an add round the same sum.
+// with one instruction, F16C), NEON's on 64-bit ARM (also one instruction
+// for float16), else the plain C++ one. Unlike float32's, all of them give
+// the same bits even where the plain one cannot fuse its multiply-adds:
+// each product of two 16-bit numbers is exact in float32, so a fused
+// multiply-add and a multiply then an add round the same sum.
 static DotColumns16Fn dot_16bit_kernel() {
     static const DotColumns16Fn dot = [] {
 #if defined(__x86_64__) || defined(__i386__)
         if (cpu_supports(SimdIsa::Avx2)) return kAvx2Kernel.dot_columns_16bit;
+#endif
+#if defined(__aarch64__)
+        return kNeonKernel.dot_columns_16bit;  // NEON converts float16 with an instruction too (fcvtl)
 #endif
         return kPortableKernel.dot_columns_16bit;
     }();
