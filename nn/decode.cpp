@@ -93,7 +93,9 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
     // y = x W^T (+ b). With 16-bit operands W is rounded here, once, and x at
     // each step: linear() with an operand dtype (ops_linalg.cpp) rounds both
     // in every call, to the same numbers.
-    auto row_linear_of = [&](const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    // Products on the same x (Llama's q, k and v; SwiGLU's fc and up) share
+    // one rounded copy of it, made by the first of them (`earlier`).
+    auto row_linear_of = [&](const Tensor& x, const Tensor& weight, const Tensor& bias, const RowLinear* earlier) {
         RowLinear r;
         const int64_t N = weight.size(0), K = weight.size(1);
         r.x = x;
@@ -101,10 +103,15 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
         r.w_t = view_of(w, {K, N}, {1, K});  // W^T, as raw::linear reads it
         r.bias = bias;  // [N] or undefined (contiguous: unsupported() refuses other models)
         r.y = buffer(N);
-        if (rounds) r.x16 = empty({1, K}, operands_, device);
+        if (rounds) {
+            r.rounds_x = earlier == nullptr;
+            r.x16 = earlier ? earlier->x16 : empty({1, K}, operands_, device);
+        }
         return r;
     };
-    auto row_linear = [&](const Tensor& x, const Linear& l) { return row_linear_of(x, l.weight, l.bias); };
+    auto row_linear = [&](const Tensor& x, const Linear& l, const RowLinear* earlier = nullptr) {
+        return row_linear_of(x, l.weight, l.bias, earlier);
+    };
     auto row_norm = [&](const Tensor& x, const std::shared_ptr<NormLayer>& layer) {
         RowNorm n;
         n.layer = layer.get();
@@ -137,7 +144,8 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
         Layer L;
         L.norm_1 = row_norm(stream_[0], block->norm_1);
         std::vector<std::shared_ptr<Linear>> linears = block->attn->linears();  // [qkv, out] or [q, k, v, out]
-        for (size_t i = 0; i + 1 < linears.size(); ++i) L.qkv.push_back(row_linear(L.norm_1.out, *linears[i]));
+        for (size_t i = 0; i + 1 < linears.size(); ++i)
+            L.qkv.push_back(row_linear(L.norm_1.out, *linears[i], i > 0 ? &L.qkv[0] : nullptr));
         if (L.qkv.size() == 1) {
             const Tensor& fused = L.qkv[0].y;  // [q | k | v], GPT-2's c_attn
             L.q = heads(fused, 0, H);
@@ -175,7 +183,7 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
         L.out = row_linear(attention_out, *linears.back());
         L.norm_2 = row_norm(stream_[1], block->norm_2);
         L.fc = row_linear(L.norm_2.out, *block->mlp.fc);
-        if (block->mlp.swiglu) L.up = row_linear(L.norm_2.out, *block->mlp.up);
+        if (block->mlp.swiglu) L.up = row_linear(L.norm_2.out, *block->mlp.up, &L.fc);
         L.hidden = buffer(block->mlp.fc->out_features);
         L.activation = block->mlp.gelu_tanh ? UnaryOp::GeluTanh : UnaryOp::Gelu;
         L.down = row_linear(L.hidden, *block->mlp.proj);
@@ -185,13 +193,13 @@ TokenDecoder::TokenDecoder(const TransformerModel& model, KVCache& cache)
     if (const Linear* lm_head = head_of(model)) {
         head_ = row_linear(final_norm_.out, *lm_head);
     } else {  // tied: logits against the token table itself, without a bias
-        head_ = row_linear_of(final_norm_.out, token_table_, Tensor());
+        head_ = row_linear_of(final_norm_.out, token_table_, Tensor(), nullptr);
     }
 }
 
 void TokenDecoder::run_linear(const RowLinear& l) const {
     const Backend& backend = backend_for(l.y.device());
-    if (l.x16.defined()) {
+    if (l.rounds_x) {
         ProfileScope scope(OpKind::Movement);
         backend.unary(UnaryOp::Copy, l.x, l.x16);  // a cast: rounds to 16 bits
     }

@@ -25,8 +25,8 @@
 // It takes the pre-norm GPT-2 and Llama models, the ones generation is for:
 // LayerNorm, RMSNorm or no norm; learned, rotary or no positions; GELU or
 // SwiGLU; grouped-query attention; with or without biases and a tied head;
-// float32 or float64 weights, on the CPU; float32 products or mixed
-// precision's 16-bit ones (set_precision, below). For any other model
+// float32 or float64 weights, on the CPU; float32 products, or mixed
+// precision's 16-bit ones on float32 weights (set_precision, below). For any other model
 // (post-norm, DyT, differential attention, scaled embeddings, dropout in
 // training mode, ...) `unsupported` says why, and generate_tokens takes the
 // model's forward instead.
@@ -86,6 +86,7 @@ private:
     struct RowLinear {
         Tensor x, w_t, bias, y;  // x [1, K], w_t [K, N] (the weight transposed: a view), bias [N] or undefined, y [1, N]
         Tensor x16;              // 16-bit operands: x rounded, [1, K]; w_t is then a view of the 16-bit copy
+        bool rounds_x = false;   // whether this product rounds x into x16 (not when an earlier one on the same x did)
     };
     // out = norm(x) over one row of C numbers.
     struct RowNorm {

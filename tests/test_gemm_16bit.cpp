@@ -282,9 +282,16 @@ TEST_CASE("every 16-bit dot_columns kernel adds in the float32 order, to the bit
             // or past them; columns: 4 at a time and the rest one by one.
             for (int64_t K : {1, 5, 8, 9, 16, 17, 31, 50, 200, 768})
                 for (int64_t columns : {1, 3, 4, 9}) {
-                    const int64_t b_cs = K + 3;  // columns apart by more than their length
+                    // Columns apart by more than their length, infinities in
+                    // between and past a's K numbers: a kernel that read a
+                    // number past K, even against a zero, would give NaN.
+                    const int64_t b_cs = K + 3;
                     Tensor a16 = weights16(K, dtype, gen), b16 = weights16(columns * b_cs, dtype, gen);
-                    Tensor a = raw::to_dtype(a16, kFloat32), b = raw::to_dtype(b16, kFloat32);
+                    Tensor b_padded = raw::to_dtype(b16, kFloat32);
+                    for (int64_t j = 0; j < columns; ++j) raw::fill_(raw::narrow(b_padded, 0, j * b_cs + K, 3), INFINITY);
+                    b16 = raw::to_dtype(b_padded, dtype);
+                    Tensor a = raw::cat({raw::to_dtype(a16, kFloat32), raw::full({16}, INFINITY)}, 0);
+                    Tensor b = raw::to_dtype(b16, kFloat32);
                     const float* av = static_cast<const float*>(a.raw_data());
                     const float* bv = static_cast<const float*>(b.raw_data());
                     for (bool streaming : {false, true})
@@ -352,4 +359,17 @@ TEST_CASE("one-row 16-bit products: float32 gemv's bits on the widened numbers",
                                 static_cast<const uint16_t*>(b.raw_data()), 9, 1, c.data(), false, true));
     CHECK(c == std::vector<float>(9, 0.0f));
     check_product(raw::matmul(a, b), a, b);
+    // One row, batched (each batch's own A and B), and linear() on one row
+    // with a bias: against the exact product.
+    for (DType dtype : {kBFloat16, kFloat16}) {
+        INFO(dtype_name(dtype));
+        Tensor rows = random16({3, 1, 40}, dtype, gen), w = random16({3, 40, 9}, dtype, gen);
+        Tensor w_t = raw::transpose(raw::contiguous(raw::transpose(w, 1, 2)), 1, 2);  // each [40, 9] column-major
+        Tensor out = raw::matmul(rows, w_t);
+        for (int64_t i = 0; i < 3; ++i)
+            check_product(raw::reshape(raw::narrow(out, 0, i, 1), {1, 9}), raw::reshape(raw::narrow(rows, 0, i, 1), {1, 40}),
+                          raw::reshape(raw::narrow(w, 0, i, 1), {40, 9}));
+        Tensor x = random16({1, 70}, dtype, gen), weight = random16({11, 70}, dtype, gen), bias = raw::randn({11}, gen);
+        check_product(raw::linear(x, weight, bias), x, raw::transpose(weight, 0, 1), raw::view(bias, {1, 11}));
+    }
 }

@@ -1,4 +1,5 @@
-// gemm_kernel_avx2.cpp — the 6 x 16 micro-kernel with AVX2 + FMA intrinsics.
+// gemm_kernel_avx2.cpp — the 6 x 16 micro-kernel with AVX2 + FMA intrinsics
+// (and F16C's float16 conversion for the 16-bit dot products).
 //
 // AVX2 has 16 vector registers of 8 floats: 6 rows x 2 registers = 12
 // accumulators, 2 for the B row, 1 for the broadcast A value, the classic
@@ -22,8 +23,8 @@
 
 #include "tensor/cpu/gemm_kernels.h"
 
-// The Makefile compiles this file alone with -mavx2 -mfma (any compiler, g++ or
-// clang). So nothing from the standard library is used in it: an inline
+// The Makefile compiles this file alone with -mavx2 -mfma -mf16c (any compiler,
+// g++ or clang). So nothing from the standard library is used in it: an inline
 // std:: function instantiated here would be compiled for this instruction
 // set and could be picked by the linker for the whole program.
 
@@ -302,9 +303,11 @@ void dot_columns_avx2(int64_t K, const float* a, const float* b, int64_t b_cs, i
     dot_columns_with<Float32Lanes>(K, a, b, b_cs, columns, c, accumulate, streaming);
 }
 // B in 16 bits (mixed precision's generation). Two chains of 8 lanes per
-// column: on a Zen 4 this streamed GPT-2 124M's bfloat16 weights faster
-// than the AVX-512 way (one chain of 16 lanes), so AVX-512 CPUs run it too
-// (gemv.cpp).
+// column: on a Zen 4, a plain C++ loop that GCC compiled this way streamed
+// GPT-2 124M's bfloat16 weights faster than AVX-512 code with one chain of
+// 16 lanes (two chains of 16 were as fast, but add in another order), so
+// AVX-512 CPUs run this kernel too (gemv.cpp;
+// bench/results/generate-16bit-2026-12-07.txt).
 void dot_columns_16bit_avx2(int64_t K, const float* a, const uint16_t* b, int64_t b_cs, int64_t columns,
                             bool bfloat16, float* c, bool accumulate, bool streaming) {
     if (bfloat16) dot_columns_with<BFloat16Lanes>(K, a, b, b_cs, columns, c, accumulate, streaming);

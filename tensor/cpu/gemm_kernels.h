@@ -70,7 +70,9 @@ using DotColumnsFn = void (*)(int64_t K, const float* a, const float* b, int64_t
 // weights: bfloat16 when `bfloat16`, else float16, as their bits), each
 // widened to float32 as it is loaded; a is float32 (widened once by the
 // caller). The same order as above, so the bits of DotColumnsFn on the
-// widened B: a product of two 16-bit numbers is exact in float32.
+// widened B: a product of two 16-bit numbers is exact in float32 (a
+// bfloat16 one unless it overflows or falls below float32's normal
+// numbers: bfloat16 has float32's exponents).
 using DotColumns16Fn = void (*)(int64_t K, const float* a, const uint16_t* b, int64_t b_cs, int64_t columns,
                                 bool bfloat16, float* c, bool accumulate, bool streaming);
 

@@ -14,6 +14,7 @@
 
 #include <omp.h>
 
+#include "tensor/cpu/allocator.h"
 #include "tensor/cpu/gemm_16bit.h"
 #include "tensor/cpu/gemm_kernels.h"
 #include "tensor/cpu/parallel.h"
@@ -163,13 +164,15 @@ bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, in
 }
 
 // The dot products of B in 16 bits: the AVX2 kernel's wherever the CPU has
-// AVX2, AVX-512 CPUs too (its two chains of 8 lanes per column streamed
+// AVX2, AVX-512 CPUs too (two chains of 8 lanes per column streamed
 // bfloat16 faster on a Zen 4 than one chain of 16, and it converts float16
 // with one instruction, F16C), NEON's on 64-bit ARM (also one instruction
 // for float16), else the plain C++ one. Unlike float32's, all of them give
 // the same bits even where the plain one cannot fuse its multiply-adds:
 // each product of two 16-bit numbers is exact in float32, so a fused
-// multiply-add and a multiply then an add round the same sum.
+// multiply-add and a multiply then an add round the same sum (barring a
+// bfloat16 product that overflows or falls below float32's normal numbers:
+// bfloat16 has float32's exponents).
 static DotColumns16Fn dot_16bit_kernel() {
     static const DotColumns16Fn dot = [] {
 #if defined(__x86_64__) || defined(__i386__)
@@ -187,7 +190,7 @@ bool gemv_16bit(int64_t N, int64_t K, DType dtype, const uint16_t* a, int64_t a_
                 int64_t b_cs, float* c, bool accumulate, bool allow_threads) {
     if (b_rs != 1) return false;
     // a is widened once, K numbers; each number of B where the kernel reads it.
-    std::vector<float> a_wide(K);
+    ScratchBuffer<float> a_wide((size_t)K);  // from the caching allocator: no heap call per product
     if (a_cs == 1) widen_run(a, K, dtype, a_wide.data());
     else
         for (int64_t k = 0; k < K; ++k) widen_run(a + k * a_cs, 1, dtype, &a_wide[k]);

@@ -43,7 +43,8 @@ bool gemv(int64_t N, int64_t K, const float* a, int64_t a_cs, const float* B, in
 // any other returns false. Each number of B is widened to float32 where
 // the dot_columns_16bit kernel reads it, and the sums run in gemv's order,
 // so c holds the bits gemv gives for the widened a and B (a product of two
-// 16-bit numbers is exact in float32: only the sums round).
+// 16-bit numbers is exact in float32, bfloat16's extremes aside: only the
+// sums round).
 bool gemv_16bit(int64_t N, int64_t K, DType dtype, const uint16_t* a, int64_t a_cs, const uint16_t* B, int64_t b_rs,
                 int64_t b_cs, float* c, bool accumulate, bool allow_threads);
 
