@@ -104,10 +104,11 @@ std::vector<double> gemm_gflops(const std::vector<GemmShape>& shapes, int rounds
     return gflops;
 }
 
-// The same, for bfloat16 operands through one path of tensor/cpu/gemm_16bit.h
-// (float32 result). No FMA peak here: the rates are read against the
-// float32 table above, which ran just before.
-std::vector<double> gemm16_gflops(const std::vector<GemmShape>& shapes, int rounds, cpu::Gemm16Path path) {
+// The same, for 16-bit operands (bfloat16 or float16) through one path of
+// tensor/cpu/gemm_16bit.h (float32 result). No FMA peak here: the rates are
+// read against the float32 table above, which ran just before.
+std::vector<double> gemm16_gflops(const std::vector<GemmShape>& shapes, int rounds, DType dtype,
+                                  cpu::Gemm16Path path) {
     Generator gen(1);
     struct Operands {
         Tensor a, b, c;
@@ -119,14 +120,14 @@ std::vector<double> gemm16_gflops(const std::vector<GemmShape>& shapes, int roun
     };
     for (const GemmShape& s : shapes) {
         std::string layout = s.layout;
-        auto bf16 = [&](int64_t rows, int64_t cols) { return raw::to_dtype(raw::randn({rows, cols}, gen), kBFloat16); };
-        Tensor a = layout == "TN" ? raw::transpose(bf16(s.K, s.M), 0, 1) : bf16(s.M, s.K);
-        Tensor b = layout == "NT" ? raw::transpose(bf16(s.N, s.K), 0, 1) : bf16(s.K, s.N);
+        auto random16 = [&](int64_t rows, int64_t cols) { return raw::to_dtype(raw::randn({rows, cols}, gen), dtype); };
+        Tensor a = layout == "TN" ? raw::transpose(random16(s.K, s.M), 0, 1) : random16(s.M, s.K);
+        Tensor b = layout == "NT" ? raw::transpose(random16(s.N, s.K), 0, 1) : random16(s.K, s.N);
         operands.push_back({a, b, raw::zeros({s.M, s.N})});
     }
     auto run = [&](size_t i) {
         const GemmShape& s = shapes[i];
-        cpu::gemm_16bit(s.M, s.N, s.K, kBFloat16, operand(operands[i].a), operand(operands[i].b),
+        cpu::gemm_16bit(s.M, s.N, s.K, dtype, operand(operands[i].a), operand(operands[i].b),
                         static_cast<float*>(operands[i].c.raw_data()), {0}, s.N, path);
     };
     for (size_t i = 0; i < shapes.size(); ++i) run(i);  // warm-up
@@ -324,10 +325,20 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
         out["gemm"].push_back({{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"what", s.label},
                                {"gflops", g}, {"percent_of_peak", percent(g, peak)}});
     }
-    // bfloat16 operands, through each path this CPU offers, beside float32.
-    std::vector<std::pair<cpu::Gemm16Path, std::vector<double>>> paths;
+    // 16-bit operands beside float32: bfloat16 through each path this CPU
+    // offers, float16 through the one there is (widening).
+    struct Path16 {
+        DType dtype;
+        cpu::Gemm16Path path;
+        std::vector<double> rates;
+        std::string name() const { return std::string(dtype == kBFloat16 ? "bf16 " : "fp16 ") + cpu::gemm16_path_name(path); }
+    };
+    std::vector<Path16> paths;
     for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot, cpu::Gemm16Path::Amx})
-        if (cpu::cpu_supports(path, kBFloat16)) paths.push_back({path, gemm16_gflops(shapes, (int)repeats, path)});
+        if (cpu::cpu_supports(path, kBFloat16))
+            paths.push_back({kBFloat16, path, gemm16_gflops(shapes, (int)repeats, kBFloat16, path)});
+    paths.push_back({kFloat16, cpu::Gemm16Path::Widen,
+                     gemm16_gflops(shapes, (int)repeats, kFloat16, cpu::Gemm16Path::Widen)});
     // The instruction's own rate first: vdpbf16ps does two multiply-adds per
     // lane, so it pays only if it issues at more than half the FMA's rate.
     double dot_peak = 0;
@@ -340,10 +351,12 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
                     dot_peak, dot_peak / peak);
         out["machine"]["bf16_dot_peak_gflops"] = dot_peak;
     }
-    std::printf("\nGEMM with bfloat16 operands and a float32 result (matmul's path: %s), GFLOP/s and x float32:\n",
-                cpu::gemm16_path_name(cpu::best_gemm16_path(kBFloat16)));
+    std::printf("\nGEMM with 16-bit operands and a float32 result (matmul's paths: bf16 %s, fp16 %s),\n"
+                "GFLOP/s and x float32:\n",
+                cpu::gemm16_path_name(cpu::best_gemm16_path(kBFloat16)),
+                cpu::gemm16_path_name(cpu::best_gemm16_path(kFloat16)));
     std::printf("  %-20s %-6s", "M x K x N", "layout");
-    for (const auto& [path, rates16] : paths) std::printf(" %22s", cpu::gemm16_path_name(path));
+    for (const Path16& p : paths) std::printf(" %21s", p.name().c_str());
     std::printf("\n");
     for (size_t i = 0; i < shapes.size(); ++i) {
         const GemmShape& s = shapes[i];
@@ -351,12 +364,14 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
         std::snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)s.M, (long long)s.K, (long long)s.N);
         std::printf("  %-20s %-6s", dims, s.layout);
         json row = {{"m", s.M}, {"k", s.K}, {"n", s.N}, {"layout", s.layout}, {"float32_gflops", rates[i]}};
-        for (const auto& [path, rates16] : paths) {
-            std::printf(" %12.1f (%5.2fx)", rates16[i], rates16[i] / rates[i]);
-            row[cpu::gemm16_path_name(path)] = rates16[i];
+        json row16 = row;
+        for (const Path16& p : paths) {
+            std::printf(" %12.1f (%5.2fx)", p.rates[i], p.rates[i] / rates[i]);
+            (p.dtype == kBFloat16 ? row : row16)[cpu::gemm16_path_name(p.path)] = p.rates[i];
         }
         std::printf("\n");
         out["gemm_bfloat16"].push_back(row);
+        out["gemm_float16"].push_back(row16);
     }
     std::printf("\n");
     return gemm_rows;

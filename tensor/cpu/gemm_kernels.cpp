@@ -7,8 +7,22 @@
 #include <algorithm>
 #include <chrono>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace nc {
 namespace cpu {
+
+#if defined(__x86_64__) || defined(__i386__)
+// F16C (float16 <-> float32 conversions), which the AVX2 kernel's 16-bit
+// dot products use: bit 29 of ECX in CPUID leaf 1. Asked directly, because
+// __builtin_cpu_supports does not know "f16c" in every compiler (clang 14).
+static bool cpu_has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+#endif
 
 const char* simd_isa_name(SimdIsa isa) {
     switch (isa) {
@@ -28,7 +42,7 @@ bool cpu_supports(SimdIsa isa) {
         case SimdIsa::Portable: return true;
 #if defined(__x86_64__) || defined(__i386__)
         case SimdIsa::Avx2:  // F16C too (the float16 dot products); every AVX2 CPU has it
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
         case SimdIsa::Avx512: return __builtin_cpu_supports("avx512f");
 #endif
 #if defined(__aarch64__)
