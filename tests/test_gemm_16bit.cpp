@@ -279,9 +279,10 @@ TEST_CASE("every 16-bit dot_columns kernel adds in the float32 order, to the bit
         ++kernels;
         for (DType dtype : {kBFloat16, kFloat16})
             // K: tails of 1 to 15 after whole 16s and within the first 8 lanes
-            // or past them; columns: 4 at a time and the rest one by one.
+            // or past them; columns: 4 at a time (AVX2, and the portable
+            // kernel from the cache) and the rest one by one.
             for (int64_t K : {1, 5, 8, 9, 16, 17, 31, 50, 200, 768})
-                for (int64_t columns : {1, 3, 4, 9}) {
+                for (int64_t columns : {1, 3, 4, 9, 16, 37}) {
                     // Columns apart by more than their length, infinities in
                     // between and past a's K numbers: a kernel that read a
                     // number past K, even against a zero, would give NaN.
