@@ -25,7 +25,7 @@
 // It takes the pre-norm GPT-2 and Llama models, the ones generation is for:
 // LayerNorm, RMSNorm or no norm; learned, rotary or no positions; GELU or
 // SwiGLU; grouped-query attention; with or without biases and a tied head;
-// float32 or float64 weights, on the CPU; float32 products, or mixed
+// float32 or float64 weights, on the CPU; full-precision products, or mixed
 // precision's 16-bit ones on float32 weights (set_precision, below). For any other model
 // (post-norm, DyT, differential attention, scaled embeddings, dropout in
 // training mode, ...) `unsupported` says why, and generate_tokens takes the

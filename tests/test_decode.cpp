@@ -117,25 +117,25 @@ TEST_CASE("the one-token decoder gives the model's own logits and cache, bit for
 
 TEST_CASE("the decoder goes on after the cache is refilled", "[generate][decode]") {
     for (DType precision : {kFloat32, kBFloat16}) {
-    INFO(dtype_name(precision) << " operands");
-    TransformerConfig c = generation_config(Family::Llama);
-    Generator gen(5);
-    auto model = nn::make_model(c, gen, Options{kFloat32, kCPU});
-    scramble(*model, gen);
-    model->set_precision(precision);
-    model->eval();
-    NoGradGuard no_grad;
-    std::vector<int64_t> ids = token_ids(c.block_size, c.vocab_size, 9);
-    KVCache theirs = model->make_cache(1), ours = model->make_cache(1);
-    TokenDecoder decoder(*model, ours);
-    for (int64_t t = 0; t < 4; ++t) decoder.step(ids[t]);
-    // generate_tokens' window moves: reset, refill through the model's forward, go on.
-    ours.reset();
-    std::vector<int64_t> window(ids.begin() + 2, ids.begin() + 6);
-    model->forward(raw::from_indices(window, {1, 4}), ours);
-    model->forward(raw::from_indices(window, {1, 4}), theirs);
-    for (int64_t t = 6; t < 10; ++t)
-        CHECK(decoder.step(ids[t]) == model->forward(raw::from_indices({ids[t]}, {1, 1}), theirs).to_vector());
+        INFO(dtype_name(precision) << " operands");
+        TransformerConfig c = generation_config(Family::Llama);
+        Generator gen(5);
+        auto model = nn::make_model(c, gen, Options{kFloat32, kCPU});
+        scramble(*model, gen);
+        model->set_precision(precision);
+        model->eval();
+        NoGradGuard no_grad;
+        std::vector<int64_t> ids = token_ids(c.block_size, c.vocab_size, 9);
+        KVCache theirs = model->make_cache(1), ours = model->make_cache(1);
+        TokenDecoder decoder(*model, ours);
+        for (int64_t t = 0; t < 4; ++t) decoder.step(ids[t]);
+        // generate_tokens' window moves: reset, refill through the model's forward, go on.
+        ours.reset();
+        std::vector<int64_t> window(ids.begin() + 2, ids.begin() + 6);
+        model->forward(raw::from_indices(window, {1, 4}), ours);
+        model->forward(raw::from_indices(window, {1, 4}), theirs);
+        for (int64_t t = 6; t < 10; ++t)
+            CHECK(decoder.step(ids[t]) == model->forward(raw::from_indices({ids[t]}, {1, 1}), theirs).to_vector());
     }
 }
 

@@ -305,8 +305,8 @@ void dot_columns_avx2(int64_t K, const float* a, const float* b, int64_t b_cs, i
 // B in 16 bits (mixed precision's generation). Two chains of 8 lanes per
 // column: on a Zen 4, a plain C++ loop that GCC compiled this way streamed
 // GPT-2 124M's bfloat16 weights faster than AVX-512 code with one chain of
-// 16 lanes (two chains of 16 were as fast, but add in another order), so
-// AVX-512 CPUs run this kernel too (gemv.cpp;
+// 16 lanes (two chains of 16 would add in another order than float32's),
+// so AVX-512 CPUs run this kernel too (gemv.cpp;
 // bench/results/generate-16bit-2026-12-07.txt).
 void dot_columns_16bit_avx2(int64_t K, const float* a, const uint16_t* b, int64_t b_cs, int64_t columns,
                             bool bfloat16, float* c, bool accumulate, bool streaming) {

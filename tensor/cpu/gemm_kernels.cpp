@@ -18,9 +18,14 @@ namespace cpu {
 // F16C (float16 <-> float32 conversions), which the AVX2 kernel's 16-bit
 // dot products use: bit 29 of ECX in CPUID leaf 1. Asked directly, because
 // __builtin_cpu_supports does not know "f16c" in every compiler (clang 14).
+// Asked once: cpu_supports runs at every product, and CPUID is slow (in a
+// virtual machine the hypervisor answers it).
 static bool cpu_has_f16c() {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+    static const bool has = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+    }();
+    return has;
 }
 #endif
 
