@@ -331,7 +331,9 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
         DType dtype;
         cpu::Gemm16Path path;
         std::vector<double> rates;
-        std::string name() const { return std::string(dtype == kBFloat16 ? "bf16 " : "fp16 ") + cpu::gemm16_path_name(path); }
+        std::string name() const {
+            return std::string(dtype == kBFloat16 ? "bf16 " : "fp16 ") + cpu::gemm16_path_name(path);
+        }
     };
     std::vector<Path16> paths;
     for (cpu::Gemm16Path path : {cpu::Gemm16Path::Widen, cpu::Gemm16Path::Bf16Dot, cpu::Gemm16Path::Amx})

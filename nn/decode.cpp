@@ -68,7 +68,8 @@ std::string TokenDecoder::unsupported(const TransformerModel& model) {
     for (const Linear* l : linear_layers(model))
         if (l->operand_dtype != operands) return "its products do not all round their operands as its precision says";
     for (const auto& block : model.blocks())
-        if (block->attn->operand_dtype != operands) return "its attention does not round q, k and v as its precision says";
+        if (block->attn->operand_dtype != operands)
+            return "its attention does not round q, k and v as its precision says";
     if (model.blocks().empty()) return "it has no blocks";
     const Tensor& weight = model.blocks()[0]->mlp.fc->weight;  // the buffers take its dtype and device
     if (weight.dtype() != kFloat32 && weight.dtype() != kFloat64) return "its weights are neither float32 nor float64";

@@ -26,10 +26,10 @@
 // LayerNorm, RMSNorm or no norm; learned, rotary or no positions; GELU or
 // SwiGLU; grouped-query attention; with or without biases and a tied head;
 // float32 or float64 weights, on the CPU; full-precision products, or mixed
-// precision's 16-bit ones on float32 weights (set_precision, below). For any other model
-// (post-norm, DyT, differential attention, scaled embeddings, dropout in
-// training mode, ...) `unsupported` says why, and generate_tokens takes the
-// model's forward instead.
+// precision's 16-bit ones on float32 weights (set_precision, below). For
+// any other model (post-norm, DyT, differential attention, scaled
+// embeddings, dropout in training mode, ...) `unsupported` says why, and
+// generate_tokens takes the model's forward instead.
 //
 // Mixed precision (bfloat16 or float16 operands): the model's forward
 // rounds every weight to 16 bits in every product, for one token as for a

@@ -143,7 +143,6 @@ int64_t words_for(Gemm16Path path, int64_t kc) {
 
 // ---- widen: float32 panels ----------------------------------------------------
 
-
 // N numbers, a whole panel's rows (the micro-kernel's mr: 12 for AVX-512,
 // 6 for AVX2, 8 for NEON and the portable one) in one step of a transposed
 // A: with the count known when compiling, the conversion becomes vector

@@ -227,7 +227,9 @@ struct BFloat16Lanes {  // a bfloat16 is the top half of a float32: shift its bi
     static __m256 load_first(const uint16_t* p, int count) { return load_first_16bit<BFloat16Lanes>(p, count); }
 };
 struct Float16Lanes {  // F16C's conversion, exact (vcvtph2ps)
-    static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+    static __m256 load(const uint16_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
     static __m256 load_first(const uint16_t* p, int count) { return load_first_16bit<Float16Lanes>(p, count); }
 };
 

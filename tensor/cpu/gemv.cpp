@@ -5,7 +5,10 @@
 // order fixed for every CPU, by hand-written AVX-512 where the CPU has it
 // and plain C++ elsewhere. The sums of scaled rows (p V) are plain C++ with
 // `omp simd`, which lets the compiler use the vector width of the build's
-// -march (16 floats on AVX-512, 8 on AVX2, 4 on NEON).
+// -march (16 floats on AVX-512, 8 on AVX2, 4 on NEON). With 16-bit
+// operands (gemv_16bit) the dot products go through a dot_columns_16bit
+// kernel, which widens each number of B as it loads it and adds in the
+// same order (dot_16bit_kernel below says which kernel runs where).
 #include "tensor/cpu/gemv.h"
 
 #include <algorithm>
