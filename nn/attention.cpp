@@ -122,11 +122,10 @@ Tensor Attention::forward(const Tensor& x, const RopeTables* rope, KVCache* cach
         // GPT-2's usual case: q, k and v used as the projection made them, so
         // one op can take `fused` whole and give its gradient in one piece.
         // Not when RoPE rotates q and k first, a cache appends k and v,
-        // grouped-query heads repeat k and v, the differential variant
-        // splits the heads, or 16-bit operands are rounded first.
-        bool plain = !cfg_.differential() && !rope && !cache && cfg_.kv_heads() == cfg_.n_head &&
-                     !is_16bit_float(operand_dtype);
-        if (plain) return out_->forward(packed_qkv_attention(fused, cfg_.n_head, cfg_.causal));
+        // grouped-query heads repeat k and v, or the differential variant
+        // splits the heads.
+        bool plain = !cfg_.differential() && !rope && !cache && cfg_.kv_heads() == cfg_.n_head;
+        if (plain) return out_->forward(packed_qkv_attention(fused, cfg_.n_head, cfg_.causal, operand_dtype));
         q = narrow(fused, 2, 0, qw);
         k = narrow(fused, 2, qw, kw);
         v = narrow(fused, 2, qw + kw, kv);

@@ -449,6 +449,40 @@ TEST_CASE("packed q, k, v attention equals the op on the three parts", "[nn][att
     check_error([] { packed_qkv_attention(raw::zeros({2, 5, 10}), 2, true); }, {"attention", "[2, 5, 10]", "2 heads"});
 }
 
+// Mixed precision: the packed op with q, k and v rounded to 16 bits gives
+// what the 16-bit op on the three parts gives (the path GPT-2 took in 16
+// bits before), output and gradient to the last bit; and it differs from
+// the float32 op (the rounding happens).
+TEST_CASE("packed q, k, v attention in 16 bits equals the 16-bit op on the three parts", "[nn][attention]") {
+    auto apart = [](const Tensor& qkv, int64_t heads, bool causal, DType operand) {
+        int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
+        auto part = [&](int64_t which) { return transpose(view(narrow(qkv, 2, which * C, C), {B, T, heads, D}), 1, 2); };
+        Tensor y = scaled_dot_product_attention(part(0), part(1), part(2), causal, 0, operand);
+        return reshape(transpose(y, 1, 2), {B, T, C});
+    };
+    for (DType operand : {kBFloat16, kFloat16})
+        for (int64_t heads : {1, 3})
+            for (bool causal : {false, true}) {
+                INFO(dtype_name(operand) << ", " << heads << " heads, causal " << causal);
+                Generator gen(69);
+                Tensor qkv = raw::randn({2, 7, 3 * heads * 8}, gen), dy = raw::randn({2, 7, heads * 8}, gen);
+                Tensor a = raw::clone(qkv).set_requires_grad(true), b = raw::clone(qkv).set_requires_grad(true);
+                Tensor c = raw::clone(qkv).set_requires_grad(true);
+                Tensor ya = packed_qkv_attention(a, heads, causal, operand), yb = apart(b, heads, causal, operand);
+                Tensor yc = packed_qkv_attention(c, heads, causal, kFloat32);
+                CHECK(ya.shape() == yb.shape());
+                CHECK(ya.to_vector() == yb.to_vector());
+                CHECK(ya.to_vector() != yc.to_vector());
+                backward(sum(ya * dy));
+                backward(sum(yb * dy));
+                backward(sum(yc * dy));
+                CHECK(a.grad().to_vector() == b.grad().to_vector());
+                CHECK(a.grad().to_vector() != c.grad().to_vector());
+            }
+    check_error([] { packed_qkv_attention(raw::zeros({2, 5, 12}, kFloat64), 2, true, kBFloat16); },
+                {"attention", "float64", "bfloat16"});
+}
+
 TEST_CASE("causal attention at position t ignores tokens after t", "[nn][attention]") {
     Generator gen(66);
     Tensor q = raw::randn({1, 2, 6, 4}, gen), k = raw::randn({1, 2, 6, 4}, gen), v = raw::randn({1, 2, 6, 4}, gen);

@@ -77,5 +77,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // 1/sqrt(D). The same as narrowing qkv into q, k, v and calling the op
 // above, with the gradient of qkv written in one piece.
 Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal);
+// Mixed precision: q, k and v rounded to `operand_dtype` as the op above on
+// the three parts rounds them (the same numbers to the last bit); kFloat32
+// is the op above.
+Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal, DType operand_dtype);
 
 }  // namespace nc
