@@ -233,6 +233,11 @@ TEST_CASE("cuda: fused ops and their backward passes", "[cuda]") {
         // raw::attention_grid views as [batch, heads, R, C].
         same_with_gradients([causal](const V& v) { return packed_qkv_attention(v[0], 3, causal); },
                             {randn({2, 70, 3 * 48}, 19)});
+        // Mixed precision: contiguous 16-bit q, k, v, gradients into d(qkv)'s
+        // views. The tolerance is bfloat16's (2^-8): the two devices' float32
+        // outputs may round to neighbouring bfloat16 copies for backward.
+        same_with_gradients([causal](const V& v) { return packed_qkv_attention(v[0], 3, causal, kBFloat16); },
+                            {randn({2, 70, 3 * 48}, 19)}, 1e-2);
         same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
                             {randn({6, 33, 16}, 20), randn({6, 33, 16}, 21), randn({6, 33, 16}, 22)});
         same_with_gradients([causal](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },

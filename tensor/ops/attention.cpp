@@ -261,6 +261,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // q, k, v, the output, its gradient and the three gradients cost eight
 // passes over a [B, T, C] tensor per layer
 // (bench/results/attention-views-2026-12-06.txt).
+//
+// Both ops below, the float32 one and the mixed-precision one, work this way.
+
 // The [B, T, H, D] columns [which C, which C + C) of a [B, T, 3C] tensor
 // (which = 0, 1, 2: q, k, v), as [B, H, T, D]; C = H D.
 static Tensor qkv_heads_view(const Tensor& t, int64_t which, int64_t heads) {
