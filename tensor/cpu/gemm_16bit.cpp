@@ -88,11 +88,17 @@ bool cpu_supports(Gemm16Path path, DType dtype) {
 bool bf16_dot_pays() {
     static const bool pays = [] {
         if (!cpu_supports(Gemm16Path::Bf16Dot, kBFloat16)) return false;
-        measure_bf16_dot_peak_gflops(1, 200000);  // wakes the clocks and the vector units
+        // The two rates differ by 2x or more either way (0.5x on the
+        // development Xeon, 1.8x on a Zen 4), so short loops decide it:
+        // about 0.2 ms each, the best of 3 (a loop the scheduler interrupted
+        // reads slow), about 2 ms in all. (With loops five times as long, the
+        // probe took 10.5 ms, which the first bfloat16 product of every
+        // process paid: a sixth of the time of 512 tokens from train's model.)
+        measure_bf16_dot_peak_gflops(1, 50000);  // wakes the clocks and the vector units
         double dot = 0, fma = 0;
         for (int round = 0; round < 3; ++round) {
-            dot = std::max(dot, measure_bf16_dot_peak_gflops(1, 500000));
-            fma = std::max(fma, measure_fma_peak_gflops(SimdIsa::Avx512, 1, 500000));
+            dot = std::max(dot, measure_bf16_dot_peak_gflops(1, 100000));
+            fma = std::max(fma, measure_fma_peak_gflops(SimdIsa::Avx512, 1, 100000));
         }
         return dot > 1.25 * fma;
     }();
