@@ -88,12 +88,13 @@ bool cpu_supports(Gemm16Path path, DType dtype) {
 bool bf16_dot_pays() {
     static const bool pays = [] {
         if (!cpu_supports(Gemm16Path::Bf16Dot, kBFloat16)) return false;
-        // The two rates differ by 2x or more either way (0.5x on the
-        // development Xeon, 1.8x on a Zen 4), so short loops decide it:
-        // about 0.2 ms each, the best of 3 (a loop the scheduler interrupted
-        // reads slow), about 2 ms in all. (With loops five times as long, the
-        // probe took 10.5 ms, which the first bfloat16 product of every
-        // process paid: a sixth of the time of 512 tokens from train's model.)
+        // The ratio is far from the threshold on the CPUs measured (0.5 on a
+        // Sapphire Rapids-class Xeon, 1.8-2.1 on a Zen 4), so short loops
+        // decide it: about 0.35 ms each on the Zen 4, the best of 3 (a loop
+        // the scheduler interrupted reads slow), 2.1-2.4 ms in all. Loops
+        // five times as long took 10.5 ms, which the first bfloat16 product
+        // of every process paid: a sixth of the time of 512 tokens from
+        // train's model (bench/results/bf16-probe-2026-12-07.txt).
         measure_bf16_dot_peak_gflops(1, 50000);  // wakes the clocks and the vector units
         double dot = 0, fma = 0;
         for (int round = 0; round < 3; ++round) {
