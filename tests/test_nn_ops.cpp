@@ -417,17 +417,21 @@ TEST_CASE("attention on heads split from projections copies nothing to merge the
     }
 }
 
+// The attention op on q, k and v taken apart from one [B, T, 3C] tensor
+// with narrow() (with q, k and v rounded to `operand` when it is 16-bit),
+// heads merged back: what packed_qkv_attention must equal.
+static Tensor attention_on_parts(const Tensor& qkv, int64_t heads, bool causal, DType operand = kFloat32) {
+    int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
+    auto part = [&](int64_t which) { return transpose(view(narrow(qkv, 2, which * C, C), {B, T, heads, D}), 1, 2); };
+    Tensor y = scaled_dot_product_attention(part(0), part(1), part(2), causal, 0, operand);
+    return reshape(transpose(y, 1, 2), {B, T, C});
+}
+
 // q, k, v side by side in one [B, T, 3C] tensor (GPT-2's one projection):
 // the same as taking them apart with narrow() and calling the op above,
 // forward and gradient to the last bit (float32 and float64), and against
 // float64 finite differences; one head and several, causal or not.
 TEST_CASE("packed q, k, v attention equals the op on the three parts", "[nn][attention]") {
-    auto apart = [](const Tensor& qkv, int64_t heads, bool causal) {
-        int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
-        auto part = [&](int64_t which) { return transpose(view(narrow(qkv, 2, which * C, C), {B, T, heads, D}), 1, 2); };
-        Tensor y = scaled_dot_product_attention(part(0), part(1), part(2), causal);
-        return reshape(transpose(y, 1, 2), {B, T, C});
-    };
     for (DType dtype : {kFloat32, kFloat64})
         for (int64_t heads : {1, 3})
             for (bool causal : {false, true}) {
@@ -436,7 +440,7 @@ TEST_CASE("packed q, k, v attention equals the op on the three parts", "[nn][att
                 Tensor qkv = raw::to_dtype(raw::randn({2, 5, 3 * heads * 4}, gen), dtype);
                 Tensor dy = raw::to_dtype(raw::randn({2, 5, heads * 4}, gen), dtype);
                 Tensor a = raw::clone(qkv).set_requires_grad(true), b = raw::clone(qkv).set_requires_grad(true);
-                Tensor ya = packed_qkv_attention(a, heads, causal), yb = apart(b, heads, causal);
+                Tensor ya = packed_qkv_attention(a, heads, causal), yb = attention_on_parts(b, heads, causal);
                 CHECK(ya.shape() == yb.shape());
                 CHECK(ya.to_vector() == yb.to_vector());
                 backward(sum(ya * dy));
@@ -452,14 +456,10 @@ TEST_CASE("packed q, k, v attention equals the op on the three parts", "[nn][att
 // Mixed precision: the packed op with q, k and v rounded to 16 bits gives
 // what the 16-bit op on the three parts gives (the path GPT-2 took in 16
 // bits before), output and gradient to the last bit; and it differs from
-// the float32 op (the rounding happens).
+// the float32 op (the rounding happens). Independently of the 16-bit code,
+// its output is the float64 attention of the rounded numbers, within
+// float32's rounding.
 TEST_CASE("packed q, k, v attention in 16 bits equals the 16-bit op on the three parts", "[nn][attention]") {
-    auto apart = [](const Tensor& qkv, int64_t heads, bool causal, DType operand) {
-        int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
-        auto part = [&](int64_t which) { return transpose(view(narrow(qkv, 2, which * C, C), {B, T, heads, D}), 1, 2); };
-        Tensor y = scaled_dot_product_attention(part(0), part(1), part(2), causal, 0, operand);
-        return reshape(transpose(y, 1, 2), {B, T, C});
-    };
     for (DType operand : {kBFloat16, kFloat16})
         for (int64_t heads : {1, 3})
             for (bool causal : {false, true}) {
@@ -468,11 +468,18 @@ TEST_CASE("packed q, k, v attention in 16 bits equals the 16-bit op on the three
                 Tensor qkv = raw::randn({2, 7, 3 * heads * 8}, gen), dy = raw::randn({2, 7, heads * 8}, gen);
                 Tensor a = raw::clone(qkv).set_requires_grad(true), b = raw::clone(qkv).set_requires_grad(true);
                 Tensor c = raw::clone(qkv).set_requires_grad(true);
-                Tensor ya = packed_qkv_attention(a, heads, causal, operand), yb = apart(b, heads, causal, operand);
+                Tensor ya = packed_qkv_attention(a, heads, causal, operand), yb = attention_on_parts(b, heads, causal, operand);
                 Tensor yc = packed_qkv_attention(c, heads, causal, kFloat32);
                 CHECK(ya.shape() == yb.shape());
                 CHECK(ya.to_vector() == yb.to_vector());
                 CHECK(ya.to_vector() != yc.to_vector());
+                // The float64 attention of the rounded numbers, with plain ops.
+                Tensor rounded = raw::to_dtype(raw::to_dtype(qkv, operand), kFloat64);
+                auto part = [&](int64_t which) {
+                    return transpose(view(narrow(rounded, 2, which * heads * 8, heads * 8), {2, 7, heads, 8}), 1, 2);
+                };
+                Tensor exact = attention_reference(part(0), part(1), part(2), causal);
+                check_values(ya, reshape(transpose(exact, 1, 2), {2, 7, heads * 8}).to_vector(), 1e-5);
                 backward(sum(ya * dy));
                 backward(sum(yb * dy));
                 backward(sum(yc * dy));

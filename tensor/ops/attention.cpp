@@ -242,6 +242,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     });
 }
 
+// The [B, T, H, D] columns [which C, which C + C) of a [B, T, 3C] tensor
+// (which = 0, 1, 2: q, k, v), as [B, H, T, D]; C = H D.
+static Tensor qkv_heads_view(const Tensor& t, int64_t which, int64_t heads) {
+    const int64_t B = t.size(0), T = t.size(1), C = t.size(2) / 3;
+    return raw::transpose(raw::view(raw::narrow(t, 2, which * C, C), {B, T, heads, C / heads}), 1, 2);
+}
+
+static void check_packed_qkv(const Tensor& qkv, int64_t heads) {
+    if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
+        fail("attention", "packed q, k, v need [B, T, 3 H D] with " + std::to_string(heads) + " heads, got " +
+                              shape_str(qkv.shape()));
+}
+
 // GPT-2's attention reads q, k and v from one projection, qkv [B, T, 3C]
 // with C = H D. Taken apart as three narrow() views, each view's backward
 // builds a zero [B, T, 3C] gradient and copies its third into it, and
@@ -261,71 +274,44 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // q, k, v, the output, its gradient and the three gradients cost eight
 // passes over a [B, T, C] tensor per layer
 // (bench/results/attention-views-2026-12-06.txt).
-//
-// Both ops below, the float32 one and the mixed-precision one, work this way.
-
-// The [B, T, H, D] columns [which C, which C + C) of a [B, T, 3C] tensor
-// (which = 0, 1, 2: q, k, v), as [B, H, T, D]; C = H D.
-static Tensor qkv_heads_view(const Tensor& t, int64_t which, int64_t heads) {
-    const int64_t B = t.size(0), T = t.size(1), C = t.size(2) / 3;
-    return raw::transpose(raw::view(raw::narrow(t, 2, which * C, C), {B, T, heads, C / heads}), 1, 2);
-}
-
-static void check_packed_qkv(const Tensor& qkv, int64_t heads) {
-    if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
-        fail("attention", "packed q, k, v need [B, T, 3 H D] with " + std::to_string(heads) + " heads, got " +
-                              shape_str(qkv.shape()));
-}
-
 Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal) {
-    check_packed_qkv(qkv, heads);
-    const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
-    const double scale = 1.0 / std::sqrt((double)D);
-    auto heads_view = [heads](const Tensor& t, int64_t which) { return qkv_heads_view(t, which, heads); };
-    Tensor y = empty({B, T, C}, product_dtype(qkv.dtype()), qkv.device());  // 16-bit q, k, v give float32 (raw::attention)
-    Tensor y_heads = raw::transpose(raw::view(y, {B, T, heads, D}), 1, 2);  // [B, H, T, D], a view of y
-    raw::AttentionForward f = raw::attention(heads_view(qkv, 0), heads_view(qkv, 1), heads_view(qkv, 2), causal,
-                                             scale, y_heads);
-    // Saved for backward: qkv itself (no graph: detached) and the output as
-    // a detached view of y (capturing y would make it own its own node).
-    // Both stay as they were written: nothing in the library changes them in place.
-    Tensor inputs = qkv.detach();
-    raw::AttentionForward saved{y_heads.detach(), f.logsumexp};
-    return record("PackedQKVAttention", y, {qkv}, [inputs, saved, causal, scale, heads_view, B, T, heads, D](const Tensor& g) {
-        Tensor dout = raw::transpose(raw::reshape(g, {B, T, heads, D}), 1, 2);  // a view when g is contiguous
-        Tensor dqkv = empty({B, T, 3 * heads * D}, g.dtype(), g.device());
-        raw::attention_backward(dout, heads_view(inputs, 0), heads_view(inputs, 1), heads_view(inputs, 2), saved,
-                                causal, scale, {heads_view(dqkv, 0), heads_view(dqkv, 1), heads_view(dqkv, 2)});
-        return Grads{dqkv};
-    });
+    return packed_qkv_attention(qkv, heads, causal, kFloat32);
 }
 
-// Mixed precision: scaled_dot_product_attention's 16-bit op (above) on the
-// three parts, with the packed op's one gradient: q, k and v rounded into
-// 16-bit [B, H, T, D] tensors, which backward keeps beside a 16-bit copy of
-// the output (the raw ops widen them, exactly, for the float32 kernels),
-// and d(qkv) written in one piece instead of assembled from three narrow()
-// gradients. The same numbers as the op on the parts, to the last bit.
+// Mixed precision (operand_dtype bfloat16 or float16) works as
+// scaled_dot_product_attention's 16-bit op on the three parts: q, k and v
+// rounded into 16-bit [B, H, T, D] tensors, which backward keeps beside a
+// 16-bit copy of the output (the raw ops widen them, exactly, for the
+// float32 kernels); the same numbers as that op, to the last bit, with
+// d(qkv) written in one piece as above.
 Tensor packed_qkv_attention(const Tensor& qkv, int64_t heads, bool causal, DType operand_dtype) {
-    if (!is_16bit_float(operand_dtype)) return packed_qkv_attention(qkv, heads, causal);
     check_packed_qkv(qkv, heads);
-    if (qkv.dtype() != kFloat32)
+    const bool rounded = is_16bit_float(operand_dtype);
+    if (rounded && qkv.dtype() != kFloat32)
         fail("attention", std::string("rounds float32 operands to bfloat16 or float16, got ") +
                               dtype_name(qkv.dtype()) + " operands and " + dtype_name(operand_dtype));
     const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
     const double scale = 1.0 / std::sqrt((double)D);
     auto heads_view = [heads](const Tensor& t, int64_t which) { return qkv_heads_view(t, which, heads); };
-    Tensor q16 = raw::to_dtype(heads_view(qkv, 0), operand_dtype), k16 = raw::to_dtype(heads_view(qkv, 1), operand_dtype),
-           v16 = raw::to_dtype(heads_view(qkv, 2), operand_dtype);
-    Tensor y = empty({B, T, C}, kFloat32, qkv.device());
+    // q, k and v as the kernels read them and backward keeps them: views of
+    // qkv itself (detached: no graph; nothing in the library changes it in
+    // place), or their 16-bit roundings.
+    const Tensor inputs = qkv.detach();
+    auto operand = [&](int64_t which) {
+        Tensor part = heads_view(inputs, which);
+        return rounded ? raw::to_dtype(part, operand_dtype) : part;
+    };
+    const Tensor q = operand(0), k = operand(1), v = operand(2);
+    Tensor y = empty({B, T, C}, product_dtype(qkv.dtype()), qkv.device());  // 16-bit q, k, v give float32 (raw::attention)
     Tensor y_heads = raw::transpose(raw::view(y, {B, T, heads, D}), 1, 2);  // [B, H, T, D], a view of y
-    raw::AttentionForward f = raw::attention(q16, k16, v16, causal, scale, y_heads);
-    raw::AttentionForward saved{raw::to_dtype(y_heads, operand_dtype), f.logsumexp};
-    return record("PackedQKVAttention", y, {qkv},
-                  [q16, k16, v16, saved, causal, scale, heads_view, B, T, heads, D](const Tensor& g) {
-        Tensor dout = raw::transpose(raw::reshape(g, {B, T, heads, D}), 1, 2);
+    raw::AttentionForward f = raw::attention(q, k, v, causal, scale, y_heads);
+    // The output for backward: a detached view of y (capturing y would make
+    // it own its own node), or its 16-bit rounding.
+    raw::AttentionForward saved{rounded ? raw::to_dtype(y_heads, operand_dtype) : y_heads.detach(), f.logsumexp};
+    return record("PackedQKVAttention", y, {qkv}, [q, k, v, saved, causal, scale, heads_view, B, T, heads, D](const Tensor& g) {
+        Tensor dout = raw::transpose(raw::reshape(g, {B, T, heads, D}), 1, 2);  // a view when g is contiguous
         Tensor dqkv = empty({B, T, 3 * heads * D}, g.dtype(), g.device());
-        raw::attention_backward(dout, q16, k16, v16, saved, causal, scale,
+        raw::attention_backward(dout, q, k, v, saved, causal, scale,
                                 {heads_view(dqkv, 0), heads_view(dqkv, 1), heads_view(dqkv, 2)});
         return Grads{dqkv};
     });
