@@ -104,6 +104,19 @@ grep -q "precision: every linear layer and attention multiplies bfloat16 operand
 grep -qE "^loss scaling: [0-9]+ of this run's 6 steps skipped because a gradient overflowed float16" "$work/precision-fp16.txt" \
   || fail "train --precision fp16: no loss scaling line: $(cat "$work/precision-fp16.txt")"
 ! grep -q "loss scaling" "$work/precision-bf16.txt" || fail "bf16 needs no loss scaling"
+# The MFU divides by the peak of the path the products took: vdpbf16ps's where bfloat16 runs on
+# AVX512-BF16, the float32 FMA's where packing widens, none on AMX tiles.
+for p in fp32 bf16 fp16; do
+  f="$work/precision-$p.txt"
+  if grep -q "(on this CPU: AVX512-BF16)" "$f"; then peak="vdpbf16ps peak"
+  elif grep -q "(on this CPU: AMX)" "$f"; then peak=""
+  else peak="float32 FMA peak"; fi
+  if [ -n "$peak" ]; then
+    grep -qE "^throughput: .*, MFU [0-9.]+% of the [0-9.]+ GFLOP/s $peak" "$f" || fail "train --precision $p: not the $peak: $(cat "$f")"
+  else
+    ! grep -q "MFU" "$f" || fail "train --precision $p on AMX: an MFU over an unmeasured peak: $(cat "$f")"
+  fi
+done
 grep -q '"loss_scale": [0-9]' "$work/run-fp16/result.json" || fail "result.json: no loss_scale: $(cat "$work/run-fp16/result.json")"
 train_loss() { sed -n 's/^ *"train_loss": \([0-9.e+-]*\),*$/\1/p' "$1"; }
 for p in bf16 fp16; do
@@ -585,7 +598,7 @@ expect_error "give the output file with --out" tokenize --data "$work/tiny.txt"
 out=$("$bin" train --data "$work/tiny.txt" --steps 4 --batch 2 --seq 16 --layers 1 --width 16 --heads 2 --eval-every 0 \
       --eval-batches 1 --sample-tokens 5 --sample-every 2 --sample-every-tokens 8 --run-dir "$work/mfu" 2>&1) || fail "train --sample-every: $out"
 grep -qE 'tok/s \(avg [0-9]+\) \| MFU [0-9.]+%' <<<"$out" || fail "train: no instantaneous tok/s and MFU in the progress line: $out"
-grep -qE '^throughput: [0-9]+ tok/s x .* FLOPs/token = [0-9.]+ GFLOP/s, MFU [0-9.]+% of the [0-9.]+ GFLOP/s FMA peak' <<<"$out" \
+grep -qE '^throughput: [0-9]+ tok/s x .* FLOPs/token = [0-9.]+ GFLOP/s, MFU [0-9.]+% of the [0-9.]+ GFLOP/s float32 FMA peak' <<<"$out" \
   || fail "train: no throughput line: $out"
 grep -q -- '--- sample at step 2 ' <<<"$out" || fail "train --sample-every 2: no sample at step 2: $out"
 out=$("$bin" train "${common[@]}" --steps 12 --resume "$work/split/checkpoint.safetensors" --run-dir "$work/split2" 2>&1) \

@@ -173,6 +173,29 @@ TEST_CASE("progress: the MFU is over the best FMA peak sampled so far, sampled a
     CHECK(gpu_text.find("MFU") == std::string::npos);
 }
 
+TEST_CASE("progress: the MFU divides by the peak of the products' own arithmetic", "[train]") {
+    using cpu::Gemm16Path;
+    // float32 runs on the FMA whatever the 16-bit path would be.
+    for (Gemm16Path path : {Gemm16Path::Widen, Gemm16Path::Bf16Dot, Gemm16Path::Amx})
+        CHECK(step_peak_kind(kFloat32, path) == StepPeak::Fma);
+    // 16 bits widened to float32: still the FMA.
+    CHECK(step_peak_kind(kBFloat16, Gemm16Path::Widen) == StepPeak::Fma);
+    CHECK(step_peak_kind(kFloat16, Gemm16Path::Widen) == StepPeak::Fma);
+    // bfloat16 pairs on vdpbf16ps: that instruction's peak; on AMX tiles none.
+    CHECK(step_peak_kind(kBFloat16, Gemm16Path::Bf16Dot) == StepPeak::Bf16Dot);
+    CHECK(step_peak_kind(kBFloat16, Gemm16Path::Amx) == StepPeak::Unmeasured);
+    CHECK(std::string(step_peak_name(StepPeak::Fma)) == "float32 FMA peak");
+    CHECK(std::string(step_peak_name(StepPeak::Bf16Dot)).rfind("vdpbf16ps peak", 0) == 0);
+    // No sampler where no peak is measured: Progress then shows no MFU.
+    CHECK(!step_peak_sampler(StepPeak::Unmeasured));
+    CHECK(step_peak_sampler(StepPeak::Fma));
+    // The vdpbf16ps sampler measures that instruction: 0 where the CPU has
+    // none, a rate where it has (the rate itself is bench's to report).
+    double dot = step_peak_sampler(StepPeak::Bf16Dot)(1);
+    if (cpu::cpu_supports(Gemm16Path::Bf16Dot, kBFloat16)) CHECK(dot > 0);
+    else CHECK(dot == 0);
+}
+
 TEST_CASE("training runtime: a NaN or Inf stops the run as a result; a bad flag is an error", "[train]") {
     std::filesystem::path dir = temp_dir("normcore_runtime_stop");
     std::string data = tiny_corpus(dir), run_dir = (dir / "run").string();

@@ -2,14 +2,48 @@
 
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
 
+#include "tensor/cpu/gemm_kernels.h"
 #include "tensor/error.h"
 
 namespace nc {
 namespace app {
+
+// ---- the peak MFU divides by ----
+
+StepPeak step_peak_kind(DType precision, cpu::Gemm16Path path) {
+    if (precision == kFloat32 || path == cpu::Gemm16Path::Widen) return StepPeak::Fma;
+    if (path == cpu::Gemm16Path::Bf16Dot) return StepPeak::Bf16Dot;
+    return StepPeak::Unmeasured;
+}
+
+const char* step_peak_name(StepPeak peak) {
+    switch (peak) {
+    case StepPeak::Fma: return "float32 FMA peak";
+    case StepPeak::Bf16Dot: return "vdpbf16ps peak (the instruction of the bfloat16 products)";
+    case StepPeak::Unmeasured: break;
+    }
+    return "AMX";
+}
+
+std::function<double(int)> step_peak_sampler(StepPeak peak) {
+    int threads = omp_get_max_threads();
+    if (peak == StepPeak::Bf16Dot)
+        return [threads](int samples) {
+            return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_bf16_dot_peak_gflops(threads, n); },
+                                         samples, 0.010);
+        };
+    if (peak == StepPeak::Unmeasured) return nullptr;
+    cpu::SimdIsa isa = cpu::best_simd_isa();
+    return [isa, threads](int samples) {
+        return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); }, samples,
+                                     0.010);
+    };
+}
 
 // ---- train_log.csv ----
 
@@ -87,7 +121,7 @@ Progress::Progress(std::FILE* out, int64_t first_step, int64_t stop, int64_t ste
 constexpr double kPeakResampleSeconds = 2.0;
 
 // Model FLOPs utilization: the step's FLOPs (nn/models.h) per second over
-// the best FMA peak of the CPU sampled so far.
+// the best peak of the CPU sampled so far.
 double Progress::mfu(double tok_per_s) const {
     return peak_gflops_ > 0 ? 100.0 * tok_per_s * flops_per_token_ / (peak_gflops_ * 1e9) : NAN;
 }

@@ -30,13 +30,10 @@
 namespace nc {
 namespace app {
 
-// The CPU's float32 FMA peak, the best of `samples` samples of about 10 ms
-// after a warm-up (`normcore bench` takes longer and more samples).
-static double quick_fma_peak_gflops(int samples) {
-    cpu::SimdIsa isa = cpu::best_simd_isa();
-    int threads = omp_get_max_threads();
-    return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); }, samples,
-                                 0.010);
+// The peak this run's MFU divides by (train/run_log.h): that of the
+// arithmetic the products of a step in `precision` run on, on this CPU.
+static StepPeak step_peak_of(DType precision) {
+    return step_peak_kind(precision, precision == kFloat32 ? cpu::Gemm16Path::Widen : cpu::best_gemm16_path(precision));
 }
 
 // What a killed or failed run can leave behind: the temporaries that are
@@ -283,6 +280,11 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
         std::fprintf(out, "precision: every linear layer and attention multiplies %s operands and sums in float32%s; "
                           "weights, gradients, optimizer state, norms, softmax and the loss stay float32%s\n",
                      dtype_name(model.precision()), path.c_str(), scaling.c_str());
+        if (run.device == kCPU && dist.root()) {
+            StepPeak peak = step_peak_of(model.precision());
+            if (peak == StepPeak::Unmeasured) std::fprintf(out, "precision: no MFU shown: the peak of AMX tiles is not measured\n");
+            else std::fprintf(out, "precision: MFU against the %s\n", step_peak_name(peak));
+        }
     }
     std::fprintf(out, "training: %lld steps%s%s, log in %s/train_log.csv\n", (long long)run.plan.steps,
                 run.plan.accum > 1 ? (" of " + std::to_string(run.plan.accum) + " micro-batches").c_str() : "",
@@ -303,19 +305,22 @@ static diag::RunDiagnostics make_diagnostics(const Flags& flags, Run& run) {
     return diag::RunDiagnostics(task->model(), run.plan.run_dir, run.first_step, settings, task->held_out_batches(), held_out);
 }
 
-// The progress line, with the model FLOPs utilization against this CPU's FMA
-// peak, sampled quickly as `bench` measures it, at the start and again
-// during the run (Progress keeps the best). No peak is known for a GPU, so
-// no MFU there; nor on the ranks other than the root, whose lines nobody
-// reads and whose samples would take the cores the root samples on.
+// The progress line, with the model FLOPs utilization against the peak of
+// the arithmetic the step's products use (step_peak_of), sampled quickly as
+// `bench` measures it, at the start and again during the run (Progress keeps
+// the best). No peak is known for a GPU, so no MFU there; nor on the ranks
+// other than the root, whose lines nobody reads and whose samples would take
+// the cores the root samples on.
 static Progress make_progress(const Flags& flags, const Run& run, const Distributed& dist) {
     const nn::TransformerConfig& cfg = run.cfg;
     int64_t positions = cfg.family == nn::Family::ViT
                             ? (cfg.image_size / cfg.patch_size) * (cfg.image_size / cfg.patch_size) + 1
                             : flags.integer("seq");
+    std::function<double(int)> sample_peak;
+    if (run.device == kCPU && dist.root()) sample_peak = step_peak_sampler(step_peak_of(run.task->model().precision()));
     return Progress(run.output.text, run.first_step, run.plan.stop, run.plan.steps,
                     (double)(run.task->tokens_per_batch() * run.plan.accum), nn::training_flops_per_token(cfg, positions),
-                    run.device == kCPU && dist.root() ? std::function<double(int)>(quick_fma_peak_gflops) : nullptr);
+                    sample_peak);
 }
 
 // One step of the run (train/train_step.h). Data parallel: the ranks average
@@ -413,8 +418,9 @@ static TrainResult finish_run(const Flags& flags, Run& run, const Distributed& d
     double flops_per_token = progress.flops_per_token();
     r.mfu = progress.mfu(r.tok_per_s);
     if (progress.peak_gflops() > 0)
-        std::fprintf(out, "throughput: %.0f tok/s x %.3g FLOPs/token = %.1f GFLOP/s, MFU %.1f%% of the %.1f GFLOP/s FMA peak\n",
-                     r.tok_per_s, flops_per_token, r.tok_per_s * flops_per_token / 1e9, r.mfu, progress.peak_gflops());
+        std::fprintf(out, "throughput: %.0f tok/s x %.3g FLOPs/token = %.1f GFLOP/s, MFU %.1f%% of the %.1f GFLOP/s %s\n",
+                     r.tok_per_s, flops_per_token, r.tok_per_s * flops_per_token / 1e9, r.mfu, progress.peak_gflops(),
+                     step_peak_name(step_peak_of(run.task->model().precision())));
     // The contract's line, exactly (checks outside the suite parse it): the
     // MFU is on the throughput line above it.
     std::fprintf(out, "summary: steps=%lld train_loss=%.4f val_loss=%.4f ms_per_step=%.1f tok_per_s=%.0f\n",
