@@ -360,6 +360,13 @@ TEST_CASE("one-row 16-bit products: float32 gemv's bits on the widened numbers",
                                 static_cast<const uint16_t*>(b.raw_data()), 9, 1, c.data(), false, true));
     CHECK(c == std::vector<float>(9, 0.0f));
     check_product(raw::matmul(a, b), a, b);
+    // Which products take the one-row route, and so never ask for a path
+    // (matmul then skips bf16_dot_pays): one row of A and B's columns
+    // contiguous, nothing else.
+    const std::vector<int64_t> one_batch{0};
+    CHECK(cpu::takes_gemv_16bit(1, cpu::MatrixOperand<uint16_t>{nullptr, one_batch, 1, 6}));    // W^T in place
+    CHECK_FALSE(cpu::takes_gemv_16bit(1, cpu::MatrixOperand<uint16_t>{nullptr, one_batch, 9, 1}));  // b above
+    CHECK_FALSE(cpu::takes_gemv_16bit(2, cpu::MatrixOperand<uint16_t>{nullptr, one_batch, 1, 6}));  // two rows
     // One row, batched (each batch's own A and B), and linear() on one row
     // with a bias: against the exact product.
     for (DType dtype : {kBFloat16, kFloat16}) {

@@ -106,6 +106,8 @@ bool bf16_dot_pays() {
     return pays;
 }
 
+bool takes_gemv_16bit(int64_t M, const MatrixOperand<uint16_t>& B) { return M == 1 && B.row_stride == 1; }
+
 Gemm16Path best_gemm16_path(DType dtype) {
     if (cpu_supports(Gemm16Path::Amx, dtype)) return Gemm16Path::Amx;
     if (cpu_supports(Gemm16Path::Bf16Dot, dtype) && bf16_dot_pays()) return Gemm16Path::Bf16Dot;
@@ -564,7 +566,7 @@ void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperan
     // One row of A (generating a token): gemv.h reads B in place, 16 bits a
     // number, where the packing below would first copy all of it, widened.
     // It widens whatever `path` says (B is read once; pairs would not pay).
-    if (M == 1 && B.row_stride == 1) {
+    if (takes_gemv_16bit(M, B)) {
         for (size_t bi = 0; bi < c_offsets.size(); ++bi)
             gemv_16bit(N, K, dtype, A.data + A.batch_offsets[bi], A.col_stride, B.data + B.batch_offsets[bi],
                        B.row_stride, B.col_stride, C + c_offsets[bi], accumulate, /*allow_threads=*/true);

@@ -56,6 +56,12 @@ void gemm_16bit(int64_t M, int64_t N, int64_t K, DType dtype, const MatrixOperan
                 const MatrixOperand<uint16_t>& B, float* C, const std::vector<int64_t>& c_offsets,
                 int64_t c_row_stride, Gemm16Path path, bool accumulate = false, SimdIsa isa = best_simd_isa());
 
+// Whether gemm_16bit sends this product to gemv_16bit (gemv.h): one row of
+// A (generating a token) with B's columns contiguous. That route widens
+// whatever `path` says, so matmul asks for the path (and so runs
+// bf16_dot_pays's few milliseconds) only for the products that use it.
+bool takes_gemv_16bit(int64_t M, const MatrixOperand<uint16_t>& B);
+
 // out[k] = the value of x[k] for k < n, x holding `dtype` numbers as their
 // 16 bits (exact: every bfloat16 and float16 is a float32). The widening
 // path's packing and the one-row product (gemv.h) convert through it.

@@ -48,8 +48,10 @@ static void matmul_16bit(const Tensor& a, const Tensor& b, const Tensor& out, bo
                               a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]};
     MatrixOperand<uint16_t> B{static_cast<const uint16_t*>(b.raw_data()), matrix_batch_offsets(b),
                               b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]};
-    gemm_16bit(M, N, K, a.dtype(), A, B, static_cast<float*>(out.raw_data()), matrix_batch_offsets(out), N,
-               best_gemm16_path(a.dtype()), accumulate);
+    // A one-row product ignores the path: asking would run the bfloat16 probe for nothing.
+    Gemm16Path path = takes_gemv_16bit(M, B) ? Gemm16Path::Widen : best_gemm16_path(a.dtype());
+    gemm_16bit(M, N, K, a.dtype(), A, B, static_cast<float*>(out.raw_data()), matrix_batch_offsets(out), N, path,
+               accumulate);
 }
 
 static void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate, const Tensor& bias) {
