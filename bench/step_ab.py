@@ -6,7 +6,8 @@ build and then the other compares two stretches of time as much as two
 builds. Each round here runs `OLD bench` and `NEW bench` (--skip-gemm, the
 same models, sizes and steps, --json), and which one goes first alternates
 from round to round. Printed per model and size, as medians and ranges over
-the rounds: the step time, the MFU (against the FMA peak each run samples),
+the rounds: the step time, the MFU (against the peak each run samples for
+the step's products: the FMA's, or vdpbf16ps's for bfloat16 on AVX512-BF16),
 the GEMMs' rate inside the step, every GEMM shape of the step as a
 percentage of that peak, and the median of the rounds' own time ratios
 (new / old: below 1, NEW is faster). A change is believable when its ratios
@@ -48,10 +49,11 @@ def record(table, step, binary):
     if "ms_per_step" not in step:
         fail("%s's JSON has no ms_per_step for %s %s" % (binary, step.get("model"), step.get("size")))
     for label, field in (("ms/step", "ms_per_step"), ("MFU %", "mfu_percent"), ("GEMM GF/s", "gemm_gflops_in_step")):
-        if field in step:  # an older build's JSON, or a 16-bit step (no MFU), may lack one
+        if field in step:  # an older build's JSON, or a step with no measured peak (AMX), may lack one
             table.setdefault(label, []).append(step[field])
     for shape in step.get("gemm_shapes", []):
-        table.setdefault(shape["shape"], []).append(shape["percent_of_peak"])
+        if "percent_of_peak" in shape:
+            table.setdefault(shape["shape"], []).append(shape["percent_of_peak"])
 
 
 def spread(values):

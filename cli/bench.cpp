@@ -20,6 +20,7 @@
 #include "cli/flags.h"
 #include "tensor/cpu/gemm_16bit.h"
 #include "train/lm.h"
+#include "train/step_peak.h"
 #include "train/train_step.h"
 #include "autograd/engine.h"
 #include "autograd/ops_nn.h"
@@ -156,9 +157,9 @@ struct StepTiming {
     int64_t params = 0, batch = 0, seq = 0;
     double ms_per_step = 0, tokens_per_s = 0;
     double flops_per_token = 0;  // a training step's model FLOPs per token (nn/models.h)
-    // Model FLOPs utilization, percent of an FMA peak: the model FLOPs per
-    // second over what the FMA units can do. Float32 steps only: the peak is
-    // float32's, and a 16-bit product may run on faster units (AMX).
+    // Model FLOPs utilization, percent of a peak: the model FLOPs per second
+    // over what the units the step's products run on can do (the FMA's, or
+    // vdpbf16ps's for bfloat16 pairs: train/step_peak.h).
     double mfu(double peak) const { return peak > 0 ? 100.0 * tokens_per_s * flops_per_token / 1e9 / peak : 0; }
     size_t peak_bytes = 0;
     ProfileTotals profile;
@@ -256,14 +257,31 @@ StepTiming time_training_step(const std::string& model, const std::string& size,
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
+// The peaks the steps' MFU divides by, each the best sampled beside the
+// steps: the FMA's, and vdpbf16ps's where bfloat16 steps run on it.
+struct StepPeaks {
+    double fma = 0, bf16_dot = 0;
+    // A step's peak (train/step_peak.h); 0 where none is measured (AMX).
+    double of(DType precision) const {
+        switch (step_peak_of(precision)) {
+        case StepPeak::Fma: return fma;
+        case StepPeak::Bf16Dot: return bf16_dot;
+        case StepPeak::Unmeasured: break;
+        }
+        return 0;
+    }
+};
+
 // Every GEMM shape the timed steps ran, as a rate (its FLOPs over its time
 // in one step, the median over the steps) and a fraction of the peak: the
 // slowest three per model are printed, all of them go to the JSON file.
-void print_step_gemm_shapes(const std::vector<StepTiming>& results, double peak, json& out) {
+// The peak is each step's own (StepPeaks::of); none for AMX.
+void print_step_gemm_shapes(const std::vector<StepTiming>& results, const StepPeaks& peaks, json& out) {
     std::printf(
         "\nGEMM shapes inside the steps (M x K x N layout, batch x in front; median rate over the steps), the\n"
         "slowest three per model:\n");
     for (size_t i = 0; i < results.size(); ++i) {
+        const double peak = peaks.of(results[i].precision);
         std::vector<std::pair<double, std::string>> by_rate;  // GFLOP/s, shape
         for (const auto& [shape, t] : results[i].profile.gemm_shapes) {
             std::vector<double> rates = results[i].gemm_shape_rates.count(shape)
@@ -272,15 +290,16 @@ void print_step_gemm_shapes(const std::vector<StepTiming>& results, double peak,
             std::sort(rates.begin(), rates.end());
             double rate = rates[rates.size() / 2];
             by_rate.push_back({rate, shape});
-            out["training"][i]["gemm_shapes"].push_back({{"shape", shape}, {"calls", t.calls}, {"gflops", rate},
-                                                         {"percent_of_peak", percent(rate, peak)}});
+            out["training"][i]["gemm_shapes"].push_back({{"shape", shape}, {"calls", t.calls}, {"gflops", rate}});
+            if (peak > 0) out["training"][i]["gemm_shapes"].back()["percent_of_peak"] = percent(rate, peak);
         }
         std::sort(by_rate.begin(), by_rate.end());
         std::string name = results[i].name();
         std::printf("  %-12s %zu shapes, slowest:", name.c_str(), by_rate.size());
-        for (size_t k = 0; k < by_rate.size() && k < 3; ++k)
-            std::printf("%s %s %.0f GF/s (%.0f%%)", k ? ";" : "", by_rate[k].second.c_str(), by_rate[k].first,
-                        percent(by_rate[k].first, peak));
+        for (size_t k = 0; k < by_rate.size() && k < 3; ++k) {
+            std::printf("%s %s %.0f GF/s", k ? ";" : "", by_rate[k].second.c_str(), by_rate[k].first);
+            if (peak > 0) std::printf(" (%.0f%%)", percent(by_rate[k].first, peak));
+        }
         std::printf("\n");
     }
 }
@@ -346,9 +365,7 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
     double dot_peak = 0;
     if (cpu::cpu_supports(cpu::Gemm16Path::Bf16Dot, kBFloat16)) {
         int threads = omp_get_max_threads();
-        // As fma_peak's samples: five of about 50 ms.
-        dot_peak = cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_bf16_dot_peak_gflops(threads, n); }, 5,
-                                         0.05);
+        dot_peak = step_peak_sampler(StepPeak::Bf16Dot, 0.05)(5);  // as fma_peak's samples: five of about 50 ms
         std::printf("\nvdpbf16ps peak (AVX512-BF16, %d threads): %.1f GFLOP/s, %.2fx the float32 FMA peak\n", threads,
                     dot_peak, dot_peak / peak);
         out["machine"]["bf16_dot_peak_gflops"] = dot_peak;
@@ -382,7 +399,7 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
 // 3. Training steps, each timed and split by kind of op.
 static std::vector<StepTiming> bench_training(const std::vector<std::string>& models, const std::vector<std::string>& sizes,
                                               const std::vector<DType>& precisions, int64_t steps, Device device,
-                                              cpu::SimdIsa isa, int nthreads, double& peak, json& out) {
+                                              cpu::SimdIsa isa, int nthreads, StepPeaks& peaks, json& out) {
     std::vector<StepTiming> results;
     // A model's precisions one right after the other: their ratio compares
     // the same stretch of the machine's time.
@@ -394,15 +411,20 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
                 // The peak sampled again beside every model, the best kept:
                 // one disturbed sample (another guest on the core) would
                 // otherwise inflate every MFU of the run.
-                if (device == kCPU) peak = std::max(peak, fma_peak(isa, nthreads));
+                if (device == kCPU) {
+                    peaks.fma = std::max(peaks.fma, fma_peak(isa, nthreads));
+                    if (step_peak_of(precision) == StepPeak::Bf16Dot)
+                        peaks.bf16_dot = std::max(peaks.bf16_dot, step_peak_sampler(StepPeak::Bf16Dot, 0.05)(5));
+                }
                 results.push_back(time_training_step(model, size, (int)steps, device, precision));
             }
     std::printf("\nTraining step on %s (forward + backward + AdamW), median of %lld steps; time by kind of op:\n",
                 device.str().c_str(), (long long)steps);
     // MFU, model FLOPs utilization: the step's model FLOPs (6 N per token
-    // plus attention's, nn/models.h) per second over the FMA peak sampled in
-    // this run; on a GPU there is no peak to divide by.
-    const bool with_mfu = device == kCPU && peak > 0;
+    // plus attention's, nn/models.h) per second over the peak of its
+    // products' units sampled in this run; on a GPU there is no peak to
+    // divide by.
+    const bool with_mfu = device == kCPU && peaks.fma > 0;
     std::printf("  %-17s %8s %10s %9s %9s %6s %6s %6s %6s %6s %6s %6s %6s %11s%s\n", "model", "params", "ms/step",
                 "tok/s", "peak MiB", "gemm", "attn", "norm", "elem", "move", "loss", "optim", "other",
                 "gemm GF/s", with_mfu ? "    MFU" : "");
@@ -422,8 +444,8 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
         }
         split["other"] = percent(other, r.profiled_seconds);
         std::printf(" %5.1f%% %11.1f", percent(other, r.profiled_seconds), gemm_rate);
-        bool row_mfu = with_mfu && r.precision == kFloat32;
-        if (row_mfu) std::printf(" %5.1f%%", r.mfu(peak));
+        bool row_mfu = with_mfu && peaks.of(r.precision) > 0;
+        if (row_mfu) std::printf(" %5.1f%%", r.mfu(peaks.of(r.precision)));
         else if (with_mfu) std::printf(" %6s", "-");
         std::printf("\n");
         out["training"].push_back({{"model", r.model}, {"size", r.size}, {"precision", precision_name(r.precision)},
@@ -432,12 +454,21 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
                                    {"tokens_per_s", r.tokens_per_s}, {"peak_bytes", r.peak_bytes},
                                    {"time_split_percent", split}, {"gemm_gflops_in_step", gemm_rate},
                                    {"flops_per_token", r.flops_per_token}});
-        if (row_mfu) out["training"].back()["mfu_percent"] = r.mfu(peak);
+        if (row_mfu) {
+            out["training"].back()["mfu_percent"] = r.mfu(peaks.of(r.precision));
+            out["training"].back()["mfu_peak"] = step_peak_name(step_peak_of(r.precision));
+        }
     }
     std::printf("  (other: autograd bookkeeping, allocation and everything outside the kernels)\n");
-    if (with_mfu)
-        std::printf("  (MFU, float32 steps: tok/s x model FLOPs per token (6 N + 12 L T C) over the %.1f GFLOP/s FMA peak)\n",
-                    peak);
+    if (with_mfu) {
+        std::printf("  (MFU: tok/s x model FLOPs per token (6 N + 12 L T C) over the %.1f GFLOP/s FMA peak", peaks.fma);
+        if (peaks.bf16_dot > 0)
+            std::printf(";\n   bf16 steps over the %.1f GFLOP/s vdpbf16ps peak, the instruction of their products", peaks.bf16_dot);
+        bool amx = false;
+        for (const StepTiming& r : results) amx = amx || step_peak_of(r.precision) == StepPeak::Unmeasured;
+        if (amx) std::printf(";\n   none for steps on AMX tiles, whose peak is not measured");
+        std::printf(")\n");
+    }
     // Each 16-bit step against the float32 step of the same model, timed just before it.
     for (const StepTiming& r : results) {
         if (r.precision == kFloat32) continue;
@@ -448,7 +479,7 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
                             (double)r.peak_bytes / (double)base.peak_bytes);
     }
     if (device == kCPU)
-        print_step_gemm_shapes(results, peak, out);
+        print_step_gemm_shapes(results, peaks, out);
     else
         std::printf("  (on %s the split times kernel launches, not the GPU's work, which runs asynchronously;\n"
                     "   peak MiB is device memory in tensors)\n",
@@ -460,12 +491,18 @@ static std::vector<StepTiming> bench_training(const std::vector<std::string>& mo
 // The GEMM rows against the peak of the GEMM rounds, the steps' MFU against
 // the peak sampled beside the steps (the two tables above use the same).
 static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_rows, const std::vector<StepTiming>& results,
-                          int nthreads, double peak, double step_peak, bool on_cpu) {
+                          int nthreads, double peak, const StepPeaks& step_peaks, bool on_cpu) {
+    const double step_peak = step_peaks.fma;
+    // The bfloat16 steps' own peak, where they have one.
+    char dot[96] = "";
+    if (on_cpu && step_peaks.bf16_dot > 0)
+        std::snprintf(dot, sizeof dot, "; the bf16 steps' MFU over the vdpbf16ps peak, %.1f", step_peaks.bf16_dot);
     if (on_cpu && !results.empty() && !gemm_rows.empty())
-        std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s in the GEMM rounds, %.1f beside the steps) ==\n",
-                    nthreads, peak, step_peak);
+        std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s in the GEMM rounds, %.1f beside the steps%s) ==\n",
+                    nthreads, peak, step_peak, dot);
     else
-        std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s) ==\n", nthreads, results.empty() ? peak : step_peak);
+        std::printf("\n== summary (%d threads, FMA peak %.1f GFLOP/s%s) ==\n", nthreads, results.empty() ? peak : step_peak,
+                    dot);
     std::printf("%-34s %12s %10s\n", "what", "value", "of peak");
     for (const auto& [s, g] : gemm_rows) {
         char what[80];
@@ -476,7 +513,7 @@ static void print_summary(const std::vector<std::pair<GemmShape, double>>& gemm_
     for (const StepTiming& r : results) {
         std::string what = r.name() + " step";
         std::printf("%-34s %9.1f ms", what.c_str(), r.ms_per_step);
-        if (on_cpu && step_peak > 0 && r.precision == kFloat32) std::printf(" %9.1f%% MFU", r.mfu(step_peak));
+        if (on_cpu && step_peaks.of(r.precision) > 0) std::printf(" %9.1f%% MFU", r.mfu(step_peaks.of(r.precision)));
         std::printf("\n");
     }
 }
@@ -533,12 +570,14 @@ int bench_command(int argc, char** argv) {
     std::vector<std::pair<GemmShape, double>> gemm_rows;
     if (!flags.on("skip-gemm")) gemm_rows = bench_gemm(repeats, isa, nthreads, peak, out);
     std::vector<StepTiming> results;
-    double step_peak = peak;  // sampled again beside every timed model
+    StepPeaks step_peaks;  // sampled again beside every timed model
+    step_peaks.fma = peak;
     if (!flags.on("skip-training")) {
-        results = bench_training(models, sizes, precisions, steps, device, isa, nthreads, step_peak, out);
-        if (on_cpu) out["machine"]["fma_peak_gflops_steps"] = step_peak;  // what the steps' MFU divides by
+        results = bench_training(models, sizes, precisions, steps, device, isa, nthreads, step_peaks, out);
+        if (on_cpu) out["machine"]["fma_peak_gflops_steps"] = step_peaks.fma;  // what the steps' MFU divides by
+        if (on_cpu && step_peaks.bf16_dot > 0) out["machine"]["bf16_dot_peak_gflops_steps"] = step_peaks.bf16_dot;
     }
-    print_summary(gemm_rows, results, nthreads, peak, step_peak, on_cpu);
+    print_summary(gemm_rows, results, nthreads, peak, step_peaks, on_cpu);
     if (!flags.str("json").empty()) {
         std::ofstream f(flags.str("json"));
         if (!f) throw Error("bench: cannot write --json file '" + flags.str("json") + "'");

@@ -261,6 +261,24 @@ if [ "$quick" != 1 ]; then
 fi
 grep -qE 'gpt2 train step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" || fail "bench: no step time and MFU in the summary: $out"
 grep -q '"mfu_percent"' "$work/bench.json" || fail "bench --json: no MFU of the step"
+# The bf16 step's MFU over the peak of its products' path, as train's (section 1a'' above).
+if grep -q "(on this CPU: AVX512-BF16)" "$work/precision-bf16.txt"; then
+  grep -qE 'gpt2 train bf16 step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" && grep -q '"mfu_peak": "vdpbf16ps peak' "$work/bench.json" \
+    || fail "bench: the bf16 step's MFU is not over the vdpbf16ps peak: $out"
+  # ... and its value is that peak's: tok/s x FLOPs per token over the vdpbf16ps peak sampled beside the steps.
+  python3 - "$work/bench.json" <<'PY' || fail "bench --json: a step's MFU is not over its own peak: $(cat "$work/bench.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["machine"]
+for s in r["training"]:
+    peak = m["bf16_dot_peak_gflops_steps"] if s["mfu_peak"].startswith("vdpbf16ps") else m["fma_peak_gflops_steps"]
+    want = 100 * s["tokens_per_s"] * s["flops_per_token"] / 1e9 / peak
+    assert abs(s["mfu_percent"] - want) < 1e-6 * want, (s["precision"], s["mfu_percent"], want)
+PY
+elif ! grep -q "(on this CPU: AMX)" "$work/precision-bf16.txt"; then
+  grep -qE 'gpt2 train bf16 step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" || fail "bench: no MFU for the widened bf16 step: $out"
+  ! grep -q '"mfu_peak": "vdpbf16ps' "$work/bench.json" || fail "bench: a widened bf16 step over the vdpbf16ps peak"
+fi
 grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work/bench.json" || fail "bench --json"
 grep -qE 'gpt2 train +[0-9]+ shapes, slowest: [0-9]+ x [0-9]+ x [0-9]+ [NT][NT] [0-9]+ GF/s' <<<"$out" || fail "bench: no per-shape GEMM line for the step: $out"
 grep -q '"gemm_shapes"' "$work/bench.json" || fail "bench --json: no per-shape GEMMs of the step"

@@ -14,6 +14,7 @@
 #include "studies/study.h"
 #include "train/lm.h"
 #include "train/run_log.h"
+#include "train/step_peak.h"
 #include "train/train.h"
 
 using namespace nc;

@@ -2,48 +2,14 @@
 
 #include <sys/ioctl.h>
 #include <unistd.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
 
-#include "tensor/cpu/gemm_kernels.h"
 #include "tensor/error.h"
 
 namespace nc {
 namespace app {
-
-// ---- the peak MFU divides by ----
-
-StepPeak step_peak_kind(DType precision, cpu::Gemm16Path path) {
-    if (precision == kFloat32 || path == cpu::Gemm16Path::Widen) return StepPeak::Fma;
-    if (path == cpu::Gemm16Path::Bf16Dot) return StepPeak::Bf16Dot;
-    return StepPeak::Unmeasured;
-}
-
-const char* step_peak_name(StepPeak peak) {
-    switch (peak) {
-    case StepPeak::Fma: return "float32 FMA peak";
-    case StepPeak::Bf16Dot: return "vdpbf16ps peak (the instruction of the bfloat16 products)";
-    case StepPeak::Unmeasured: break;
-    }
-    return "AMX";
-}
-
-std::function<double(int)> step_peak_sampler(StepPeak peak) {
-    int threads = omp_get_max_threads();
-    if (peak == StepPeak::Bf16Dot)
-        return [threads](int samples) {
-            return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_bf16_dot_peak_gflops(threads, n); },
-                                         samples, 0.010);
-        };
-    if (peak == StepPeak::Unmeasured) return nullptr;
-    cpu::SimdIsa isa = cpu::best_simd_isa();
-    return [isa, threads](int samples) {
-        return cpu::best_peak_gflops([&](int64_t n) { return cpu::measure_fma_peak_gflops(isa, threads, n); }, samples,
-                                     0.010);
-    };
-}
 
 // ---- train_log.csv ----
 

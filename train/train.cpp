@@ -24,17 +24,12 @@
 #include "train/lm.h"
 #include "train/memory_plan.h"
 #include "train/run_log.h"
+#include "train/step_peak.h"
 #include "train/train_step.h"
 #include "train/train_task.h"
 
 namespace nc {
 namespace app {
-
-// The peak this run's MFU divides by (train/run_log.h): that of the
-// arithmetic the products of a step in `precision` run on, on this CPU.
-static StepPeak step_peak_of(DType precision) {
-    return step_peak_kind(precision, precision == kFloat32 ? cpu::Gemm16Path::Widen : cpu::best_gemm16_path(precision));
-}
 
 // What a killed or failed run can leave behind: the temporaries that are
 // renamed over the real files only when complete. They are never good data.
@@ -306,7 +301,7 @@ static diag::RunDiagnostics make_diagnostics(const Flags& flags, Run& run) {
 }
 
 // The progress line, with the model FLOPs utilization against the peak of
-// the arithmetic the step's products use (step_peak_of), sampled quickly as
+// the arithmetic the step's products use (train/step_peak.h), sampled quickly as
 // `bench` measures it, at the start and again during the run (Progress keeps
 // the best). No peak is known for a GPU, so no MFU there; nor on the ranks
 // other than the root, whose lines nobody reads and whose samples would take
