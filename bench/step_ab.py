@@ -51,6 +51,9 @@ def record(table, step, binary):
     for label, field in (("ms/step", "ms_per_step"), ("MFU %", "mfu_percent"), ("GEMM GF/s", "gemm_gflops_in_step")):
         if field in step:  # an older build's JSON, or a step with no measured peak (AMX), may lack one
             table.setdefault(label, []).append(step[field])
+    # What the percentages divide by: builds before the id was written
+    # divided every step by the FMA peak (and gave 16-bit steps no MFU).
+    table.setdefault("peak", set()).add(step.get("mfu_peak", "fma"))
     for shape in step.get("gemm_shapes", []):
         if "percent_of_peak" in shape:
             table.setdefault(shape["shape"], []).append(shape["percent_of_peak"])
@@ -98,12 +101,17 @@ def main():
              (sorted(results["old"]), sorted(results["new"])))
 
     print("old: %s\nnew: %s\nprecision: %s" % (binaries["old"], binaries["new"], args.precision))
-    print("%d rounds, alternating; medians [ranges]; shapes as %% of the FMA peak sampled in each run" % args.rounds)
+    print("%d rounds, alternating; medians [ranges]; MFU and shapes as %% of the peak each run sampled for the "
+          "step's products (fma: float32 FMA, bf16_dot: vdpbf16ps)" % args.rounds)
     for key, old in results["old"].items():
         new = results["new"][key]
+        old_peak, new_peak = old.pop("peak"), new.pop("peak")
         ratios = [n / o for o, n in zip(old["ms/step"], new["ms/step"])]  # round by round
         print("\n%s %s: time new / old %.3f [%.3f-%.3f] (median of the rounds' ratios)" %
               (key[0], key[1], statistics.median(ratios), min(ratios), max(ratios)))
+        print("  peak: old %s, new %s" % (",".join(sorted(old_peak)), ",".join(sorted(new_peak))))
+        if old_peak != new_peak:
+            print("  (the two builds divide by different peaks: compare times, not percentages)")
         print("  %-24s %-24s %-24s" % ("", "old", "new"))
         for label in list(old) + [label for label in new if label not in old]:
             print("  %-24s %s %s" % (label, spread(old.get(label, [])), spread(new.get(label, []))))

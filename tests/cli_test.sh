@@ -263,7 +263,7 @@ grep -qE 'gpt2 train step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" || fail "bench: n
 grep -q '"mfu_percent"' "$work/bench.json" || fail "bench --json: no MFU of the step"
 # The bf16 step's MFU over the peak of its products' path, as train's (section 1a'' above).
 if grep -q "(on this CPU: AVX512-BF16)" "$work/precision-bf16.txt"; then
-  grep -qE 'gpt2 train bf16 step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" && grep -q '"mfu_peak": "vdpbf16ps peak' "$work/bench.json" \
+  grep -qE 'gpt2 train bf16 step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" && grep -q '"mfu_peak": "bf16_dot"' "$work/bench.json" \
     || fail "bench: the bf16 step's MFU is not over the vdpbf16ps peak: $out"
   # ... and its value is that peak's: tok/s x FLOPs per token over the vdpbf16ps peak sampled beside the steps.
   python3 - "$work/bench.json" <<'PY' || fail "bench --json: a step's MFU is not over its own peak: $(cat "$work/bench.json")"
@@ -271,13 +271,13 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 m = r["machine"]
 for s in r["training"]:
-    peak = m["bf16_dot_peak_gflops_steps"] if s["mfu_peak"].startswith("vdpbf16ps") else m["fma_peak_gflops_steps"]
+    peak = {"bf16_dot": m.get("bf16_dot_peak_gflops_steps"), "fma": m["fma_peak_gflops_steps"]}[s["mfu_peak"]]
     want = 100 * s["tokens_per_s"] * s["flops_per_token"] / 1e9 / peak
     assert abs(s["mfu_percent"] - want) < 1e-6 * want, (s["precision"], s["mfu_percent"], want)
 PY
 elif ! grep -q "(on this CPU: AMX)" "$work/precision-bf16.txt"; then
   grep -qE 'gpt2 train bf16 step +[0-9.]+ ms +[0-9.]+% MFU' <<<"$out" || fail "bench: no MFU for the widened bf16 step: $out"
-  ! grep -q '"mfu_peak": "vdpbf16ps' "$work/bench.json" || fail "bench: a widened bf16 step over the vdpbf16ps peak"
+  ! grep -q '"mfu_peak": "bf16_dot"' "$work/bench.json" || fail "bench: a widened bf16 step over the vdpbf16ps peak"
 fi
 grep -q '"ms_per_step"' "$work/bench.json" && grep -q '"fma_peak_gflops"' "$work/bench.json" || fail "bench --json"
 grep -qE 'gpt2 train +[0-9]+ shapes, slowest: [0-9]+ x [0-9]+ x [0-9]+ [NT][NT] [0-9]+ GF/s' <<<"$out" || fail "bench: no per-shape GEMM line for the step: $out"
@@ -294,11 +294,12 @@ if command -v python3 > /dev/null; then
   for side in old new; do
     ms=$([ $side = old ] && echo 100 || echo 50)
     extra=$([ $side = new ] && echo ', {"shape": "9 x 9 x 9 TN", "percent_of_peak": 60}' || true)
+    peak_id=$([ $side = new ] && echo '"mfu_peak": "bf16_dot", ' || true)  # the old build's JSON has no id
     cat > "$work/stub-$side" <<STUB
 #!/usr/bin/env bash
 echo $side >> "$work/stub-turns"
 while [ \$# -gt 0 ]; do [ "\$1" = --json ] && json=\$2; shift; done
-echo '{"training": [{"model": "gpt2", "size": "train", "ms_per_step": $ms, "mfu_percent": 50,
+echo '{"training": [{"model": "gpt2", "size": "train", "ms_per_step": $ms, "mfu_percent": 50, $peak_id
   "gemm_gflops_in_step": 100, "gemm_shapes": [{"shape": "8 x 8 x 8 NN", "percent_of_peak": 70}$extra]}]}' > "\$json"
 STUB
     chmod +x "$work/stub-$side"
@@ -309,6 +310,8 @@ STUB
   grep -q '^gpt2 train: time new / old 0.500 \[0.500-0.500\]' <<<"$out" || fail "step_ab.py: the ratio should be 0.500: $out"
   grep -qE '^  ms/step +100.0 \[ 100.0- 100.0\] +50.0 \[  50.0-  50.0\]' <<<"$out" || fail "step_ab.py: ms/step row: $out"
   grep -qE '^  9 x 9 x 9 TN +- +60.0 \[' <<<"$out" || fail "step_ab.py: a shape of one side only: $out"
+  grep -q '^  peak: old fma, new bf16_dot' <<<"$out" && grep -q 'divide by different peaks' <<<"$out" \
+    || fail "step_ab.py: percentages over different peaks not flagged: $out"
   printf '#!/usr/bin/env bash\necho "no such size" >&2; exit 3\n' > "$work/stub-broken"; chmod +x "$work/stub-broken"
   out=$(python3 "$step_ab" "$work/stub-old" "$work/stub-broken" 2>&1) && fail "step_ab.py with a failing binary should fail"
   grep -q 'stub-broken bench .* failed (exit 3)' <<<"$out" && grep -q 'no such size' <<<"$out" \

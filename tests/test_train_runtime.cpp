@@ -185,6 +185,16 @@ TEST_CASE("progress: the MFU divides by the peak of the products' own arithmetic
     // bfloat16 pairs on vdpbf16ps: that instruction's peak; on AMX tiles none.
     CHECK(step_peak_kind(kBFloat16, Gemm16Path::Bf16Dot) == StepPeak::Bf16Dot);
     CHECK(step_peak_kind(kBFloat16, Gemm16Path::Amx) == StepPeak::Unmeasured);
+    // float16 has no pair path: whatever path is named, the FMA.
+    CHECK(step_peak_kind(kFloat16, Gemm16Path::Bf16Dot) == StepPeak::Fma);
+    // On this CPU: the path matmul takes (best_gemm16_path) decides.
+    CHECK(step_peak_of(kFloat32) == StepPeak::Fma);
+    CHECK(step_peak_of(kFloat16) == StepPeak::Fma);
+    const Gemm16Path bf16_path = cpu::best_gemm16_path(kBFloat16);
+    CHECK(step_peak_of(kBFloat16) == (bf16_path == Gemm16Path::Widen     ? StepPeak::Fma
+                                      : bf16_path == Gemm16Path::Bf16Dot ? StepPeak::Bf16Dot
+                                                                         : StepPeak::Unmeasured));
+    CHECK(std::string(step_peak_id(StepPeak::Bf16Dot)) == "bf16_dot");
     CHECK(std::string(step_peak_name(StepPeak::Fma)) == "float32 FMA peak");
     CHECK(std::string(step_peak_name(StepPeak::Bf16Dot)).rfind("vdpbf16ps peak", 0) == 0);
     // No sampler where no peak is measured: Progress then shows no MFU.

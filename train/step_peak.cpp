@@ -8,7 +8,8 @@ namespace nc {
 namespace app {
 
 StepPeak step_peak_kind(DType precision, cpu::Gemm16Path path) {
-    if (precision == kFloat32 || path == cpu::Gemm16Path::Widen) return StepPeak::Fma;
+    // Only bfloat16 has pair paths (gemm_16bit.h); everything else widens.
+    if (precision != kBFloat16 || path == cpu::Gemm16Path::Widen) return StepPeak::Fma;
     if (path == cpu::Gemm16Path::Bf16Dot) return StepPeak::Bf16Dot;
     return StepPeak::Unmeasured;
 }
@@ -19,7 +20,16 @@ const char* step_peak_name(StepPeak peak) {
     case StepPeak::Bf16Dot: return "vdpbf16ps peak (the instruction of the bfloat16 products)";
     case StepPeak::Unmeasured: break;
     }
-    return "AMX";
+    return "no measured peak (AMX tiles)";
+}
+
+const char* step_peak_id(StepPeak peak) {
+    switch (peak) {
+    case StepPeak::Fma: return "fma";
+    case StepPeak::Bf16Dot: return "bf16_dot";
+    case StepPeak::Unmeasured: break;
+    }
+    return "none";
 }
 
 std::function<double(int)> step_peak_sampler(StepPeak peak, double seconds) {

@@ -277,7 +277,7 @@ static Run set_up_run(const Flags& flags, const Distributed& dist, const TrainOu
                      dtype_name(model.precision()), path.c_str(), scaling.c_str());
         if (run.device == kCPU && dist.root()) {
             StepPeak peak = step_peak_of(model.precision());
-            if (peak == StepPeak::Unmeasured) std::fprintf(out, "precision: no MFU shown: the peak of AMX tiles is not measured\n");
+            if (peak == StepPeak::Unmeasured) std::fprintf(out, "precision: no MFU shown: %s\n", step_peak_name(peak));
             else std::fprintf(out, "precision: MFU against the %s\n", step_peak_name(peak));
         }
     }
