@@ -398,7 +398,7 @@ static std::vector<std::pair<GemmShape, double>> bench_gemm(int64_t repeats, cpu
 // 3. Training steps, each timed and split by kind of op.
 static std::vector<StepTiming> bench_training(const std::vector<std::string>& models, const std::vector<std::string>& sizes,
                                               const std::vector<DType>& precisions, int64_t steps, Device device,
-                                              cpu::SimdIsa isa, int nthreads, StepPeaks& peaks, json& out) {
+                                              StepPeaks& peaks, json& out) {
     std::vector<StepTiming> results;
     // A model's precisions one right after the other: their ratio compares
     // the same stretch of the machine's time.
@@ -576,7 +576,7 @@ int bench_command(int argc, char** argv) {
     StepPeaks step_peaks;
     step_peaks.fma = peak;
     if (!flags.on("skip-training")) {
-        results = bench_training(models, sizes, precisions, steps, device, isa, nthreads, step_peaks, out);
+        results = bench_training(models, sizes, precisions, steps, device, step_peaks, out);
         if (on_cpu) out["machine"]["fma_peak_gflops_steps"] = step_peaks.fma;  // what the steps' MFU divides by
         if (on_cpu && step_peaks.bf16_dot > 0) out["machine"]["bf16_dot_peak_gflops_steps"] = step_peaks.bf16_dot;
     }

@@ -39,8 +39,8 @@ private:
 class Progress {
 public:
     // sample_peak(n): the peak in GFLOP/s of the arithmetic the step's
-    // products use (the float32 FMA, or vdpbf16ps in bfloat16 where packing
-    // keeps the pairs: train.cpp), the best of n short samples.
+    // products use (the float32 FMA, or vdpbf16ps where bfloat16 products
+    // run on it: train/step_peak.h), the best of n short samples.
     // When set, the lines show the model FLOPs utilization of the tokens/s;
     // left empty (on a GPU, and on the ranks other than the root), they
     // show none. The lines go to `out` (a bar only when it is a terminal).

@@ -1,3 +1,4 @@
+// step_peak.cpp — which peak a step's MFU divides by, and its samplers (step_peak.h).
 #include "train/step_peak.h"
 
 #include <omp.h>

@@ -17,11 +17,12 @@
 // matmul takes AMX where the CPU has it, else AVX512-BF16 where it pays
 // (bf16_dot_pays), else widens; a product with one row of A and B's
 // columns contiguous (generating a token) goes to gemv_16bit (gemv.h)
-// whatever the path and micro-kernel asked for. CPUs differ: on the
-// development machine (a Sapphire Rapids-class Xeon) vdpbf16ps issues at a quarter of the FMA's
-// rate, so its two products per lane reach half the FMA's FLOPs; on an AMD
-// EPYC (Zen 4) it issues at the full rate, 1.8x the FMA's FLOPs, and its
-// GEMMs ran 1.1-1.9x float32's where widening ran 0.74-1.00x
+// whatever the path and micro-kernel asked for (takes_gemv_16bit). CPUs
+// differ: on the development machine (a Sapphire Rapids-class Xeon)
+// vdpbf16ps issues at a quarter of the FMA's rate, so its two products per
+// lane reach half the FMA's FLOPs; on an AMD EPYC (Zen 4) it issues at the
+// full rate, 1.8x the FMA's FLOPs, and its GEMMs ran 1.1-1.9x float32's
+// where widening ran 0.74-1.00x
 // (bench/results/cpu-2026-12-04-mfu.txt; chapter 9 has the Xeon's numbers).
 //
 // Shapes: C [M, N] (+)= A [M, K] B [K, N], each a strided view, as gemm.h.
